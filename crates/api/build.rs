@@ -1,0 +1,20 @@
+//! Compiles the etcd v3 protos and oxcd's internal protos with protox (pure Rust:
+//! no system `protoc` is needed) and generates prost messages and tonic stubs.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let files = [
+        "etcd/api/mvccpb/kv.proto",
+        "etcd/api/authpb/auth.proto",
+        "etcd/api/etcdserverpb/rpc.proto",
+        "etcd/api/v3lockpb/v3lock.proto",
+        "etcd/api/v3electionpb/v3election.proto",
+        "oxcd/internal.proto",
+    ];
+    let fds = protox::compile(files, [&root])?;
+    println!("cargo:rerun-if-changed={}", root.display());
+    tonic_prost_build::configure()
+        .generate_default_stubs(true)
+        .compile_fds(fds)?;
+    Ok(())
+}

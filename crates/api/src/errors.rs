@@ -1,0 +1,140 @@
+//! etcd's client-visible errors, byte for byte, with their gRPC codes.
+//!
+//! Go clientv3 (and others) map errors to types by comparing the message text, so each
+//! message here must equal etcd's exactly. Add new errors to the table, never inline
+//! strings elsewhere.
+
+use tonic::{Code, Status};
+
+macro_rules! etcd_errors {
+    ($( $(#[$doc:meta])* $name:ident => $code:ident, $msg:literal; )*) => {
+        /// One of etcd's client-visible errors.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum EtcdError {
+            $( $(#[$doc])* $name, )*
+        }
+
+        impl EtcdError {
+            /// Every error, for tests that check the whole table.
+            pub const ALL: &'static [EtcdError] = &[ $( EtcdError::$name, )* ];
+
+            /// The gRPC code etcd answers with.
+            pub fn code(self) -> Code {
+                match self { $( EtcdError::$name => Code::$code, )* }
+            }
+
+            /// The exact message etcd answers with.
+            pub fn message(self) -> &'static str {
+                match self { $( EtcdError::$name => $msg, )* }
+            }
+
+            /// Finds the error with this exact message (used by clients to map a status back).
+            pub fn from_message(message: &str) -> Option<EtcdError> {
+                EtcdError::ALL.iter().copied().find(|e| e.message() == message)
+            }
+        }
+    };
+}
+
+etcd_errors! {
+    EmptyKey => InvalidArgument, "etcdserver: key is not provided";
+    KeyNotFound => InvalidArgument, "etcdserver: key not found";
+    ValueProvided => InvalidArgument, "etcdserver: value is provided";
+    LeaseProvided => InvalidArgument, "etcdserver: lease is provided";
+    TooManyOps => InvalidArgument, "etcdserver: too many operations in txn request";
+    DuplicateKey => InvalidArgument, "etcdserver: duplicate key given in txn request";
+    InvalidSortOption => InvalidArgument, "etcdserver: invalid sort option";
+    RequestTooLarge => InvalidArgument, "etcdserver: request is too large";
+    MemberBadUrls => InvalidArgument, "etcdserver: given member URLs are invalid";
+    UserEmpty => InvalidArgument, "etcdserver: user name is empty";
+    RoleEmpty => InvalidArgument, "etcdserver: role name is empty";
+    AuthFailed => InvalidArgument, "etcdserver: authentication failed, invalid user ID or password";
+    PermissionNotGiven => InvalidArgument, "etcdserver: permission not given";
+    InvalidAuthMgmt => InvalidArgument, "etcdserver: invalid auth management";
+    AuthOldRevision => InvalidArgument, "etcdserver: revision of auth store is old";
+    InvalidDowngradeTargetVersion => InvalidArgument, "etcdserver: invalid downgrade target version";
+    WrongDowngradeVersionFormat => InvalidArgument, "etcdserver: wrong downgrade target version format";
+    Compacted => OutOfRange, "etcdserver: mvcc: required revision has been compacted";
+    FutureRev => OutOfRange, "etcdserver: mvcc: required revision is a future revision";
+    LeaseTtlTooLarge => OutOfRange, "etcdserver: too large lease TTL";
+    NoSpace => ResourceExhausted, "etcdserver: mvcc: database space exceeded";
+    TooManyRequests => ResourceExhausted, "etcdserver: too many requests";
+    LeaseNotFound => NotFound, "etcdserver: requested lease not found";
+    MemberNotFound => NotFound, "etcdserver: member not found";
+    LeaseExist => FailedPrecondition, "etcdserver: lease already exists";
+    MemberExist => FailedPrecondition, "etcdserver: member ID already exist";
+    PeerUrlExist => FailedPrecondition, "etcdserver: Peer URLs already exists";
+    MemberNotEnoughStarted => FailedPrecondition, "etcdserver: re-configuration failed due to not enough started members";
+    MemberNotLearner => FailedPrecondition, "etcdserver: can only promote a learner member";
+    LearnerNotReady => FailedPrecondition, "etcdserver: can only promote a learner member which is in sync with leader";
+    TooManyLearners => FailedPrecondition, "etcdserver: too many learner members in cluster";
+    ClusterIdMismatch => FailedPrecondition, "etcdserver: cluster ID mismatch";
+    RootUserNotExist => FailedPrecondition, "etcdserver: root user does not exist";
+    RootRoleNotExist => FailedPrecondition, "etcdserver: root user does not have root role";
+    UserAlreadyExist => FailedPrecondition, "etcdserver: user name already exists";
+    UserNotFound => FailedPrecondition, "etcdserver: user name not found";
+    RoleAlreadyExist => FailedPrecondition, "etcdserver: role name already exists";
+    RoleNotFound => FailedPrecondition, "etcdserver: role name not found";
+    RoleNotGranted => FailedPrecondition, "etcdserver: role is not granted to the user";
+    PermissionNotGranted => FailedPrecondition, "etcdserver: permission is not granted to the role";
+    AuthNotEnabled => FailedPrecondition, "etcdserver: authentication is not enabled";
+    NotLeader => FailedPrecondition, "etcdserver: not leader";
+    NotCapable => FailedPrecondition, "etcdserver: not capable";
+    LearnerNotSupported => FailedPrecondition, "etcdserver: rpc not supported for learner";
+    BadLeaderTransferee => FailedPrecondition, "etcdserver: bad leader transferee";
+    ClusterVersionUnavailable => FailedPrecondition, "etcdserver: cluster version not found during downgrade";
+    DowngradeInProcess => FailedPrecondition, "etcdserver: cluster has a downgrade job in progress";
+    NoInflightDowngrade => FailedPrecondition, "etcdserver: no inflight downgrade job";
+    PermissionDenied => PermissionDenied, "etcdserver: permission denied";
+    InvalidAuthToken => Unauthenticated, "etcdserver: invalid auth token";
+    NoLeader => Unavailable, "etcdserver: no leader";
+    LeaderChanged => Unavailable, "etcdserver: leader changed";
+    Stopped => Unavailable, "etcdserver: server stopped";
+    Timeout => Unavailable, "etcdserver: request timed out";
+    TimeoutDueToLeaderFail => Unavailable, "etcdserver: request timed out, possibly due to previous leader failure";
+    TimeoutDueToConnectionLost => Unavailable, "etcdserver: request timed out, possibly due to connection lost";
+    TimeoutWaitAppliedIndex => Unavailable, "etcdserver: request timed out, waiting for the applied index took too long";
+    Unhealthy => Unavailable, "etcdserver: unhealthy cluster";
+    Corrupt => DataLoss, "etcdserver: corrupt cluster";
+    WatchCanceled => Cancelled, "etcdserver: watch canceled";
+    Canceled => Cancelled, "etcdserver: request canceled";
+    DeadlineExceeded => DeadlineExceeded, "context deadline exceeded";
+}
+
+impl From<EtcdError> for Status {
+    fn from(e: EtcdError) -> Status {
+        Status::new(e.code(), e.message())
+    }
+}
+
+impl std::fmt::Display for EtcdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for EtcdError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_unique_and_prefixed() {
+        let mut seen = std::collections::HashSet::new();
+        for e in EtcdError::ALL {
+            assert!(seen.insert(e.message()), "duplicate message {}", e.message());
+            if *e != EtcdError::DeadlineExceeded {
+                assert!(e.message().starts_with("etcdserver: "), "{e:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn status_carries_code_and_exact_message() {
+        let s = Status::from(EtcdError::Compacted);
+        assert_eq!(s.code(), Code::OutOfRange);
+        assert_eq!(s.message(), "etcdserver: mvcc: required revision has been compacted");
+        assert_eq!(EtcdError::from_message(s.message()), Some(EtcdError::Compacted));
+    }
+}

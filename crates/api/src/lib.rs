@@ -1,0 +1,48 @@
+//! oxcd-api: the etcd v3 wire protocol as generated Rust types, and etcd's error strings.
+//!
+//! Owns: the generated prost messages and tonic client/server stubs for `etcdserverpb`,
+//! `mvccpb`, `authpb`, `v3lockpb`, `v3electionpb` (package, message and field numbers
+//! identical to etcd's, so etcd clients interoperate), oxcd's internal log-entry message
+//! (`oxcdpb`), and [`errors::EtcdError`], the table of etcd's client-visible errors.
+//!
+//! Invariant: no logic lives here beyond conversions; every other crate speaks these types.
+
+#![allow(clippy::all, clippy::unwrap_used)]
+
+pub mod errors;
+
+/// Key-value and event messages (`mvccpb`).
+pub mod mvccpb {
+    tonic::include_proto!("mvccpb");
+}
+
+/// Users, roles and permissions (`authpb`).
+pub mod authpb {
+    tonic::include_proto!("authpb");
+}
+
+/// The etcd v3 services and their messages (`etcdserverpb`).
+pub mod etcdserverpb {
+    tonic::include_proto!("etcdserverpb");
+}
+
+/// The distributed lock service (`v3lockpb`).
+pub mod v3lockpb {
+    tonic::include_proto!("v3lockpb");
+}
+
+/// The leader election service (`v3electionpb`).
+pub mod v3electionpb {
+    tonic::include_proto!("v3electionpb");
+}
+
+/// oxcd's internal, replicated log entries (`oxcdpb`).
+pub mod oxcdpb {
+    tonic::include_proto!("oxcdpb");
+}
+
+/// The etcd API version oxcd implements and reports to clients (Status, `/version`),
+/// since clients choose features by the server version they are told.
+pub const ETCD_API_VERSION: &str = "3.5.17";
+/// The etcd cluster version oxcd reports (`etcdcluster` in `/version`).
+pub const ETCD_CLUSTER_VERSION: &str = "3.5.0";

@@ -1,0 +1,338 @@
+//! The MVCC store over the redb backend: reads at a revision, and batched writes.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use oxcd_api::mvccpb::KeyValue;
+use oxcd_storage::backend::Backend;
+use oxcd_storage::backend::redb::{ReadableTable, Table, WriteTransaction};
+use oxcd_storage::schema;
+use prost::Message;
+
+use crate::index::{KeyRange, TreeIndex};
+use crate::key_index::Found;
+use crate::revision::Revision;
+use crate::{MvccError, Result};
+
+/// Options of a range read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RangeOptions {
+    /// At most this many keys (0: all).
+    pub limit: usize,
+    /// Read at this revision (0 or less: the current one).
+    pub rev: i64,
+    /// Only count the keys.
+    pub count_only: bool,
+}
+
+/// What a range read returns.
+#[derive(Debug, Clone, Default)]
+pub struct RangeResult {
+    /// The key-values, in key order.
+    pub kvs: Vec<KeyValue>,
+    /// How many keys the range holds at the read revision (regardless of the limit).
+    pub count: usize,
+    /// The store's current revision when read.
+    pub rev: i64,
+}
+
+/// The key index and the compaction point, guarded together so that a reader's check
+/// against the compaction revision and its index lookup see the same state.
+#[derive(Debug, Default)]
+struct IndexState {
+    tree: TreeIndex,
+    compact_rev: i64,
+}
+
+/// The MVCC store.
+#[derive(Debug)]
+pub struct Store {
+    backend: Arc<Backend>,
+    // std RwLock: never held across an await or across backend I/O by readers.
+    index: RwLock<IndexState>,
+    current_rev: AtomicI64,
+    consistent_index: AtomicU64,
+}
+
+fn decode_kv(rev: Revision, bytes: &[u8]) -> Result<KeyValue> {
+    KeyValue::decode(bytes).map_err(|e| MvccError::Corrupt(rev, e.to_string()))
+}
+
+fn read_rows<T: ReadableTable<&'static [u8], &'static [u8]>>(
+    table: &T,
+    found: &[(Vec<u8>, Found)],
+    backend: &Backend,
+) -> Result<Vec<KeyValue>> {
+    let mut kvs = Vec::with_capacity(found.len());
+    for (_, f) in found {
+        let key = f.modified.to_bytes(false);
+        let row = table.get(key.as_slice()).map_err(|e| backend.err(e))?;
+        let row = row.ok_or_else(|| MvccError::Corrupt(f.modified, "row missing".into()))?;
+        kvs.push(decode_kv(f.modified, row.value())?);
+    }
+    Ok(kvs)
+}
+
+impl Store {
+    /// Opens the store and rebuilds the key index from the backend's rows.
+    pub fn open(backend: Arc<Backend>) -> Result<Store> {
+        let tx = backend.begin_read()?;
+        let meta_u64 = |k: &str| -> Result<u64> {
+            let v = Backend::read_meta(&tx, k).map_err(|e| backend.err(e))?;
+            Ok(v.and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0))
+        };
+        let consistent_index = meta_u64(schema::META_CONSISTENT_INDEX)?;
+        let compact_rev = Backend::read_meta(&tx, schema::META_FINISHED_COMPACT)
+            .map_err(|e| backend.err(e))?
+            .and_then(|b| Revision::from_bytes(&b))
+            .map(|(r, _)| r.main)
+            .unwrap_or(0);
+        let mut tree = TreeIndex::default();
+        let mut current = 1i64;
+        let table = tx.open_table(schema::KEY).map_err(|e| backend.err(e))?;
+        for row in table.iter().map_err(|e| backend.err(e))? {
+            let (k, v) = row.map_err(|e| backend.err(e))?;
+            let (rev, tombstone) = Revision::from_bytes(k.value())
+                .ok_or_else(|| MvccError::Corrupt(Revision::default(), "bad row key".into()))?;
+            let kv = decode_kv(rev, v.value())?;
+            if tombstone {
+                tree.tombstone(&kv.key, rev);
+            } else {
+                tree.restore_put(&kv.key, rev, Revision::new(kv.create_revision, 0), kv.version);
+            }
+            current = current.max(rev.main);
+        }
+        current = current.max(compact_rev);
+        drop(table);
+        Ok(Store {
+            backend,
+            index: RwLock::new(IndexState { tree, compact_rev }),
+            current_rev: AtomicI64::new(current),
+            consistent_index: AtomicU64::new(consistent_index),
+        })
+    }
+
+    fn index_read(&self) -> RwLockReadGuard<'_, IndexState> {
+        // A panic while holding the lock leaves consistent data (updates are single calls).
+        self.index.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn index_write(&self) -> RwLockWriteGuard<'_, IndexState> {
+        self.index.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The newest committed revision.
+    pub fn current_rev(&self) -> i64 {
+        self.current_rev.load(Ordering::Acquire)
+    }
+
+    /// The compaction revision.
+    pub fn compact_rev(&self) -> i64 {
+        self.index_read().compact_rev
+    }
+
+    /// The raft index of the last applied entry whose effects are committed.
+    pub fn consistent_index(&self) -> u64 {
+        self.consistent_index.load(Ordering::Acquire)
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<Backend> {
+        &self.backend
+    }
+
+    /// Reads `range` at a committed revision.
+    pub fn range(&self, range: KeyRange<'_>, opts: RangeOptions) -> Result<RangeResult> {
+        let cur = self.current_rev();
+        let found = {
+            let idx = self.index_read();
+            let at = check_read_rev(opts.rev, cur, idx.compact_rev)?;
+            let (found, count) = idx.tree.range(range, at, if opts.count_only { 1 } else { opts.limit });
+            if opts.count_only {
+                return Ok(RangeResult { kvs: Vec::new(), count, rev: cur });
+            }
+            (found, count)
+        };
+        let tx = self.backend.begin_read()?;
+        let table = tx.open_table(schema::KEY).map_err(|e| self.backend.err(e))?;
+        let kvs = read_rows(&table, &found.0, &self.backend)?;
+        Ok(RangeResult { kvs, count: found.1, rev: cur })
+    }
+
+    /// Starts a batch of writes (the apply path's unit of backend commit).
+    pub fn begin_apply(&self) -> Result<ApplyBatch<'_>> {
+        let tx = self.backend.begin_write()?;
+        Ok(ApplyBatch { store: self, tx, rev: self.current_rev() })
+    }
+}
+
+fn check_read_rev(asked: i64, cur: i64, compact_rev: i64) -> Result<i64> {
+    let at = if asked <= 0 { cur } else { asked };
+    if at > cur {
+        return Err(MvccError::FutureRev);
+    }
+    if at < compact_rev {
+        return Err(MvccError::Compacted);
+    }
+    Ok(at)
+}
+
+/// A batch of write requests applied in one backend transaction.
+pub struct ApplyBatch<'s> {
+    store: &'s Store,
+    tx: WriteTransaction,
+    rev: i64,
+}
+
+impl<'s> ApplyBatch<'s> {
+    /// The revision after the requests applied so far in this batch.
+    pub fn rev(&self) -> i64 {
+        self.rev
+    }
+
+    /// Starts one write request: all its changes share one main revision.
+    pub fn txn(&mut self) -> Result<TxnWrite<'_>> {
+        let table = self.tx.open_table(schema::KEY).map_err(|e| self.store.backend.err(e))?;
+        let begin_rev = self.rev;
+        Ok(TxnWrite { store: self.store, table, rev: &mut self.rev, begin_rev, changes: 0 })
+    }
+
+    /// Compacts history before `rev`: later reads below it fail with `Compacted`.
+    pub fn compact(&mut self, rev: i64) -> Result<()> {
+        let keep = {
+            let mut idx = self.store.index_write();
+            if rev <= idx.compact_rev {
+                return Err(MvccError::Compacted);
+            }
+            if rev > self.rev {
+                return Err(MvccError::FutureRev);
+            }
+            idx.compact_rev = rev;
+            idx.tree.compact(rev)
+        };
+        let backend = &self.store.backend;
+        let mut table = self.tx.open_table(schema::KEY).map_err(|e| backend.err(e))?;
+        let upper = Revision::new(rev + 1, 0).to_bytes(false);
+        let mut doomed = Vec::new();
+        for row in table.range::<&[u8]>(..upper.as_slice()).map_err(|e| backend.err(e))? {
+            let (k, _) = row.map_err(|e| backend.err(e))?;
+            let keep_row = Revision::from_bytes(k.value()).is_some_and(|(r, _)| keep.contains(&r));
+            if !keep_row {
+                doomed.push(k.value().to_vec());
+            }
+        }
+        for k in doomed {
+            table.remove(k.as_slice()).map_err(|e| backend.err(e))?;
+        }
+        let mut meta = self.tx.open_table(schema::META).map_err(|e| backend.err(e))?;
+        let rev_bytes = Revision::new(rev, 0).to_bytes(false);
+        meta.insert(schema::META_FINISHED_COMPACT, rev_bytes.as_slice()).map_err(|e| backend.err(e))?;
+        meta.insert(schema::META_SCHEDULED_COMPACT, rev_bytes.as_slice()).map_err(|e| backend.err(e))?;
+        Ok(())
+    }
+
+    /// Commits the batch with the raft position it brings the store to, then publishes
+    /// its revision to readers. `durable` forces an fsync of the backend.
+    pub fn commit(self, index: u64, term: u64, durable: bool) -> Result<i64> {
+        let backend = &self.store.backend;
+        {
+            let mut meta = self.tx.open_table(schema::META).map_err(|e| backend.err(e))?;
+            meta.insert(schema::META_CONSISTENT_INDEX, index.to_le_bytes().as_slice()).map_err(|e| backend.err(e))?;
+            meta.insert(schema::META_CONSISTENT_TERM, term.to_le_bytes().as_slice()).map_err(|e| backend.err(e))?;
+        }
+        backend.commit(self.tx, durable)?;
+        self.store.current_rev.store(self.rev, Ordering::Release);
+        self.store.consistent_index.store(index, Ordering::Release);
+        Ok(self.rev)
+    }
+}
+
+/// One write request in progress: reads see its own earlier changes.
+pub struct TxnWrite<'b> {
+    store: &'b Store,
+    table: Table<'b, &'static [u8], &'static [u8]>,
+    rev: &'b mut i64,
+    begin_rev: i64,
+    changes: i64,
+}
+
+impl TxnWrite<'_> {
+    fn read_at(&self) -> i64 {
+        if self.changes > 0 { self.begin_rev + 1 } else { self.begin_rev }
+    }
+
+    /// The revision reads in this request see.
+    pub fn rev(&self) -> i64 {
+        self.read_at()
+    }
+
+    /// Reads `range` as of this request so far.
+    pub fn range(&self, range: KeyRange<'_>, opts: RangeOptions) -> Result<RangeResult> {
+        let cur = self.read_at();
+        let found = {
+            let idx = self.store.index_read();
+            let at = check_read_rev(opts.rev, cur, idx.compact_rev)?;
+            let (found, count) = idx.tree.range(range, at, if opts.count_only { 1 } else { opts.limit });
+            if opts.count_only {
+                return Ok(RangeResult { kvs: Vec::new(), count, rev: cur });
+            }
+            (found, count)
+        };
+        let kvs = read_rows(&self.table, &found.0, &self.store.backend)?;
+        Ok(RangeResult { kvs, count: found.1, rev: cur })
+    }
+
+    /// The key's current value's metadata in this request, if live.
+    pub fn get(&self, key: &[u8]) -> Option<Found> {
+        self.store.index_read().tree.get(key, self.read_at())
+    }
+
+    /// Puts `key`; returns the revision written.
+    pub fn put(&mut self, key: &[u8], value: &[u8], lease: i64) -> Result<Revision> {
+        let main = self.begin_rev + 1;
+        let rev = Revision::new(main, self.changes);
+        let mut idx = self.store.index_write();
+        let prior = idx.tree.get(key, main);
+        let kv = KeyValue {
+            key: key.to_vec(),
+            create_revision: prior.map(|f| f.created.main).unwrap_or(main),
+            mod_revision: main,
+            version: prior.map(|f| f.version).unwrap_or(0) + 1,
+            value: value.to_vec(),
+            lease,
+        };
+        let bytes = kv.encode_to_vec();
+        self.table.insert(rev.to_bytes(false).as_slice(), bytes.as_slice()).map_err(|e| self.store.backend.err(e))?;
+        idx.tree.put(key, rev);
+        self.changes += 1;
+        Ok(rev)
+    }
+
+    /// Deletes the keys live in `range`; returns the deleted keys.
+    pub fn delete_range(&mut self, range: KeyRange<'_>) -> Result<Vec<Vec<u8>>> {
+        let main = self.begin_rev + 1;
+        let mut idx = self.store.index_write();
+        let (live, _) = idx.tree.range(range, main, 0);
+        let mut deleted = Vec::with_capacity(live.len());
+        for (key, _) in live {
+            let rev = Revision::new(main, self.changes);
+            let tomb = KeyValue { key: key.clone(), ..Default::default() }.encode_to_vec();
+            self.table.insert(rev.to_bytes(true).as_slice(), tomb.as_slice()).map_err(|e| self.store.backend.err(e))?;
+            idx.tree.tombstone(&key, rev);
+            self.changes += 1;
+            deleted.push(key);
+        }
+        Ok(deleted)
+    }
+
+    /// Ends the request; returns the revision it produced (the prior one if it changed nothing).
+    pub fn end(self) -> i64 {
+        if self.changes > 0 {
+            *self.rev = self.begin_rev + 1;
+        }
+        *self.rev
+    }
+}
+
+#[cfg(test)]
+mod tests;

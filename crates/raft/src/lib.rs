@@ -1,0 +1,45 @@
+//! oxcd-raft: the raft-rs driver. Knows nothing of MVCC or the etcd API.
+//!
+//! Owns: the raft log as raft-rs sees it ([`log_store::LogStore`], an in-memory copy of the
+//! WAL's entries), its durable form ([`persist`]: WAL records), and the single thread that
+//! runs the Ready loop ([`node::RaftNode`]): proposals, ticks, peer messages, ReadIndex
+//! batching, log compaction.
+//!
+//! Invariants:
+//! - Entries and hard state are fdatasync'ed to the WAL (one sync per Ready) before raft
+//!   is told they are persisted; nothing is acknowledged before that.
+//! - Committed entries reach the state machine in log order exactly once per process
+//!   life, starting after the applied index the state machine reported at start.
+//! - The log is compacted only up to an index the state machine has made durable.
+//! - Transport and time are abstract: the caller provides a [`node::Transport`]; the loop
+//!   ticks on its own clock (`--heartbeat-interval`).
+
+pub mod log_store;
+pub mod logger;
+pub mod node;
+pub mod persist;
+
+pub use raft::prelude::{ConfState, Entry, EntryType, HardState, Message, Snapshot};
+
+/// Errors from the raft driver.
+#[derive(Debug, thiserror::Error)]
+pub enum RaftError {
+    /// The WAL or another file failed.
+    #[error(transparent)]
+    Storage(#[from] oxcd_storage::StorageError),
+    /// raft-rs refused.
+    #[error("raft: {0}")]
+    Raft(#[from] raft::Error),
+    /// A WAL record did not decode as what it should hold.
+    #[error("wal: {0}")]
+    Decode(String),
+    /// The proposal was dropped (no leader, or leadership is being transferred).
+    #[error("proposal dropped")]
+    ProposalDropped,
+    /// The raft loop has stopped.
+    #[error("raft stopped")]
+    Stopped,
+    /// The leader changed while a read was waiting.
+    #[error("leader changed")]
+    LeaderChanged,
+}

@@ -1,0 +1,79 @@
+//! The redb backend: a copy-on-write B-tree file holding the applied state.
+//!
+//! Writers commit through [`Backend::begin_write`]; most commits are not made durable on
+//! their own (the WAL already is), and [`Backend::commit`] makes every `durable_every`-th
+//! commit, or any forced one, durable. After a crash redb rolls back to the last durable
+//! commit and the WAL replays the rest: that is why the applied index must be written in
+//! the same transaction as the data.
+
+use std::path::{Path, PathBuf};
+
+pub use redb;
+use redb::{Database, Durability, ReadTransaction, ReadableDatabase, WriteTransaction};
+
+use crate::{Result, StorageError, schema};
+
+/// The backend database.
+#[derive(Debug)]
+pub struct Backend {
+    db: Database,
+    path: PathBuf,
+}
+
+fn backend_err(path: &Path, e: impl std::fmt::Display) -> StorageError {
+    StorageError::Backend { path: path.display().to_string(), reason: e.to_string() }
+}
+
+impl Backend {
+    /// Opens (or creates) the database file at `path` and makes sure every table exists.
+    pub fn open(path: &Path) -> Result<Backend> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| StorageError::io(parent, e))?;
+        }
+        let db = Database::create(path).map_err(|e| backend_err(path, e))?;
+        let backend = Backend { db, path: path.to_path_buf() };
+        let tx = backend.begin_write()?;
+        tx.open_table(schema::KEY).map_err(|e| backend_err(path, e))?;
+        tx.open_table(schema::META).map_err(|e| backend_err(path, e))?;
+        backend.commit(tx, true)?;
+        Ok(backend)
+    }
+
+    /// Starts a write transaction.
+    pub fn begin_write(&self) -> Result<WriteTransaction> {
+        self.db.begin_write().map_err(|e| backend_err(&self.path, e))
+    }
+
+    /// Commits `tx`; durably (fsync) when `durable`, otherwise only visible to readers.
+    pub fn commit(&self, mut tx: WriteTransaction, durable: bool) -> Result<()> {
+        let d = if durable { Durability::Immediate } else { Durability::None };
+        tx.set_durability(d).map_err(|e| backend_err(&self.path, e))?;
+        tx.commit().map_err(|e| backend_err(&self.path, e))
+    }
+
+    /// Starts a read transaction: a consistent snapshot of the last commit.
+    pub fn begin_read(&self) -> Result<ReadTransaction> {
+        self.db.begin_read().map_err(|e| backend_err(&self.path, e))
+    }
+
+    /// The size of the database file in bytes.
+    pub fn size(&self) -> u64 {
+        std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// The database file path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Maps any redb error to a storage error naming this file.
+    pub fn err(&self, e: impl std::fmt::Display) -> StorageError {
+        backend_err(&self.path, e)
+    }
+
+    /// Reads a meta value.
+    pub fn read_meta(tx: &ReadTransaction, key: &str) -> std::result::Result<Option<Vec<u8>>, redb::Error> {
+        let t = tx.open_table(schema::META)?;
+        Ok(t.get(key)?.map(|v| v.value().to_vec()))
+    }
+}

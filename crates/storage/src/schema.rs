@@ -1,0 +1,23 @@
+//! Every backend table and meta key, in one place.
+//!
+//! - [`KEY`]: the MVCC key space. Key: a revision (see `oxcd-mvcc`), value: an encoded
+//!   `mvccpb.KeyValue`. Rows are immutable once written; compaction deletes old ones.
+//! - [`META`]: small named values, listed below as constants.
+
+use redb::TableDefinition;
+
+/// MVCC rows: revision bytes -> encoded `mvccpb.KeyValue`.
+pub const KEY: TableDefinition<&[u8], &[u8]> = TableDefinition::new("key");
+/// Named metadata values.
+pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+/// Raft index of the last entry applied (u64 LE), written with the data it produced.
+pub const META_CONSISTENT_INDEX: &str = "consistent_index";
+/// Raft term of that entry (u64 LE).
+pub const META_CONSISTENT_TERM: &str = "consistent_term";
+/// Revision of the last finished compaction (revision bytes).
+pub const META_FINISHED_COMPACT: &str = "finishedCompactRev";
+/// Revision of the last scheduled compaction (revision bytes).
+pub const META_SCHEDULED_COMPACT: &str = "scheduledCompactRev";
+/// Raft conf state of the applied log (encoded by oxcd-raft).
+pub const META_CONF_STATE: &str = "conf_state";
