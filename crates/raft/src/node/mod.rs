@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use oxcd_storage::wal::{DEFAULT_SEGMENT_SIZE, Wal};
 use raft::prelude::{ConfState, Entry, Message, Snapshot, SnapshotMetadata};
-use raft::{Config, RawNode, StateRole};
+use raft::{Config, RawNode};
 
 use crate::RaftError;
 use crate::log_store::{LogCore, LogStore};
@@ -366,7 +366,9 @@ impl<T: Transport> Loop<T> {
                 self.node.tick();
                 next_tick = now + self.heartbeat;
             }
-            if !self.pending_reads.is_empty() {
+            // Without a leader a read cannot be confirmed: keep it until one is elected
+            // (the caller's timeout bounds the wait).
+            if !self.pending_reads.is_empty() && self.status.leader() != 0 {
                 let ctx = self.next_read_ctx;
                 self.next_read_ctx += 1;
                 self.reads_in_flight.insert(ctx, std::mem::take(&mut self.pending_reads));
@@ -444,11 +446,10 @@ impl<T: Transport> Loop<T> {
             let old = self.status.leader.swap(ss.leader_id, Ordering::AcqRel);
             if old != ss.leader_id {
                 tracing::info!(leader = format!("{:x}", ss.leader_id), role = ?ss.raft_state, "raft: leader changed");
-                self.fail_reads(|| RaftError::LeaderChanged);
-            }
-            if ss.raft_state != StateRole::Leader && ss.raft_state != StateRole::Follower {
-                // Candidates cannot answer reads.
-                self.fail_reads(|| RaftError::LeaderChanged);
+                if old != 0 {
+                    // Reads in flight asked the old leader: they will not be answered.
+                    self.fail_in_flight_reads(|| RaftError::LeaderChanged);
+                }
             }
         }
         if !rd.messages().is_empty() {
@@ -513,6 +514,14 @@ impl<T: Transport> Loop<T> {
             self.emit(Event::Committed(committed))?;
         }
         Ok(())
+    }
+
+    fn fail_in_flight_reads(&mut self, err: impl Fn() -> RaftError) {
+        for (_, ws) in self.reads_in_flight.drain() {
+            for w in ws {
+                w(Err(err()));
+            }
+        }
     }
 
     fn fail_reads(&mut self, err: impl Fn() -> RaftError) {

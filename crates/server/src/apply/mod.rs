@@ -1,0 +1,163 @@
+//! The apply path: turns committed log entries into MVCC changes and responses.
+//!
+//! Deterministic: the outcome depends only on the entry and the store's state, never on
+//! clocks or on which member applies it. A request that fails (an [`EtcdError`]) changes
+//! nothing and consumes no revision; every member fails it the same way. A backend error
+//! is not deterministic: it is returned as [`ApplyError::Storage`] and the member stops.
+
+pub mod range;
+pub mod txn;
+
+use oxcd_api::errors::EtcdError;
+use oxcd_api::etcdserverpb::{
+    CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse,
+    ResponseHeader, TxnResponse,
+};
+use oxcd_api::oxcdpb::internal_request::Op;
+use oxcd_mvcc::{ApplyBatch, KeyRange, MvccError, RangeOptions, TxnWrite};
+
+/// What applying one request produced.
+#[derive(Debug, Clone)]
+pub enum Applied {
+    /// A put.
+    Put(PutResponse),
+    /// A delete.
+    DeleteRange(DeleteRangeResponse),
+    /// A txn.
+    Txn(TxnResponse),
+    /// A compaction.
+    Compaction(CompactionResponse),
+}
+
+/// Why applying failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The request is refused, identically on every member.
+    #[error(transparent)]
+    Request(#[from] EtcdError),
+    /// The backend failed: stop the member.
+    #[error("apply: {0}")]
+    Storage(String),
+}
+
+/// Maps MVCC errors to etcd's errors. A backend failure is logged and becomes `Corrupt`,
+/// which the apply path treats as fatal and the read path returns as is.
+pub fn mvcc_err(e: MvccError) -> EtcdError {
+    match e {
+        MvccError::Compacted => EtcdError::Compacted,
+        MvccError::FutureRev => EtcdError::FutureRev,
+        MvccError::Storage(_) | MvccError::Corrupt(..) => {
+            tracing::error!("mvcc read failed: {e}");
+            EtcdError::Corrupt
+        }
+    }
+}
+
+fn storage_err(e: MvccError) -> ApplyError {
+    match e {
+        MvccError::Compacted => ApplyError::Request(EtcdError::Compacted),
+        MvccError::FutureRev => ApplyError::Request(EtcdError::FutureRev),
+        other => ApplyError::Storage(other.to_string()),
+    }
+}
+
+/// Applies one replicated operation in `batch`.
+pub fn apply(batch: &mut ApplyBatch<'_>, op: &Op) -> Result<Applied, ApplyError> {
+    match op {
+        Op::Compaction(c) => compact(batch, c),
+        Op::Put(p) => in_txn(batch, |txn| check_put(txn, p).and_then(|_| put(txn, p)).map(Applied::Put)),
+        Op::DeleteRange(d) => in_txn(batch, |txn| delete_range(txn, d).map(Applied::DeleteRange)),
+        Op::Txn(t) => in_txn(batch, |txn| txn::apply_txn(txn, t).map(Applied::Txn)),
+    }
+}
+
+/// Runs one write request. Every check runs before the request's first change, so an
+/// [`EtcdError`] means nothing was written; `Corrupt` (a backend failure, already
+/// logged) is fatal.
+fn in_txn(
+    batch: &mut ApplyBatch<'_>,
+    f: impl FnOnce(&mut TxnWrite<'_>) -> Result<Applied, EtcdError>,
+) -> Result<Applied, ApplyError> {
+    let mut txn = batch.txn().map_err(storage_err)?;
+    let result = f(&mut txn);
+    let rev = txn.end();
+    match result {
+        Ok(applied) => Ok(set_revision(applied, rev)),
+        Err(EtcdError::Corrupt) => Err(ApplyError::Storage("backend failed during apply".into())),
+        Err(e) => Err(ApplyError::Request(e)),
+    }
+}
+
+/// Sets the top-level header revision to the revision after the request.
+fn set_revision(applied: Applied, rev: i64) -> Applied {
+    let h = Some(ResponseHeader { revision: rev, ..Default::default() });
+    match applied {
+        Applied::Put(mut r) => {
+            r.header = h;
+            Applied::Put(r)
+        }
+        Applied::DeleteRange(mut r) => {
+            r.header = h;
+            Applied::DeleteRange(r)
+        }
+        Applied::Txn(mut r) => {
+            r.header = h;
+            Applied::Txn(r)
+        }
+        other => other,
+    }
+}
+
+fn compact(batch: &mut ApplyBatch<'_>, c: &CompactionRequest) -> Result<Applied, ApplyError> {
+    batch.compact(c.revision).map_err(storage_err)?;
+    Ok(Applied::Compaction(CompactionResponse {
+        header: Some(ResponseHeader { revision: batch.rev(), ..Default::default() }),
+    }))
+}
+
+/// Checks a put that depends on state: leases must exist (none do yet), and
+/// ignore_value / ignore_lease need the key to exist.
+pub fn check_put(txn: &TxnWrite<'_>, p: &PutRequest) -> Result<(), EtcdError> {
+    if p.lease != 0 {
+        return Err(EtcdError::LeaseNotFound);
+    }
+    if (p.ignore_value || p.ignore_lease) && txn.get(&p.key).is_none() {
+        return Err(EtcdError::KeyNotFound);
+    }
+    Ok(())
+}
+
+/// Executes a checked put.
+pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, EtcdError> {
+    let prev = if p.prev_kv || p.ignore_value || p.ignore_lease {
+        txn.range(KeyRange::new(&p.key, b""), RangeOptions::default()).map_err(mvcc_err)?.kvs.into_iter().next()
+    } else {
+        None
+    };
+    let value = match (&prev, p.ignore_value) {
+        (Some(kv), true) => kv.value.clone(),
+        _ => p.value.clone(),
+    };
+    let lease = match (&prev, p.ignore_lease) {
+        (Some(kv), true) => kv.lease,
+        _ => p.lease,
+    };
+    let rev = txn.put(&p.key, &value, lease).map_err(mvcc_err)?;
+    Ok(PutResponse {
+        header: Some(ResponseHeader { revision: rev.main, ..Default::default() }),
+        prev_kv: if p.prev_kv { prev } else { None },
+    })
+}
+
+/// Executes a delete.
+pub fn delete_range(txn: &mut TxnWrite<'_>, d: &DeleteRangeRequest) -> Result<DeleteRangeResponse, EtcdError> {
+    let range = KeyRange::new(&d.key, &d.range_end);
+    let prev_kvs =
+        if d.prev_kv { txn.range(range, RangeOptions::default()).map_err(mvcc_err)?.kvs } else { Vec::new() };
+    let deleted = txn.delete_range(range).map_err(mvcc_err)?;
+    Ok(DeleteRangeResponse {
+        header: Some(ResponseHeader { revision: txn.rev(), ..Default::default() }),
+        deleted: deleted.len() as i64,
+        prev_kvs,
+    })
+}

@@ -1,0 +1,161 @@
+//! The apply thread: takes committed entries from the raft loop, applies them to the
+//! MVCC store in one backend transaction per batch, then completes the waiters and
+//! publishes the applied index (which linearizable reads wait on).
+//!
+//! Backend commits are not synced on their own (the WAL is durable); every
+//! [`DURABLE_EVERY`], before a log compaction and at shutdown the commit is made durable.
+//! A backend failure stops the member: it never skips an entry.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use oxcd_api::errors::EtcdError;
+use oxcd_api::oxcdpb::InternalRequest;
+use oxcd_mvcc::Store;
+use oxcd_raft::node::{Event, RaftHandle};
+use oxcd_raft::{Entry, EntryType};
+use prost::Message as _;
+use tokio::sync::watch;
+
+use crate::apply::{self, ApplyError};
+use crate::waiters::{Outcome, Waiters};
+
+/// How often the backend is made durable while writes flow.
+pub const DURABLE_EVERY: Duration = Duration::from_millis(100);
+
+/// What the apply thread needs.
+pub struct ApplyLoop {
+    /// The store to apply to.
+    pub store: Arc<Store>,
+    /// The raft loop, told what was applied and when to compact.
+    pub raft: RaftHandle,
+    /// Committed entries from the raft loop.
+    pub events: Receiver<Event>,
+    /// Waiters to complete.
+    pub waiters: Arc<Waiters>,
+    /// Published applied index.
+    pub applied: watch::Sender<u64>,
+    /// Compact the raft log every this many applied entries (`--snapshot-count`).
+    pub snapshot_count: u64,
+}
+
+impl ApplyLoop {
+    /// Runs the loop on its own thread until the raft loop's events end. Returns the
+    /// fatal error that stopped it, if any.
+    pub fn spawn(self) -> std::io::Result<JoinHandle<Result<(), String>>> {
+        std::thread::Builder::new().name("apply".into()).spawn(move || {
+            let waiters = self.waiters.clone();
+            let res = self.run();
+            waiters.fail_all(EtcdError::Stopped);
+            if let Err(e) = &res {
+                tracing::error!("apply loop stopped: {e}");
+            }
+            res
+        })
+    }
+
+    fn run(self) -> Result<(), String> {
+        let mut state = State {
+            applied: self.store.consistent_index(),
+            term: 0,
+            durable_at: Instant::now(),
+            dirty: false,
+            snapshot_index: self.store.consistent_index(),
+        };
+        loop {
+            match self.events.recv_timeout(DURABLE_EVERY) {
+                Ok(Event::Committed(mut entries)) => {
+                    // Take whatever else is already queued: one backend commit for all.
+                    while entries.len() < 10_000 {
+                        match self.events.try_recv() {
+                            Ok(Event::Committed(more)) => entries.extend(more),
+                            Ok(Event::Snapshot(_)) => return Err(SNAPSHOT_UNSUPPORTED.into()),
+                            Err(_) => break,
+                        }
+                    }
+                    self.apply_entries(&mut state, &entries)?;
+                }
+                Ok(Event::Snapshot(_)) => return Err(SNAPSHOT_UNSUPPORTED.into()),
+                Err(RecvTimeoutError::Timeout) => {
+                    if state.dirty {
+                        self.commit_durable(&mut state)?;
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    if state.dirty {
+                        self.commit_durable(&mut state)?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn apply_entries(&self, state: &mut State, entries: &[Entry]) -> Result<(), String> {
+        let mut batch = self.store.begin_apply().map_err(|e| e.to_string())?;
+        let mut outcomes: Vec<(u64, Outcome)> = Vec::new();
+        for e in entries {
+            if e.index <= state.applied {
+                continue; // already in the backend (replayed after restart)
+            }
+            if e.entry_type == EntryType::EntryNormal && !e.data.is_empty() {
+                match InternalRequest::decode(e.data.as_ref()) {
+                    Ok(InternalRequest { id, op: Some(op) }) => match apply::apply(&mut batch, &op) {
+                        Ok(applied) => outcomes.push((id, Ok(applied))),
+                        Err(ApplyError::Request(err)) => outcomes.push((id, Err(err))),
+                        Err(ApplyError::Storage(msg)) => return Err(msg),
+                    },
+                    // Same bytes on every member, so every member skips it alike.
+                    Ok(InternalRequest { op: None, .. }) => tracing::warn!(index = e.index, "empty request in log"),
+                    Err(err) => tracing::error!(index = e.index, "undecodable log entry: {err}"),
+                }
+            }
+            state.applied = e.index;
+            state.term = e.term;
+        }
+        let durable = state.durable_at.elapsed() >= DURABLE_EVERY
+            || state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count;
+        batch.commit(state.applied, state.term, durable).map_err(|e| e.to_string())?;
+        state.dirty = !durable;
+        if durable {
+            self.after_durable(state);
+        }
+        for (id, outcome) in outcomes {
+            self.waiters.complete(id, outcome);
+        }
+        self.applied.send_replace(state.applied);
+        let _ = self.raft.applied(state.applied);
+        Ok(())
+    }
+
+    fn commit_durable(&self, state: &mut State) -> Result<(), String> {
+        let batch = self.store.begin_apply().map_err(|e| e.to_string())?;
+        batch.commit(state.applied, state.term, true).map_err(|e| e.to_string())?;
+        state.dirty = false;
+        self.after_durable(state);
+        Ok(())
+    }
+
+    /// After a durable commit at `state.applied`: compact the raft log when due.
+    fn after_durable(&self, state: &mut State) {
+        state.durable_at = Instant::now();
+        if state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count {
+            // The raft loop learns `applied` first (same channel, in order).
+            let _ = self.raft.applied(state.applied);
+            let _ = self.raft.compact(state.applied);
+            state.snapshot_index = state.applied;
+        }
+    }
+}
+
+const SNAPSHOT_UNSUPPORTED: &str = "received a raft snapshot: installing snapshots from a leader is not supported yet";
+
+struct State {
+    applied: u64,
+    term: u64,
+    durable_at: Instant,
+    dirty: bool,
+    snapshot_index: u64,
+}

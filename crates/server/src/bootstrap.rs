@@ -1,0 +1,94 @@
+//! Starting a member: lock the data dir, open the backend and the store, start the raft
+//! loop over the WAL and the apply thread.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use oxcd_mvcc::Store;
+use oxcd_raft::node::{self, NoPeers, NodeConfig};
+use oxcd_storage::backend::Backend;
+use oxcd_storage::lock::DirLock;
+use tokio::sync::watch;
+
+use crate::apply_loop::ApplyLoop;
+use crate::ids;
+use crate::member::{Identity, Limits, Member};
+use crate::settings::Settings;
+use crate::waiters::Waiters;
+
+/// Why a member could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A storage failure (locked dir, corrupt WAL, unreadable backend).
+    #[error(transparent)]
+    Storage(#[from] oxcd_storage::StorageError),
+    /// The MVCC store could not be rebuilt.
+    #[error(transparent)]
+    Mvcc(#[from] oxcd_mvcc::MvccError),
+    /// The raft log could not be opened.
+    #[error(transparent)]
+    Raft(#[from] oxcd_raft::RaftError),
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A started member and the threads that run it.
+pub struct Started {
+    /// The member, for the services.
+    pub member: Arc<Member>,
+    /// The raft thread.
+    pub raft_thread: JoinHandle<Result<(), oxcd_raft::RaftError>>,
+    /// The apply thread.
+    pub apply_thread: JoinHandle<Result<(), String>>,
+    /// Held for the life of the member.
+    pub lock: DirLock,
+}
+
+/// Starts a member with `settings`.
+pub fn start(s: &Settings) -> Result<Started, StartError> {
+    let lock = DirLock::acquire(&s.data_dir.join("member"))?;
+    let backend = Arc::new(Backend::open(&s.backend_path())?);
+    let store = Arc::new(Store::open(backend)?);
+    let member_id = ids::member_id(&s.peer_urls, &s.initial_cluster_token);
+    let cluster_id = ids::cluster_id(&[member_id]);
+    let ms = s.heartbeat.as_millis().max(1);
+    let cfg = NodeConfig {
+        id: member_id,
+        cluster_id,
+        voters: vec![member_id],
+        wal_dir: s.wal_dir(),
+        heartbeat: s.heartbeat,
+        election_ticks: (s.election_timeout.as_millis() / ms) as usize,
+        pre_vote: s.pre_vote,
+        applied: store.consistent_index(),
+        max_wals: s.max_wals,
+    };
+    let (raft, events, raft_thread) = node::start(cfg, NoPeers)?;
+    let waiters = Arc::new(Waiters::new(member_id));
+    let (applied_tx, applied_rx) = watch::channel(store.consistent_index());
+    let apply_thread = ApplyLoop {
+        store: store.clone(),
+        raft: raft.clone(),
+        events,
+        waiters: waiters.clone(),
+        applied: applied_tx,
+        snapshot_count: s.snapshot_count.max(1),
+    }
+    .spawn()
+    .map_err(|e| StartError::Other(format!("spawn apply thread: {e}")))?;
+    let identity = Identity {
+        name: s.name.clone(),
+        member_id,
+        cluster_id: raft.cluster_id(),
+        peer_urls: s.peer_urls.clone(),
+        client_urls: s.advertise_client_urls.clone(),
+    };
+    let limits = Limits {
+        max_txn_ops: s.max_txn_ops,
+        max_request_bytes: s.max_request_bytes,
+        request_timeout: s.request_timeout(),
+    };
+    let member = Arc::new(Member::new(identity, limits, store, raft, waiters, applied_rx));
+    Ok(Started { member, raft_thread, apply_thread, lock })
+}

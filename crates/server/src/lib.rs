@@ -1,0 +1,27 @@
+//! oxcd-server: one oxcd member.
+//!
+//! Owns: the apply path ([`apply`], [`apply_loop`]), request validation ([`validate`]),
+//! the proposal registry ([`waiters`]), the member handle the services share
+//! ([`member`]), the gRPC services ([`services`]) and HTTP endpoints ([`http`]),
+//! configuration ([`config`], [`settings`]), ids ([`ids`]), start-up ([`bootstrap`]) and
+//! serving ([`serve`]).
+//!
+//! Invariants:
+//! - Every write goes through raft: propose, WAL fsync, commit, apply, then respond.
+//!   There is no single-member shortcut.
+//! - Apply is deterministic: the same log gives the same store on every member.
+//! - A request is answered only after its effects are visible to reads here.
+
+pub mod apply;
+pub mod apply_loop;
+pub mod bootstrap;
+pub mod config;
+pub mod grpc_compat;
+pub mod http;
+pub mod ids;
+pub mod member;
+pub mod serve;
+pub mod services;
+pub mod settings;
+pub mod validate;
+pub mod waiters;

@@ -1,0 +1,149 @@
+//! A running member as the services see it: propose-and-wait for writes, the ReadIndex
+//! barrier for linearizable reads, response headers, identity.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxcd_api::errors::EtcdError;
+use oxcd_api::etcdserverpb::ResponseHeader;
+use oxcd_api::oxcdpb::InternalRequest;
+use oxcd_api::oxcdpb::internal_request::Op;
+use oxcd_mvcc::Store;
+use oxcd_raft::RaftError;
+use oxcd_raft::node::RaftHandle;
+use prost::Message as _;
+use tokio::sync::{oneshot, watch};
+
+use crate::apply::Applied;
+use crate::waiters::Waiters;
+
+/// Request limits and timeouts.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// `--max-txn-ops`.
+    pub max_txn_ops: usize,
+    /// `--max-request-bytes`.
+    pub max_request_bytes: usize,
+    /// How long a request may wait for raft (etcd: 5 s + 2 election timeouts).
+    pub request_timeout: Duration,
+}
+
+/// Who this member is, for headers and member lists.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// `--name`.
+    pub name: String,
+    /// Member id.
+    pub member_id: u64,
+    /// Cluster id.
+    pub cluster_id: u64,
+    /// Advertised peer URLs.
+    pub peer_urls: Vec<String>,
+    /// Advertised client URLs.
+    pub client_urls: Vec<String>,
+}
+
+/// The member handle shared by all services.
+pub struct Member {
+    /// Identity.
+    pub id: Identity,
+    /// Limits.
+    pub limits: Limits,
+    /// The MVCC store.
+    pub store: Arc<Store>,
+    /// The raft loop.
+    pub raft: RaftHandle,
+    waiters: Arc<Waiters>,
+    applied: watch::Receiver<u64>,
+}
+
+fn raft_err(e: RaftError) -> EtcdError {
+    match e {
+        RaftError::ProposalDropped => EtcdError::NoLeader,
+        RaftError::LeaderChanged => EtcdError::LeaderChanged,
+        _ => EtcdError::Stopped,
+    }
+}
+
+impl Member {
+    /// A member over its running parts.
+    pub fn new(
+        id: Identity,
+        limits: Limits,
+        store: Arc<Store>,
+        raft: RaftHandle,
+        waiters: Arc<Waiters>,
+        applied: watch::Receiver<u64>,
+    ) -> Member {
+        Member { id, limits, store, raft, waiters, applied }
+    }
+
+    /// A response header at `revision`.
+    pub fn header(&self, revision: i64) -> ResponseHeader {
+        ResponseHeader {
+            cluster_id: self.id.cluster_id,
+            member_id: self.id.member_id,
+            revision,
+            raft_term: self.raft.status().term(),
+        }
+    }
+
+    /// Proposes `op` through raft and waits until it is applied here.
+    pub async fn propose(&self, op: Op) -> Result<Applied, EtcdError> {
+        let (id, done) = self.waiters.register();
+        let data = InternalRequest { id, op: Some(op) }.encode_to_vec();
+        if data.len() > self.limits.max_request_bytes {
+            self.waiters.cancel(id);
+            return Err(EtcdError::RequestTooLarge);
+        }
+        let (tx, accepted) = oneshot::channel();
+        self.raft.propose(data, move |r| {
+            let _ = tx.send(r);
+        });
+        match accepted.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                self.waiters.cancel(id);
+                return Err(raft_err(e));
+            }
+            Err(_) => {
+                self.waiters.cancel(id);
+                return Err(EtcdError::Stopped);
+            }
+        }
+        match tokio::time::timeout(self.limits.request_timeout, done).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(EtcdError::Stopped),
+            Err(_) => {
+                self.waiters.cancel(id);
+                Err(EtcdError::Timeout)
+            }
+        }
+    }
+
+    /// Waits until this member has applied everything committed when it was called, as
+    /// confirmed by the leader (ReadIndex): a read after this is linearizable.
+    pub async fn read_barrier(&self) -> Result<(), EtcdError> {
+        let (tx, rx) = oneshot::channel();
+        self.raft.read_index(move |r| {
+            let _ = tx.send(r);
+        });
+        let index = match tokio::time::timeout(self.limits.request_timeout, rx).await {
+            Ok(Ok(Ok(index))) => index,
+            Ok(Ok(Err(e))) => return Err(raft_err(e)),
+            Ok(Err(_)) => return Err(EtcdError::Stopped),
+            Err(_) => return Err(EtcdError::Timeout),
+        };
+        let mut applied = self.applied.clone();
+        match tokio::time::timeout(self.limits.request_timeout, applied.wait_for(|a| *a >= index)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(EtcdError::Stopped),
+            Err(_) => Err(EtcdError::TimeoutWaitAppliedIndex),
+        }
+    }
+
+    /// The applied index.
+    pub fn applied_index(&self) -> u64 {
+        *self.applied.borrow()
+    }
+}

@@ -1,0 +1,48 @@
+//! The Maintenance service: status and alarms so far; the rest answers Unimplemented.
+
+use std::sync::Arc;
+
+use oxcd_api::etcdserverpb::maintenance_server::Maintenance;
+use oxcd_api::etcdserverpb::{AlarmRequest, AlarmResponse, StatusRequest, StatusResponse};
+use tonic::{Request, Response, Status};
+
+use crate::member::Member;
+
+/// The Maintenance service.
+pub struct MaintenanceService {
+    member: Arc<Member>,
+}
+
+impl MaintenanceService {
+    /// A Maintenance service for `member`.
+    pub fn new(member: Arc<Member>) -> MaintenanceService {
+        MaintenanceService { member }
+    }
+}
+
+#[tonic::async_trait]
+impl Maintenance for MaintenanceService {
+    async fn status(&self, _req: Request<StatusRequest>) -> Result<Response<StatusResponse>, Status> {
+        let m = &self.member;
+        let st = m.raft.status();
+        let db_size = m.store.backend().size() as i64;
+        Ok(Response::new(StatusResponse {
+            header: Some(m.header(m.store.current_rev())),
+            version: oxcd_api::ETCD_API_VERSION.to_string(),
+            db_size,
+            leader: st.leader(),
+            raft_index: st.commit(),
+            raft_term: st.term(),
+            raft_applied_index: m.applied_index(),
+            errors: Vec::new(),
+            db_size_in_use: db_size,
+            is_learner: false,
+        }))
+    }
+
+    async fn alarm(&self, _req: Request<AlarmRequest>) -> Result<Response<AlarmResponse>, Status> {
+        // No alarm can be raised yet (quota and corruption checks come later): list is empty.
+        let m = &self.member;
+        Ok(Response::new(AlarmResponse { header: Some(m.header(m.store.current_rev())), alarms: Vec::new() }))
+    }
+}

@@ -1,0 +1,46 @@
+//! The gRPC services: thin handlers that validate, call the member, and map errors.
+//! Services whose features are not built yet are registered with every method
+//! answering gRPC `Unimplemented`, so clients get a clear answer instead of a 404.
+
+pub mod cluster;
+pub mod kv;
+pub mod maintenance;
+
+use std::sync::Arc;
+
+use oxcd_api::etcdserverpb::auth_server::{Auth, AuthServer};
+use oxcd_api::etcdserverpb::cluster_server::ClusterServer;
+use oxcd_api::etcdserverpb::kv_server::KvServer;
+use oxcd_api::etcdserverpb::lease_server::{Lease, LeaseServer};
+use oxcd_api::etcdserverpb::maintenance_server::MaintenanceServer;
+use oxcd_api::etcdserverpb::watch_server::{Watch, WatchServer};
+use oxcd_api::v3electionpb::election_server::{Election, ElectionServer};
+use oxcd_api::v3lockpb::lock_server::{Lock, LockServer};
+use tonic::service::Routes;
+
+use crate::member::Member;
+
+/// A service whose methods all answer Unimplemented (the generated defaults).
+struct NotYet;
+
+impl Watch for NotYet {}
+impl Lease for NotYet {}
+impl Auth for NotYet {}
+impl Lock for NotYet {}
+impl Election for NotYet {}
+
+/// gRPC's own framing overhead allowed on top of `--max-request-bytes` (as etcd).
+const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
+
+/// Every etcd service, ready to serve.
+pub fn routes(member: Arc<Member>) -> Routes {
+    let max = member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
+    Routes::new(KvServer::new(kv::KvService::new(member.clone())).max_decoding_message_size(max))
+        .add_service(MaintenanceServer::new(maintenance::MaintenanceService::new(member.clone())))
+        .add_service(ClusterServer::new(cluster::ClusterService::new(member)))
+        .add_service(WatchServer::new(NotYet))
+        .add_service(LeaseServer::new(NotYet))
+        .add_service(AuthServer::new(NotYet))
+        .add_service(LockServer::new(NotYet))
+        .add_service(ElectionServer::new(NotYet))
+}

@@ -1,0 +1,74 @@
+//! What a member needs to start, independent of how it was configured (flags, env, YAML).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Member settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `--name`.
+    pub name: String,
+    /// `--data-dir`.
+    pub data_dir: PathBuf,
+    /// `--wal-dir` (default `<data-dir>/member/wal`).
+    pub wal_dir: Option<PathBuf>,
+    /// `--listen-client-urls`.
+    pub listen_client_urls: Vec<String>,
+    /// `--advertise-client-urls`.
+    pub advertise_client_urls: Vec<String>,
+    /// `--initial-advertise-peer-urls` (identity of this member).
+    pub peer_urls: Vec<String>,
+    /// `--initial-cluster-token`.
+    pub initial_cluster_token: String,
+    /// `--max-txn-ops`.
+    pub max_txn_ops: usize,
+    /// `--max-request-bytes`.
+    pub max_request_bytes: usize,
+    /// `--snapshot-count`.
+    pub snapshot_count: u64,
+    /// `--heartbeat-interval`.
+    pub heartbeat: Duration,
+    /// `--election-timeout`.
+    pub election_timeout: Duration,
+    /// `--pre-vote`.
+    pub pre_vote: bool,
+    /// `--max-wals`.
+    pub max_wals: usize,
+}
+
+impl Settings {
+    /// etcd's defaults for a member called `name` in `data_dir`.
+    pub fn new(name: &str, data_dir: PathBuf) -> Settings {
+        Settings {
+            name: name.to_string(),
+            data_dir,
+            wal_dir: None,
+            listen_client_urls: vec!["http://localhost:2379".into()],
+            advertise_client_urls: vec!["http://localhost:2379".into()],
+            peer_urls: vec!["http://localhost:2380".into()],
+            initial_cluster_token: "etcd-cluster".into(),
+            max_txn_ops: 128,
+            max_request_bytes: 1536 * 1024,
+            snapshot_count: 100_000,
+            heartbeat: Duration::from_millis(100),
+            election_timeout: Duration::from_millis(1000),
+            pre_vote: true,
+            max_wals: 5,
+        }
+    }
+
+    /// The WAL directory.
+    pub fn wal_dir(&self) -> PathBuf {
+        self.wal_dir.clone().unwrap_or_else(|| self.data_dir.join("member").join("wal"))
+    }
+
+    /// The backend file (etcd's path, so operators find it where they expect).
+    pub fn backend_path(&self) -> PathBuf {
+        self.data_dir.join("member").join("snap").join("db")
+    }
+
+    /// etcd's request timeout: 5 s plus two election timeouts.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(5) + 2 * self.election_timeout
+    }
+}

@@ -1,0 +1,71 @@
+//! In-process members on real loopback sockets, for tests that talk gRPC to them.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use oxcd_server::serve;
+use oxcd_server::settings::Settings;
+use tokio::sync::oneshot;
+
+/// A member running inside the test process.
+pub struct InProc {
+    /// The bound client address.
+    pub addr: SocketAddr,
+    /// The data dir (kept for restarts).
+    pub data_dir: PathBuf,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<(), serve::ServeError>>>,
+}
+
+impl InProc {
+    /// Starts a member in `data_dir` on a free loopback port.
+    pub async fn start(data_dir: PathBuf, tweak: impl FnOnce(&mut Settings)) -> InProc {
+        let mut s = Settings::new("default", data_dir.clone());
+        s.listen_client_urls = vec!["http://127.0.0.1:0".into()];
+        s.heartbeat = std::time::Duration::from_millis(10);
+        s.election_timeout = std::time::Duration::from_millis(100);
+        tweak(&mut s);
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let task = tokio::spawn(serve::run(
+            s,
+            async move {
+                let _ = stop_rx.await;
+            },
+            move |addrs| {
+                let _ = ready_tx.send(addrs[0]);
+            },
+        ));
+        let addr = ready_rx.await.expect("member failed to start");
+        InProc { addr, data_dir, stop: Some(stop_tx), task: Some(task) }
+    }
+
+    /// The endpoint string for clients.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// An etcd-client connected to this member.
+    pub async fn client(&self) -> etcd_client::Client {
+        etcd_client::Client::connect([self.endpoint()], None).await.expect("connect")
+    }
+
+    /// Stops the member and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.expect("join").expect("clean stop");
+        }
+    }
+}
+
+impl Drop for InProc {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
