@@ -37,7 +37,10 @@ impl InProc {
                 let _ = ready_tx.send(addrs[0]);
             },
         ));
-        let addr = ready_rx.await.expect("member failed to start");
+        let addr = match ready_rx.await {
+            Ok(addr) => addr,
+            Err(_) => panic!("member failed to start: {:?}", task.await),
+        };
         InProc { addr, data_dir, stop: Some(stop_tx), task: Some(task) }
     }
 
@@ -49,6 +52,12 @@ impl InProc {
     /// An etcd-client connected to this member.
     pub async fn client(&self) -> etcd_client::Client {
         etcd_client::Client::connect([self.endpoint()], None).await.expect("connect")
+    }
+
+    /// Waits for the member to stop on its own; returns how it ended.
+    pub async fn wait(mut self) -> Result<(), serve::ServeError> {
+        let t = self.task.take().expect("task");
+        t.await.expect("join")
     }
 
     /// Stops the member and waits for it.
