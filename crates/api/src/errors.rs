@@ -123,7 +123,11 @@ mod tests {
     fn messages_are_unique_and_prefixed() {
         let mut seen = std::collections::HashSet::new();
         for e in EtcdError::ALL {
-            assert!(seen.insert(e.message()), "duplicate message {}", e.message());
+            assert!(
+                seen.insert(e.message()),
+                "duplicate message {}",
+                e.message()
+            );
             if *e != EtcdError::DeadlineExceeded {
                 assert!(e.message().starts_with("etcdserver: "), "{e:?}");
             }
@@ -134,7 +138,13 @@ mod tests {
     fn status_carries_code_and_exact_message() {
         let s = Status::from(EtcdError::Compacted);
         assert_eq!(s.code(), Code::OutOfRange);
-        assert_eq!(s.message(), "etcdserver: mvcc: required revision has been compacted");
-        assert_eq!(EtcdError::from_message(s.message()), Some(EtcdError::Compacted));
+        assert_eq!(
+            s.message(),
+            "etcdserver: mvcc: required revision has been compacted"
+        );
+        assert_eq!(
+            EtcdError::from_message(s.message()),
+            Some(EtcdError::Compacted)
+        );
     }
 }

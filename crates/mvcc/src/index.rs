@@ -9,6 +9,9 @@ use std::ops::Bound;
 use crate::key_index::{Found, KeyIndex};
 use crate::revision::Revision;
 
+/// Start and end bounds of a key range, as BTreeMap::range takes them.
+type KeyBounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
 /// A key range as etcd defines it: `end` empty is the single key `key`; `end == [0]` is
 /// every key from `key` on; otherwise `[key, end)`.
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +28,7 @@ impl<'a> KeyRange<'a> {
         KeyRange { key, end }
     }
 
-    fn bounds(&self) -> Option<(Bound<&'a [u8]>, Bound<&'a [u8]>)> {
+    fn bounds(&self) -> Option<KeyBounds<'a>> {
         if self.end.is_empty() {
             return Some((Bound::Included(self.key), Bound::Included(self.key)));
         }
@@ -53,7 +56,10 @@ impl TreeIndex {
 
     /// Records a put seen while rebuilding from the backend.
     pub fn restore_put(&mut self, key: &[u8], rev: Revision, created: Revision, version: i64) {
-        self.keys.entry(key.to_vec()).or_default().restore_put(rev, created, version);
+        self.keys
+            .entry(key.to_vec())
+            .or_default()
+            .restore_put(rev, created, version);
     }
 
     /// Records a delete; false if the key was not live.
@@ -70,17 +76,22 @@ impl TreeIndex {
     pub fn visit(&self, range: KeyRange<'_>, at: i64, mut visit: impl FnMut(&[u8], Found) -> bool) {
         let Some(bounds) = range.bounds() else { return };
         for (k, ki) in self.keys.range::<[u8], _>(bounds) {
-            if let Some(found) = ki.get(at) {
-                if !visit(k, found) {
-                    return;
-                }
+            if let Some(found) = ki.get(at)
+                && !visit(k, found)
+            {
+                return;
             }
         }
     }
 
     /// Keys live at `at` in `range`, with what a read finds, up to `limit` (0: no limit),
     /// and the total number of live keys in the range.
-    pub fn range(&self, range: KeyRange<'_>, at: i64, limit: usize) -> (Vec<(Vec<u8>, Found)>, usize) {
+    pub fn range(
+        &self,
+        range: KeyRange<'_>,
+        at: i64,
+        limit: usize,
+    ) -> (Vec<(Vec<u8>, Found)>, usize) {
         let mut out = Vec::new();
         let mut total = 0;
         self.visit(range, at, |k, f| {

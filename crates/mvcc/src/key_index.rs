@@ -120,7 +120,12 @@ impl KeyIndex {
     /// Revisions of this key with main revision greater than `since`, oldest first,
     /// tombstones included (for watchers catching up).
     pub fn since(&self, since: i64) -> Vec<Revision> {
-        self.generations.iter().flat_map(|g| g.revs.iter()).filter(|r| r.main > since).copied().collect()
+        self.generations
+            .iter()
+            .flat_map(|g| g.revs.iter())
+            .filter(|r| r.main > since)
+            .copied()
+            .collect()
     }
 
     /// Drops history not needed to read at `at` or later. Revisions kept that are at or
@@ -174,11 +179,32 @@ mod tests {
     fn get_across_generations() {
         let ki = example();
         assert_eq!(ki.get(1), None);
-        assert_eq!(ki.get(2), Some(Found { modified: r(2), created: r(2), version: 1 }));
-        assert_eq!(ki.get(3), Some(Found { modified: r(3), created: r(2), version: 2 }));
+        assert_eq!(
+            ki.get(2),
+            Some(Found {
+                modified: r(2),
+                created: r(2),
+                version: 1
+            })
+        );
+        assert_eq!(
+            ki.get(3),
+            Some(Found {
+                modified: r(3),
+                created: r(2),
+                version: 2
+            })
+        );
         assert_eq!(ki.get(4), None);
         assert_eq!(ki.get(5), None);
-        assert_eq!(ki.get(7), Some(Found { modified: r(6), created: r(6), version: 1 }));
+        assert_eq!(
+            ki.get(7),
+            Some(Found {
+                modified: r(6),
+                created: r(6),
+                version: 1
+            })
+        );
         assert_eq!(ki.since(3), vec![r(4), r(6)]);
     }
 

@@ -34,14 +34,22 @@ impl LogCore {
     /// Appends entries from the leader or the local proposal, replacing any conflicting
     /// suffix; entries must connect to the log.
     pub fn append(&mut self, ents: &[Entry]) -> Result<(), raft::Error> {
-        let Some(first) = ents.first() else { return Ok(()) };
+        let Some(first) = ents.first() else {
+            return Ok(());
+        };
         if first.index <= self.start.0 || first.index > self.last_index() + 1 {
             return Err(raft::Error::Store(StorageError::Other(
-                format!("append at {} does not connect to log {}..={}", first.index, self.start.0, self.last_index())
-                    .into(),
+                format!(
+                    "append at {} does not connect to log {}..={}",
+                    first.index,
+                    self.start.0,
+                    self.last_index()
+                )
+                .into(),
             )));
         }
-        self.entries.truncate((first.index - self.start.0 - 1) as usize);
+        self.entries
+            .truncate((first.index - self.start.0 - 1) as usize);
         self.entries.extend_from_slice(ents);
         Ok(())
     }
@@ -91,7 +99,9 @@ pub struct LogStore {
 impl LogStore {
     /// A store over `core`.
     pub fn new(core: LogCore) -> LogStore {
-        LogStore { core: Arc::new(RwLock::new(core)) }
+        LogStore {
+            core: Arc::new(RwLock::new(core)),
+        }
     }
 
     /// Reads the log. A poisoned lock is recovered: every mutation is a single call.
@@ -108,7 +118,10 @@ impl LogStore {
 impl raft::Storage for LogStore {
     fn initial_state(&self) -> raft::Result<RaftState> {
         let core = self.rl();
-        Ok(RaftState { hard_state: core.hard_state.clone(), conf_state: core.conf_state.clone() })
+        Ok(RaftState {
+            hard_state: core.hard_state.clone(),
+            conf_state: core.conf_state.clone(),
+        })
     }
 
     fn entries(
@@ -137,7 +150,8 @@ impl raft::Storage for LogStore {
         if idx < core.start.0 {
             return Err(raft::Error::Store(StorageError::Compacted));
         }
-        core.term_of(idx).ok_or(raft::Error::Store(StorageError::Unavailable))
+        core.term_of(idx)
+            .ok_or(raft::Error::Store(StorageError::Unavailable))
     }
 
     fn first_index(&self) -> raft::Result<u64> {
@@ -152,7 +166,9 @@ impl raft::Storage for LogStore {
         let core = self.rl();
         match &core.snapshot {
             Some(s) if s.get_metadata().index >= request_index => Ok(s.clone()),
-            _ => Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable)),
+            _ => Err(raft::Error::Store(
+                StorageError::SnapshotTemporarilyUnavailable,
+            )),
         }
     }
 }
@@ -172,7 +188,10 @@ mod tests {
     #[test]
     fn append_truncate_compact() {
         let store = LogStore::default();
-        store.wl().append(&[entry(1, 1), entry(2, 1), entry(3, 1)]).expect("append");
+        store
+            .wl()
+            .append(&[entry(1, 1), entry(2, 1), entry(3, 1)])
+            .expect("append");
         store.wl().append(&[entry(2, 2)]).expect("overwrite");
         assert_eq!(store.last_index().expect("last"), 2);
         assert_eq!(store.term(2).expect("term"), 2);
@@ -184,6 +203,12 @@ mod tests {
             store.entries(1, 2, None, GetEntriesContext::empty(false)),
             Err(raft::Error::Store(StorageError::Compacted))
         ));
-        assert_eq!(store.entries(2, 3, None, GetEntriesContext::empty(false)).expect("entries").len(), 1);
+        assert_eq!(
+            store
+                .entries(2, 3, None, GetEntriesContext::empty(false))
+                .expect("entries")
+                .len(),
+            1
+        );
     }
 }

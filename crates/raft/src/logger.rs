@@ -14,10 +14,14 @@ impl Drain for TracingDrain {
         let _ = slog::KV::serialize(&record.kv(), record, &mut kv);
         let _ = slog::KV::serialize(values, record, &mut kv);
         match record.level() {
-            Level::Critical | Level::Error => tracing::error!(target: "raft", "{}{}", record.msg(), kv.0),
+            Level::Critical | Level::Error => {
+                tracing::error!(target: "raft", "{}{}", record.msg(), kv.0)
+            }
             Level::Warning => tracing::warn!(target: "raft", "{}{}", record.msg(), kv.0),
             Level::Info => tracing::info!(target: "raft", "{}{}", record.msg(), kv.0),
-            Level::Debug | Level::Trace => tracing::debug!(target: "raft", "{}{}", record.msg(), kv.0),
+            Level::Debug | Level::Trace => {
+                tracing::debug!(target: "raft", "{}{}", record.msg(), kv.0)
+            }
         }
         Ok(())
     }

@@ -33,10 +33,23 @@ impl WalMetadata {
             return Err(RaftError::Decode("metadata record too short".into()));
         }
         let (ids, conf) = b.split_at(16);
-        let member_id = u64::from_le_bytes(ids[0..8].try_into().map_err(|_| RaftError::Decode("ids".into()))?);
-        let cluster_id = u64::from_le_bytes(ids[8..16].try_into().map_err(|_| RaftError::Decode("ids".into()))?);
-        let initial_conf = ConfState::parse_from_bytes(conf).map_err(|e| RaftError::Decode(e.to_string()))?;
-        Ok(WalMetadata { member_id, cluster_id, initial_conf })
+        let member_id = u64::from_le_bytes(
+            ids[0..8]
+                .try_into()
+                .map_err(|_| RaftError::Decode("ids".into()))?,
+        );
+        let cluster_id = u64::from_le_bytes(
+            ids[8..16]
+                .try_into()
+                .map_err(|_| RaftError::Decode("ids".into()))?,
+        );
+        let initial_conf =
+            ConfState::parse_from_bytes(conf).map_err(|e| RaftError::Decode(e.to_string()))?;
+        Ok(WalMetadata {
+            member_id,
+            cluster_id,
+            initial_conf,
+        })
     }
 }
 
@@ -47,9 +60,13 @@ pub fn encode_entry(e: &Entry) -> Vec<u8> {
 
 /// Decodes a WAL entry record, checking it holds the index it was filed under.
 pub fn decode_entry(index: u64, b: &[u8]) -> Result<Entry, RaftError> {
-    let e = Entry::parse_from_bytes(b).map_err(|err| RaftError::Decode(format!("entry {index}: {err}")))?;
+    let e = Entry::parse_from_bytes(b)
+        .map_err(|err| RaftError::Decode(format!("entry {index}: {err}")))?;
     if e.index != index {
-        return Err(RaftError::Decode(format!("entry filed under {index} holds index {}", e.index)));
+        return Err(RaftError::Decode(format!(
+            "entry filed under {index} holds index {}",
+            e.index
+        )));
     }
     Ok(e)
 }
@@ -71,7 +88,8 @@ pub fn encode_snapshot_meta(m: &SnapshotMetadata) -> Vec<u8> {
 
 /// Decodes snapshot metadata.
 pub fn decode_snapshot_meta(b: &[u8]) -> Result<SnapshotMetadata, RaftError> {
-    SnapshotMetadata::parse_from_bytes(b).map_err(|e| RaftError::Decode(format!("snapshot mark: {e}")))
+    SnapshotMetadata::parse_from_bytes(b)
+        .map_err(|e| RaftError::Decode(format!("snapshot mark: {e}")))
 }
 
 #[cfg(test)]
@@ -82,7 +100,11 @@ mod tests {
     fn metadata_round_trip() {
         let mut cs = ConfState::default();
         cs.voters = vec![1, 2, 3];
-        let m = WalMetadata { member_id: 7, cluster_id: 9, initial_conf: cs };
+        let m = WalMetadata {
+            member_id: 7,
+            cluster_id: 9,
+            initial_conf: cs,
+        };
         assert_eq!(WalMetadata::decode(&m.encode()).expect("decode"), m);
         assert!(WalMetadata::decode(b"short").is_err());
     }

@@ -45,15 +45,17 @@ impl ApplyLoop {
     /// Runs the loop on its own thread until the raft loop's events end. Returns the
     /// fatal error that stopped it, if any.
     pub fn spawn(self) -> std::io::Result<JoinHandle<Result<(), String>>> {
-        std::thread::Builder::new().name("apply".into()).spawn(move || {
-            let waiters = self.waiters.clone();
-            let res = self.run();
-            waiters.fail_all(EtcdError::Stopped);
-            if let Err(e) = &res {
-                tracing::error!("apply loop stopped: {e}");
-            }
-            res
-        })
+        std::thread::Builder::new()
+            .name("apply".into())
+            .spawn(move || {
+                let waiters = self.waiters.clone();
+                let res = self.run();
+                waiters.fail_all(EtcdError::Stopped);
+                if let Err(e) = &res {
+                    tracing::error!("apply loop stopped: {e}");
+                }
+                res
+            })
     }
 
     fn run(self) -> Result<(), String> {
@@ -102,13 +104,16 @@ impl ApplyLoop {
             }
             if e.entry_type == EntryType::EntryNormal && !e.data.is_empty() {
                 match InternalRequest::decode(e.data.as_ref()) {
-                    Ok(InternalRequest { id, op: Some(op) }) => match apply::apply(&mut batch, &op) {
+                    Ok(InternalRequest { id, op: Some(op) }) => match apply::apply(&mut batch, &op)
+                    {
                         Ok(applied) => outcomes.push((id, Ok(applied))),
                         Err(ApplyError::Request(err)) => outcomes.push((id, Err(err))),
                         Err(ApplyError::Storage(msg)) => return Err(msg),
                     },
                     // Same bytes on every member, so every member skips it alike.
-                    Ok(InternalRequest { op: None, .. }) => tracing::warn!(index = e.index, "empty request in log"),
+                    Ok(InternalRequest { op: None, .. }) => {
+                        tracing::warn!(index = e.index, "empty request in log")
+                    }
                     Err(err) => tracing::error!(index = e.index, "undecodable log entry: {err}"),
                 }
             }
@@ -117,7 +122,9 @@ impl ApplyLoop {
         }
         let durable = state.durable_at.elapsed() >= DURABLE_EVERY
             || state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count;
-        batch.commit(state.applied, state.term, durable).map_err(|e| e.to_string())?;
+        batch
+            .commit(state.applied, state.term, durable)
+            .map_err(|e| e.to_string())?;
         state.dirty = !durable;
         if durable {
             self.after_durable(state);
@@ -132,7 +139,9 @@ impl ApplyLoop {
 
     fn commit_durable(&self, state: &mut State) -> Result<(), String> {
         let batch = self.store.begin_apply().map_err(|e| e.to_string())?;
-        batch.commit(state.applied, state.term, true).map_err(|e| e.to_string())?;
+        batch
+            .commit(state.applied, state.term, true)
+            .map_err(|e| e.to_string())?;
         state.dirty = false;
         self.after_durable(state);
         Ok(())
@@ -150,7 +159,8 @@ impl ApplyLoop {
     }
 }
 
-const SNAPSHOT_UNSUPPORTED: &str = "received a raft snapshot: installing snapshots from a leader is not supported yet";
+const SNAPSHOT_UNSUPPORTED: &str =
+    "received a raft snapshot: installing snapshots from a leader is not supported yet";
 
 struct State {
     applied: u64,

@@ -89,6 +89,13 @@ pub fn start(s: &Settings) -> Result<Started, StartError> {
         max_request_bytes: s.max_request_bytes,
         request_timeout: s.request_timeout(),
     };
-    let member = Arc::new(Member::new(identity, limits, store, raft, waiters, applied_rx));
-    Ok(Started { member, raft_thread, apply_thread, lock })
+    let member = Arc::new(Member::new(
+        identity, limits, store, raft, waiters, applied_rx,
+    ));
+    Ok(Started {
+        member,
+        raft_thread,
+        apply_thread,
+        lock,
+    })
 }

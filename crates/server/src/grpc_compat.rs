@@ -15,11 +15,20 @@ pub async fn rewrite<B>(mut resp: Response<B>) -> Response<B> {
     if !is_out_of_range {
         return resp;
     }
-    let Some(msg) = h.get("grpc-message").and_then(|v| v.to_str().ok()).map(percent_decode) else {
+    let Some(msg) = h
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .map(percent_decode)
+    else {
         return resp;
     };
-    let Some(rest) = msg.strip_prefix(TONIC_TOO_LARGE) else { return resp };
-    let numbers: Vec<&str> = rest.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).collect();
+    let Some(rest) = msg.strip_prefix(TONIC_TOO_LARGE) else {
+        return resp;
+    };
+    let numbers: Vec<&str> = rest
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .collect();
     if let [found, limit] = numbers[..] {
         let text = format!("grpc: received message larger than max ({found} vs. {limit})");
         if let Ok(v) = HeaderValue::from_str(&percent_encode(&text)) {
@@ -35,12 +44,13 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(v);
+            i += 3;
+            continue;
         }
         out.push(b[i]);
         i += 1;
@@ -67,17 +77,26 @@ mod tests {
     #[tokio::test]
     async fn rewrites_size_errors_only() {
         let mut r = Response::new(());
-        r.headers_mut().insert("grpc-status", HeaderValue::from_static("11"));
+        r.headers_mut()
+            .insert("grpc-status", HeaderValue::from_static("11"));
         r.headers_mut().insert(
             "grpc-message",
             HeaderValue::from_static("Error,%20decoded%20message%20length%20too%20large:%20found%20716810%20bytes,%20the%20limit%20is:%20589824%20bytes"),
         );
         let r = rewrite(r).await;
         assert_eq!(r.headers()["grpc-status"], "8");
-        assert_eq!(percent_decode(r.headers()["grpc-message"].to_str().expect("ascii")), "grpc: received message larger than max (716810 vs. 589824)");
+        assert_eq!(
+            percent_decode(r.headers()["grpc-message"].to_str().expect("ascii")),
+            "grpc: received message larger than max (716810 vs. 589824)"
+        );
         let mut other = Response::new(());
-        other.headers_mut().insert("grpc-status", HeaderValue::from_static("11"));
-        other.headers_mut().insert("grpc-message", HeaderValue::from_static("etcdserver: mvcc: required revision has been compacted"));
+        other
+            .headers_mut()
+            .insert("grpc-status", HeaderValue::from_static("11"));
+        other.headers_mut().insert(
+            "grpc-message",
+            HeaderValue::from_static("etcdserver: mvcc: required revision has been compacted"),
+        );
         assert_eq!(rewrite(other).await.headers()["grpc-status"], "11");
     }
 }

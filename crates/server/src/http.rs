@@ -12,7 +12,10 @@ use crate::member::Member;
 
 /// HTTP routes for `member`.
 pub fn routes(member: Arc<Member>) -> Router {
-    Router::new().route("/health", get(health)).route("/version", get(version)).with_state(member)
+    Router::new()
+        .route("/health", get(health))
+        .route("/version", get(version))
+        .with_state(member)
 }
 
 async fn version() -> impl IntoResponse {
@@ -20,7 +23,10 @@ async fn version() -> impl IntoResponse {
         "etcdserver": oxcd_api::ETCD_API_VERSION,
         "etcdcluster": oxcd_api::ETCD_CLUSTER_VERSION,
     });
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], body.to_string())
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
 }
 
 /// Healthy when a leader is known and a linearizable read barrier completes.
@@ -34,6 +40,14 @@ async fn health(State(member): State<Arc<Member>>) -> impl IntoResponse {
         }
     };
     let body = serde_json::json!({ "health": ok.to_string(), "reason": reason });
-    let code = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (code, [(axum::http::header::CONTENT_TYPE, "application/json")], body.to_string())
+    let code = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        code,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
 }

@@ -75,7 +75,14 @@ impl Member {
         waiters: Arc<Waiters>,
         applied: watch::Receiver<u64>,
     ) -> Member {
-        Member { id, limits, store, raft, waiters, applied }
+        Member {
+            id,
+            limits,
+            store,
+            raft,
+            waiters,
+            applied,
+        }
     }
 
     /// A response header at `revision`.
@@ -135,7 +142,12 @@ impl Member {
             Err(_) => return Err(EtcdError::Timeout),
         };
         let mut applied = self.applied.clone();
-        match tokio::time::timeout(self.limits.request_timeout, applied.wait_for(|a| *a >= index)).await {
+        match tokio::time::timeout(
+            self.limits.request_timeout,
+            applied.wait_for(|a| *a >= index),
+        )
+        .await
+        {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(_)) => Err(EtcdError::Stopped),
             Err(_) => Err(EtcdError::TimeoutWaitAppliedIndex),

@@ -31,15 +31,19 @@ pub enum ServeError {
 /// Resolves a listen URL (`http://host:port`) to a socket address; `localhost` is the
 /// IPv4 loopback, as etcd binds it.
 pub fn listen_addr(url: &str) -> Result<SocketAddr, ServeError> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| ServeError::Listen(format!("listen URL {url:?}: only http:// is supported yet (TLS comes later)")))?;
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        ServeError::Listen(format!(
+            "listen URL {url:?}: only http:// is supported yet (TLS comes later)"
+        ))
+    })?;
     let hostport = rest.trim_end_matches('/');
     let hostport = match hostport.strip_prefix("localhost:") {
         Some(port) => format!("127.0.0.1:{port}"),
         None => hostport.to_string(),
     };
-    hostport.parse().map_err(|_| ServeError::Listen(format!("listen URL {url:?}: expected http://<ip>:<port>")))
+    hostport
+        .parse()
+        .map_err(|_| ServeError::Listen(format!("listen URL {url:?}: expected http://<ip>:<port>")))
 }
 
 /// Starts the member in `settings` and serves clients until `shutdown` completes or the
@@ -49,8 +53,11 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     on_ready: impl FnOnce(Vec<SocketAddr>),
 ) -> Result<(), ServeError> {
-    let addrs: Vec<SocketAddr> =
-        settings.listen_client_urls.iter().map(|u| listen_addr(u)).collect::<Result<_, _>>()?;
+    let addrs: Vec<SocketAddr> = settings
+        .listen_client_urls
+        .iter()
+        .map(|u| listen_addr(u))
+        .collect::<Result<_, _>>()?;
     let mut listeners = Vec::new();
     for addr in addrs {
         let l = TcpListener::bind(addr)
@@ -71,7 +78,9 @@ pub async fn run(
     let mut servers = Vec::new();
     let mut bound = Vec::new();
     for l in listeners {
-        let addr = l.local_addr().map_err(|e| ServeError::Listen(e.to_string()))?;
+        let addr = l
+            .local_addr()
+            .map_err(|e| ServeError::Listen(e.to_string()))?;
         tracing::info!(address = %addr, "serving client traffic insecurely; this is strongly discouraged!");
         bound.push(addr);
         let mut rx = stop_rx.clone();
@@ -99,7 +108,10 @@ pub async fn run(
     stop_member(&member);
     for s in servers {
         // Open client streams would hold a graceful shutdown forever: bound the wait.
-        if tokio::time::timeout(Duration::from_secs(2), s).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(2), s)
+            .await
+            .is_err()
+        {
             tracing::warn!("client connections still open after 2s; closing them");
         }
     }
@@ -124,7 +136,10 @@ fn stop_member(member: &Arc<Member>) {
 }
 
 /// Completes with a reason when the raft or apply thread ends on its own.
-async fn wait_for_failure<A, B>(raft: &std::thread::JoinHandle<A>, apply: &std::thread::JoinHandle<B>) -> String {
+async fn wait_for_failure<A, B>(
+    raft: &std::thread::JoinHandle<A>,
+    apply: &std::thread::JoinHandle<B>,
+) -> String {
     loop {
         if raft.is_finished() {
             return "the raft loop stopped (see the error above)".into();

@@ -59,7 +59,9 @@ impl Settings {
 
     /// The WAL directory.
     pub fn wal_dir(&self) -> PathBuf {
-        self.wal_dir.clone().unwrap_or_else(|| self.data_dir.join("member").join("wal"))
+        self.wal_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("member").join("wal"))
     }
 
     /// The backend file (etcd's path, so operators find it where they expect).

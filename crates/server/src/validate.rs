@@ -97,14 +97,19 @@ fn check_intervals(ops: &[RequestOp]) -> Result<(HashSet<Vec<u8>>, Vec<Deleted>)
     let mut dels: Vec<Deleted> = ops
         .iter()
         .filter_map(|op| match &op.request {
-            Some(Request::RequestDeleteRange(d)) => Some(Deleted { start: d.key.clone(), end: d.range_end.clone() }),
+            Some(Request::RequestDeleteRange(d)) => Some(Deleted {
+                start: d.key.clone(),
+                end: d.range_end.clone(),
+            }),
             _ => None,
         })
         .collect();
     let deleted = |dels: &[Deleted], k: &[u8]| dels.iter().any(|d| d.contains(k));
     let mut puts: HashSet<Vec<u8>> = HashSet::new();
     for op in ops {
-        let Some(Request::RequestTxn(t)) = &op.request else { continue };
+        let Some(Request::RequestTxn(t)) = &op.request else {
+            continue;
+        };
         let (puts_then, dels_then) = check_intervals(&t.success)?;
         let (puts_else, dels_else) = check_intervals(&t.failure)?;
         for k in &puts_then {
@@ -123,7 +128,9 @@ fn check_intervals(ops: &[RequestOp]) -> Result<(HashSet<Vec<u8>>, Vec<Deleted>)
         dels.extend(dels_else);
     }
     for op in ops {
-        let Some(Request::RequestPut(p)) = &op.request else { continue };
+        let Some(Request::RequestPut(p)) = &op.request else {
+            continue;
+        };
         if puts.contains(&p.key) || deleted(&dels, &p.key) {
             return Err(EtcdError::DuplicateKey);
         }
@@ -137,7 +144,12 @@ mod tests {
     use super::*;
 
     fn put_op(k: &str) -> RequestOp {
-        RequestOp { request: Some(Request::RequestPut(PutRequest { key: k.into(), ..Default::default() })) }
+        RequestOp {
+            request: Some(Request::RequestPut(PutRequest {
+                key: k.into(),
+                ..Default::default()
+            })),
+        }
     }
 
     fn del_op(k: &str, end: &str) -> RequestOp {
@@ -151,28 +163,73 @@ mod tests {
     }
 
     fn txn_op(success: Vec<RequestOp>, failure: Vec<RequestOp>) -> RequestOp {
-        RequestOp { request: Some(Request::RequestTxn(TxnRequest { success, failure, ..Default::default() })) }
+        RequestOp {
+            request: Some(Request::RequestTxn(TxnRequest {
+                success,
+                failure,
+                ..Default::default()
+            })),
+        }
     }
 
     #[test]
     fn duplicate_keys() {
-        let t = |success| TxnRequest { success, ..Default::default() };
-        assert_eq!(txn(&t(vec![put_op("a"), put_op("a")]), 128), Err(EtcdError::DuplicateKey));
-        assert_eq!(txn(&t(vec![put_op("b"), del_op("a", "c")]), 128), Err(EtcdError::DuplicateKey));
+        let t = |success| TxnRequest {
+            success,
+            ..Default::default()
+        };
+        assert_eq!(
+            txn(&t(vec![put_op("a"), put_op("a")]), 128),
+            Err(EtcdError::DuplicateKey)
+        );
+        assert_eq!(
+            txn(&t(vec![put_op("b"), del_op("a", "c")]), 128),
+            Err(EtcdError::DuplicateKey)
+        );
         assert_eq!(txn(&t(vec![put_op("c"), del_op("a", "c")]), 128), Ok(()));
         assert_eq!(txn(&t(vec![del_op("a", ""), del_op("a", "")]), 128), Ok(()));
         // then/else of a nested txn may put the same key.
-        assert_eq!(txn(&t(vec![txn_op(vec![put_op("a")], vec![put_op("a")])]), 128), Ok(()));
-        assert_eq!(txn(&t(vec![txn_op(vec![put_op("a")], vec![]), put_op("a")]), 128), Err(EtcdError::DuplicateKey));
+        assert_eq!(
+            txn(&t(vec![txn_op(vec![put_op("a")], vec![put_op("a")])]), 128),
+            Ok(())
+        );
+        assert_eq!(
+            txn(
+                &t(vec![txn_op(vec![put_op("a")], vec![]), put_op("a")]),
+                128
+            ),
+            Err(EtcdError::DuplicateKey)
+        );
     }
 
     #[test]
     fn op_limits_and_empty_keys() {
-        let many = TxnRequest { success: (0..129).map(|i| put_op(&format!("k{i}"))).collect(), ..Default::default() };
+        let many = TxnRequest {
+            success: (0..129).map(|i| put_op(&format!("k{i}"))).collect(),
+            ..Default::default()
+        };
         assert_eq!(txn(&many, 128), Err(EtcdError::TooManyOps));
-        let empty = TxnRequest { success: vec![put_op("")], ..Default::default() };
+        let empty = TxnRequest {
+            success: vec![put_op("")],
+            ..Default::default()
+        };
         assert_eq!(txn(&empty, 128), Err(EtcdError::EmptyKey));
-        assert_eq!(put(&PutRequest { key: b"k".to_vec(), ignore_value: true, value: b"v".to_vec(), ..Default::default() }), Err(EtcdError::ValueProvided));
-        assert_eq!(range(&RangeRequest { key: b"k".to_vec(), sort_order: 9, ..Default::default() }), Err(EtcdError::InvalidSortOption));
+        assert_eq!(
+            put(&PutRequest {
+                key: b"k".to_vec(),
+                ignore_value: true,
+                value: b"v".to_vec(),
+                ..Default::default()
+            }),
+            Err(EtcdError::ValueProvided)
+        );
+        assert_eq!(
+            range(&RangeRequest {
+                key: b"k".to_vec(),
+                sort_order: 9,
+                ..Default::default()
+            }),
+            Err(EtcdError::InvalidSortOption)
+        );
     }
 }

@@ -57,9 +57,18 @@ const SCRIPT: &[(&str, &str)] = &[
     ("del nothing", ""),
     ("del b --from-key", ""),
     ("put k v", ""),
-    ("txn", "mod(\"k\") > \"0\"\n\nput k v2\nget k\n\nput k v3\n\n"),
-    ("txn -w json", "value(\"k\") = \"nope\"\n\nput k x\n\ndel k\nget k\n\n"),
-    ("txn", "version(\"k\") = \"0\"\ncreate(\"k\") > \"1\"\n\nput t 1\n\nput t 2\n\n"),
+    (
+        "txn",
+        "mod(\"k\") > \"0\"\n\nput k v2\nget k\n\nput k v3\n\n",
+    ),
+    (
+        "txn -w json",
+        "value(\"k\") = \"nope\"\n\nput k x\n\ndel k\nget k\n\n",
+    ),
+    (
+        "txn",
+        "version(\"k\") = \"0\"\ncreate(\"k\") > \"1\"\n\nput t 1\n\nput t 2\n\n",
+    ),
     ("txn -w fields", "\nput z1 1\nput z2 2\n\n\n"),
     ("get t", ""),
     ("get z -w json --prefix", ""),
@@ -90,7 +99,10 @@ impl Drop for Etcd {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
 }
 
 fn start_etcd(dir: &Path) -> Etcd {
@@ -104,14 +116,27 @@ fn start_etcd(dir: &Path) -> Etcd {
     let child = Command::new(ETCD)
         .arg("--data-dir")
         .arg(dir)
-        .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
-        .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+        .args([
+            "--listen-client-urls",
+            &client,
+            "--advertise-client-urls",
+            &client,
+        ])
+        .args([
+            "--listen-peer-urls",
+            &peer,
+            "--initial-advertise-peer-urls",
+            &peer,
+        ])
         .args(["--initial-cluster", &format!("default={peer}")])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start etcd");
-    let etcd = Etcd { child, endpoint: format!("127.0.0.1:{c}") };
+    let etcd = Etcd {
+        child,
+        endpoint: format!("127.0.0.1:{c}"),
+    };
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         if run(&etcd.endpoint, "endpoint health", "").2 == 0 {
@@ -124,7 +149,10 @@ fn start_etcd(dir: &Path) -> Etcd {
 
 /// Runs etcdctl; returns stdout, the `Error:` and health lines of stderr, exit code.
 fn run(endpoint: &str, args: &str, stdin: &str) -> (String, String, i32) {
-    let mut words: Vec<String> = args.split(' ').map(|w| w.trim_matches('"').to_string()).collect();
+    let mut words: Vec<String> = args
+        .split(' ')
+        .map(|w| w.trim_matches('"').to_string())
+        .collect();
     words.insert(0, format!("--endpoints={endpoint}"));
     let mut child = Command::new(ETCDCTL)
         .args(&words)
@@ -143,13 +171,30 @@ fn run(endpoint: &str, args: &str, stdin: &str) -> (String, String, i32) {
         .filter(|l| !l.starts_with('{'))
         .map(|l| format!("{l}\n"))
         .collect();
-    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr, out.status.code().unwrap_or(-1))
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+        out.status.code().unwrap_or(-1),
+    )
 }
 
 /// Masks what differs between two servers that hold the same data.
 fn mask(s: &str, endpoint: &str) -> String {
     let mut out = s.replace(endpoint, "ENDPOINT");
-    for key in ["cluster_id", "member_id", "raft_term", "raftIndex", "raftTerm", "leader", "raftAppliedIndex", "dbSize", "dbSizeInUse", "ClusterID", "MemberID", "RaftTerm"] {
+    for key in [
+        "cluster_id",
+        "member_id",
+        "raft_term",
+        "raftIndex",
+        "raftTerm",
+        "leader",
+        "raftAppliedIndex",
+        "dbSize",
+        "dbSizeInUse",
+        "ClusterID",
+        "MemberID",
+        "RaftTerm",
+    ] {
         out = mask_number_after(&out, &format!("\"{key}\":"));
         out = mask_number_after(&out, &format!("\"{key}\" : "));
     }
@@ -160,10 +205,18 @@ fn mask(s: &str, endpoint: &str) -> String {
         .map(|l| {
             let cells: Vec<&str> = l.split(", ").collect();
             if l.starts_with("ENDPOINT, ") && cells.len() >= 9 {
-                format!("ENDPOINT, ID, VERSION, SIZE, {}, {}, TERM, INDEX, APPLIED, {}", cells[4], cells[5], cells[9..].join(", "))
+                format!(
+                    "ENDPOINT, ID, VERSION, SIZE, {}, {}, TERM, INDEX, APPLIED, {}",
+                    cells[4],
+                    cells[5],
+                    cells[9..].join(", ")
+                )
             } else if l.starts_with("| ENDPOINT |") {
                 let cells: Vec<&str> = l.split('|').map(str::trim).collect();
-                format!("| ENDPOINT | ID | VERSION | SIZE | {} | {} | TERM | INDEX | APPLIED | {} |", cells[5], cells[6], cells[10])
+                format!(
+                    "| ENDPOINT | ID | VERSION | SIZE | {} | {} | TERM | INDEX | APPLIED | {} |",
+                    cells[5], cells[6], cells[10]
+                )
             } else if l.starts_with("+--") {
                 "+--".to_string()
             } else if l.starts_with("|    ENDPOINT") {
@@ -182,7 +235,9 @@ fn mask_number_after(s: &str, key: &str) -> String {
     while let Some(i) = rest.find(key) {
         out.push_str(&rest[..i + key.len()]);
         rest = &rest[i + key.len()..];
-        let n = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let n = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if n > 0 {
             out.push('N');
         }
@@ -214,17 +269,35 @@ async fn etcdctl_session_matches_real_etcd() {
     let ox_ep = oxcd.addr.to_string();
     let mut mismatches = Vec::new();
     for (args, stdin) in SCRIPT {
-        let (ep1, ep2, a, s) = (etcd.endpoint.clone(), ox_ep.clone(), args.to_string(), stdin.to_string());
-        let (want, got) = tokio::task::spawn_blocking(move || (run(&ep1, &a, &s), run(&ep2, &a, &s)))
-            .await
-            .expect("join");
-        let want = (mask(&want.0, &etcd.endpoint), mask(&want.1, &etcd.endpoint), want.2);
+        let (ep1, ep2, a, s) = (
+            etcd.endpoint.clone(),
+            ox_ep.clone(),
+            args.to_string(),
+            stdin.to_string(),
+        );
+        let (want, got) =
+            tokio::task::spawn_blocking(move || (run(&ep1, &a, &s), run(&ep2, &a, &s)))
+                .await
+                .expect("join");
+        let want = (
+            mask(&want.0, &etcd.endpoint),
+            mask(&want.1, &etcd.endpoint),
+            want.2,
+        );
         let got = (mask(&got.0, &ox_ep), mask(&got.1, &ox_ep), got.2);
         if want != got {
             mismatches.push(format!("etcdctl {args}\n  etcd: {want:?}\n  oxcd: {got:?}"));
         }
     }
-    eprintln!("{} etcdctl commands compared, {} mismatches", SCRIPT.len(), mismatches.len());
-    assert!(mismatches.is_empty(), "etcdctl output differs:\n{}", mismatches.join("\n"));
+    eprintln!(
+        "{} etcdctl commands compared, {} mismatches",
+        SCRIPT.len(),
+        mismatches.len()
+    );
+    assert!(
+        mismatches.is_empty(),
+        "etcdctl output differs:\n{}",
+        mismatches.join("\n")
+    );
     oxcd.stop().await;
 }

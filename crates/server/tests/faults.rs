@@ -15,13 +15,17 @@ use oxcd_server::settings::Settings;
 async fn start_err(data_dir: PathBuf) -> ServeError {
     let mut s = Settings::new("default", data_dir);
     s.listen_client_urls = vec!["http://127.0.0.1:0".into()];
-    serve::run(s, std::future::pending(), |_| {}).await.expect_err("start must fail")
+    serve::run(s, std::future::pending(), |_| {})
+        .await
+        .expect_err("start must fail")
 }
 
 async fn fill(m: &InProc, n: usize) {
     let mut c = m.client().await;
     for i in 0..n {
-        c.put(format!("k{i:04}"), format!("v{i}"), None).await.expect("put");
+        c.put(format!("k{i:04}"), format!("v{i}"), None)
+            .await
+            .expect("put");
     }
 }
 
@@ -44,11 +48,20 @@ async fn locked_data_dir_is_refused_and_the_owner_keeps_serving() {
     let err = start_err(data.clone()).await;
     let msg = err.to_string();
     assert!(msg.contains("in use by another process"), "{msg}");
-    assert!(msg.contains(&data.display().to_string()), "names the dir: {msg}");
+    assert!(
+        msg.contains(&data.display().to_string()),
+        "names the dir: {msg}"
+    );
     // The first member is unharmed.
     let mut c = m.client().await;
     c.put("after", "1", None).await.expect("owner still writes");
-    assert_eq!(c.get("k", Some(GetOptions::new().with_prefix())).await.expect("get").count(), 3);
+    assert_eq!(
+        c.get("k", Some(GetOptions::new().with_prefix()))
+            .await
+            .expect("get")
+            .count(),
+        3
+    );
     m.stop().await;
 }
 
@@ -68,7 +81,10 @@ async fn corrupt_wal_record_refuses_to_start_naming_the_file() {
     std::fs::remove_file(data.join("member/snap/db")).expect("rm db");
     let msg = start_err(data).await.to_string();
     assert!(msg.contains("corrupt record"), "{msg}");
-    assert!(msg.contains(&seg.display().to_string()), "names the file: {msg}");
+    assert!(
+        msg.contains(&seg.display().to_string()),
+        "names the file: {msg}"
+    );
 }
 
 #[tokio::test]
@@ -80,12 +96,22 @@ async fn torn_wal_tail_is_repaired_and_acknowledged_data_kept() {
     m.stop().await;
     // A crash in the middle of a write leaves half a record at the end.
     let seg = wal_segments(&data).pop().expect("segment");
-    let mut f = std::fs::OpenOptions::new().append(true).open(&seg).expect("open");
-    std::io::Write::write_all(&mut f, &[0x30, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef, 3, 1, 2]).expect("torn write");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&seg)
+        .expect("open");
+    std::io::Write::write_all(&mut f, &[0x30, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef, 3, 1, 2])
+        .expect("torn write");
     drop(f);
     let m = InProc::start(data, |_| {}).await;
     let mut c = m.client().await;
-    assert_eq!(c.get("k", Some(GetOptions::new().with_prefix())).await.expect("get").count(), 100);
+    assert_eq!(
+        c.get("k", Some(GetOptions::new().with_prefix()))
+            .await
+            .expect("get")
+            .count(),
+        100
+    );
     c.put("more", "x", None).await.expect("writes after repair");
     m.stop().await;
 }
@@ -104,7 +130,10 @@ async fn corrupt_backend_refuses_to_start_naming_the_file() {
     }
     std::fs::write(&db, &bytes).expect("write db");
     let msg = start_err(data).await.to_string();
-    assert!(msg.contains(&db.display().to_string()), "names the file: {msg}");
+    assert!(
+        msg.contains(&db.display().to_string()),
+        "names the file: {msg}"
+    );
 }
 
 /// A tmpfs of a few MiB, unmounted on drop.
@@ -120,7 +149,10 @@ impl SmallDisk {
             .arg(&path)
             .status()
             .expect("run mount");
-        assert!(st.success(), "mounting a tmpfs needs root (CI runs as root)");
+        assert!(
+            st.success(),
+            "mounting a tmpfs needs root (CI runs as root)"
+        );
         SmallDisk { path }
     }
 
@@ -161,11 +193,16 @@ async fn full_disk_fails_writes_and_loses_nothing_acknowledged() {
     }
     let failure = failure.expect("a 6 MiB disk must fill up");
     assert!(!acked.is_empty(), "some writes fit");
-    eprintln!("disk full after {} acknowledged writes; the next failed with: {failure}", acked.len());
+    eprintln!(
+        "disk full after {} acknowledged writes; the next failed with: {failure}",
+        acked.len()
+    );
     // The member stops itself; it does not limp on.
     drop(c);
     let ended = m.wait().await;
-    let msg = ended.expect_err("the member must stop with an error").to_string();
+    let msg = ended
+        .expect_err("the member must stop with an error")
+        .to_string();
     assert!(msg.contains("member stopped"), "{msg}");
     disk.grow("256m");
     let m = InProc::start(data, |_| {}).await;
@@ -175,6 +212,8 @@ async fn full_disk_fails_writes_and_loses_nothing_acknowledged() {
         assert_eq!(r.kvs().len(), 1, "acknowledged write big{i:04} lost");
         assert_eq!(r.kvs()[0].value(), value.as_slice());
     }
-    c.put("after", "ok", None).await.expect("writes work again with space");
+    c.put("after", "ok", None)
+        .await
+        .expect("writes work again with space");
     m.stop().await;
 }

@@ -21,7 +21,10 @@ pub struct Backend {
 }
 
 fn backend_err(path: &Path, e: impl std::fmt::Display) -> StorageError {
-    StorageError::Backend { path: path.display().to_string(), reason: e.to_string() }
+    StorageError::Backend {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
 }
 
 impl Backend {
@@ -31,23 +34,35 @@ impl Backend {
             std::fs::create_dir_all(parent).map_err(|e| StorageError::io(parent, e))?;
         }
         let db = Database::create(path).map_err(|e| backend_err(path, e))?;
-        let backend = Backend { db, path: path.to_path_buf() };
+        let backend = Backend {
+            db,
+            path: path.to_path_buf(),
+        };
         let tx = backend.begin_write()?;
-        tx.open_table(schema::KEY).map_err(|e| backend_err(path, e))?;
-        tx.open_table(schema::META).map_err(|e| backend_err(path, e))?;
+        tx.open_table(schema::KEY)
+            .map_err(|e| backend_err(path, e))?;
+        tx.open_table(schema::META)
+            .map_err(|e| backend_err(path, e))?;
         backend.commit(tx, true)?;
         Ok(backend)
     }
 
     /// Starts a write transaction.
     pub fn begin_write(&self) -> Result<WriteTransaction> {
-        self.db.begin_write().map_err(|e| backend_err(&self.path, e))
+        self.db
+            .begin_write()
+            .map_err(|e| backend_err(&self.path, e))
     }
 
     /// Commits `tx`; durably (fsync) when `durable`, otherwise only visible to readers.
     pub fn commit(&self, mut tx: WriteTransaction, durable: bool) -> Result<()> {
-        let d = if durable { Durability::Immediate } else { Durability::None };
-        tx.set_durability(d).map_err(|e| backend_err(&self.path, e))?;
+        let d = if durable {
+            Durability::Immediate
+        } else {
+            Durability::None
+        };
+        tx.set_durability(d)
+            .map_err(|e| backend_err(&self.path, e))?;
         tx.commit().map_err(|e| backend_err(&self.path, e))
     }
 
@@ -72,7 +87,10 @@ impl Backend {
     }
 
     /// Reads a meta value.
-    pub fn read_meta(tx: &ReadTransaction, key: &str) -> std::result::Result<Option<Vec<u8>>, redb::Error> {
+    pub fn read_meta(
+        tx: &ReadTransaction,
+        key: &str,
+    ) -> std::result::Result<Option<Vec<u8>>, redb::Error> {
         let t = tx.open_table(schema::META)?;
         Ok(t.get(key)?.map(|v| v.value().to_vec()))
     }

@@ -29,7 +29,9 @@ pub enum StorageError {
         source: std::io::Error,
     },
     /// A WAL record failed its checksum or framing outside a repairable torn tail.
-    #[error("wal: corrupt record in {path} at offset {offset}: {reason}; refusing to start (the data after it would be lost)")]
+    #[error(
+        "wal: corrupt record in {path} at offset {offset}: {reason}; refusing to start (the data after it would be lost)"
+    )]
     CorruptWal {
         /// The segment file.
         path: String,
@@ -47,7 +49,9 @@ pub enum StorageError {
         reason: String,
     },
     /// The data directory is locked by another process.
-    #[error("data dir {path} is in use by another process (lock held on {lock_file}); is another oxcd or etcd running with it?")]
+    #[error(
+        "data dir {path} is in use by another process (lock held on {lock_file}); is another oxcd or etcd running with it?"
+    )]
     Locked {
         /// The data directory.
         path: String,
@@ -58,7 +62,10 @@ pub enum StorageError {
 
 impl StorageError {
     pub(crate) fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> StorageError {
-        StorageError::Io { path: path.as_ref().display().to_string(), source }
+        StorageError::Io {
+            path: path.as_ref().display().to_string(),
+            source,
+        }
     }
 
     /// Whether this error means the disk is full.

@@ -79,7 +79,9 @@ impl Store {
         let tx = backend.begin_read()?;
         let meta_u64 = |k: &str| -> Result<u64> {
             let v = Backend::read_meta(&tx, k).map_err(|e| backend.err(e))?;
-            Ok(v.and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0))
+            Ok(v.and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+                .unwrap_or(0))
         };
         let consistent_index = meta_u64(schema::META_CONSISTENT_INDEX)?;
         let compact_rev = Backend::read_meta(&tx, schema::META_FINISHED_COMPACT)
@@ -98,7 +100,12 @@ impl Store {
             if tombstone {
                 tree.tombstone(&kv.key, rev);
             } else {
-                tree.restore_put(&kv.key, rev, Revision::new(kv.create_revision, 0), kv.version);
+                tree.restore_put(
+                    &kv.key,
+                    rev,
+                    Revision::new(kv.create_revision, 0),
+                    kv.version,
+                );
             }
             current = current.max(rev.main);
         }
@@ -147,22 +154,38 @@ impl Store {
         let found = {
             let idx = self.index_read();
             let at = check_read_rev(opts.rev, cur, idx.compact_rev)?;
-            let (found, count) = idx.tree.range(range, at, if opts.count_only { 1 } else { opts.limit });
+            let (found, count) =
+                idx.tree
+                    .range(range, at, if opts.count_only { 1 } else { opts.limit });
             if opts.count_only {
-                return Ok(RangeResult { kvs: Vec::new(), count, rev: cur });
+                return Ok(RangeResult {
+                    kvs: Vec::new(),
+                    count,
+                    rev: cur,
+                });
             }
             (found, count)
         };
         let tx = self.backend.begin_read()?;
-        let table = tx.open_table(schema::KEY).map_err(|e| self.backend.err(e))?;
+        let table = tx
+            .open_table(schema::KEY)
+            .map_err(|e| self.backend.err(e))?;
         let kvs = read_rows(&table, &found.0, &self.backend)?;
-        Ok(RangeResult { kvs, count: found.1, rev: cur })
+        Ok(RangeResult {
+            kvs,
+            count: found.1,
+            rev: cur,
+        })
     }
 
     /// Starts a batch of writes (the apply path's unit of backend commit).
     pub fn begin_apply(&self) -> Result<ApplyBatch<'_>> {
         let tx = self.backend.begin_write()?;
-        Ok(ApplyBatch { store: self, tx, rev: self.current_rev() })
+        Ok(ApplyBatch {
+            store: self,
+            tx,
+            rev: self.current_rev(),
+        })
     }
 }
 
@@ -192,9 +215,18 @@ impl<'s> ApplyBatch<'s> {
 
     /// Starts one write request: all its changes share one main revision.
     pub fn txn(&mut self) -> Result<TxnWrite<'_>> {
-        let table = self.tx.open_table(schema::KEY).map_err(|e| self.store.backend.err(e))?;
+        let table = self
+            .tx
+            .open_table(schema::KEY)
+            .map_err(|e| self.store.backend.err(e))?;
         let begin_rev = self.rev;
-        Ok(TxnWrite { store: self.store, table, rev: &mut self.rev, begin_rev, changes: 0 })
+        Ok(TxnWrite {
+            store: self.store,
+            table,
+            rev: &mut self.rev,
+            begin_rev,
+            changes: 0,
+        })
     }
 
     /// Compacts history before `rev`: later reads below it fail with `Compacted`.
@@ -211,10 +243,16 @@ impl<'s> ApplyBatch<'s> {
             idx.tree.compact(rev)
         };
         let backend = &self.store.backend;
-        let mut table = self.tx.open_table(schema::KEY).map_err(|e| backend.err(e))?;
+        let mut table = self
+            .tx
+            .open_table(schema::KEY)
+            .map_err(|e| backend.err(e))?;
         let upper = Revision::new(rev + 1, 0).to_bytes(false);
         let mut doomed = Vec::new();
-        for row in table.range::<&[u8]>(..upper.as_slice()).map_err(|e| backend.err(e))? {
+        for row in table
+            .range::<&[u8]>(..upper.as_slice())
+            .map_err(|e| backend.err(e))?
+        {
             let (k, _) = row.map_err(|e| backend.err(e))?;
             let keep_row = Revision::from_bytes(k.value()).is_some_and(|(r, _)| keep.contains(&r));
             if !keep_row {
@@ -224,10 +262,15 @@ impl<'s> ApplyBatch<'s> {
         for k in doomed {
             table.remove(k.as_slice()).map_err(|e| backend.err(e))?;
         }
-        let mut meta = self.tx.open_table(schema::META).map_err(|e| backend.err(e))?;
+        let mut meta = self
+            .tx
+            .open_table(schema::META)
+            .map_err(|e| backend.err(e))?;
         let rev_bytes = Revision::new(rev, 0).to_bytes(false);
-        meta.insert(schema::META_FINISHED_COMPACT, rev_bytes.as_slice()).map_err(|e| backend.err(e))?;
-        meta.insert(schema::META_SCHEDULED_COMPACT, rev_bytes.as_slice()).map_err(|e| backend.err(e))?;
+        meta.insert(schema::META_FINISHED_COMPACT, rev_bytes.as_slice())
+            .map_err(|e| backend.err(e))?;
+        meta.insert(schema::META_SCHEDULED_COMPACT, rev_bytes.as_slice())
+            .map_err(|e| backend.err(e))?;
         Ok(())
     }
 
@@ -236,9 +279,17 @@ impl<'s> ApplyBatch<'s> {
     pub fn commit(self, index: u64, term: u64, durable: bool) -> Result<i64> {
         let backend = &self.store.backend;
         {
-            let mut meta = self.tx.open_table(schema::META).map_err(|e| backend.err(e))?;
-            meta.insert(schema::META_CONSISTENT_INDEX, index.to_le_bytes().as_slice()).map_err(|e| backend.err(e))?;
-            meta.insert(schema::META_CONSISTENT_TERM, term.to_le_bytes().as_slice()).map_err(|e| backend.err(e))?;
+            let mut meta = self
+                .tx
+                .open_table(schema::META)
+                .map_err(|e| backend.err(e))?;
+            meta.insert(
+                schema::META_CONSISTENT_INDEX,
+                index.to_le_bytes().as_slice(),
+            )
+            .map_err(|e| backend.err(e))?;
+            meta.insert(schema::META_CONSISTENT_TERM, term.to_le_bytes().as_slice())
+                .map_err(|e| backend.err(e))?;
         }
         backend.commit(self.tx, durable)?;
         self.store.current_rev.store(self.rev, Ordering::Release);
@@ -258,7 +309,11 @@ pub struct TxnWrite<'b> {
 
 impl TxnWrite<'_> {
     fn read_at(&self) -> i64 {
-        if self.changes > 0 { self.begin_rev + 1 } else { self.begin_rev }
+        if self.changes > 0 {
+            self.begin_rev + 1
+        } else {
+            self.begin_rev
+        }
     }
 
     /// The revision reads in this request see.
@@ -272,14 +327,24 @@ impl TxnWrite<'_> {
         let found = {
             let idx = self.store.index_read();
             let at = check_read_rev(opts.rev, cur, idx.compact_rev)?;
-            let (found, count) = idx.tree.range(range, at, if opts.count_only { 1 } else { opts.limit });
+            let (found, count) =
+                idx.tree
+                    .range(range, at, if opts.count_only { 1 } else { opts.limit });
             if opts.count_only {
-                return Ok(RangeResult { kvs: Vec::new(), count, rev: cur });
+                return Ok(RangeResult {
+                    kvs: Vec::new(),
+                    count,
+                    rev: cur,
+                });
             }
             (found, count)
         };
         let kvs = read_rows(&self.table, &found.0, &self.store.backend)?;
-        Ok(RangeResult { kvs, count: found.1, rev: cur })
+        Ok(RangeResult {
+            kvs,
+            count: found.1,
+            rev: cur,
+        })
     }
 
     /// The key's current value's metadata in this request, if live.
@@ -302,7 +367,9 @@ impl TxnWrite<'_> {
             lease,
         };
         let bytes = kv.encode_to_vec();
-        self.table.insert(rev.to_bytes(false).as_slice(), bytes.as_slice()).map_err(|e| self.store.backend.err(e))?;
+        self.table
+            .insert(rev.to_bytes(false).as_slice(), bytes.as_slice())
+            .map_err(|e| self.store.backend.err(e))?;
         idx.tree.put(key, rev);
         self.changes += 1;
         Ok(rev)
@@ -316,8 +383,14 @@ impl TxnWrite<'_> {
         let mut deleted = Vec::with_capacity(live.len());
         for (key, _) in live {
             let rev = Revision::new(main, self.changes);
-            let tomb = KeyValue { key: key.clone(), ..Default::default() }.encode_to_vec();
-            self.table.insert(rev.to_bytes(true).as_slice(), tomb.as_slice()).map_err(|e| self.store.backend.err(e))?;
+            let tomb = KeyValue {
+                key: key.clone(),
+                ..Default::default()
+            }
+            .encode_to_vec();
+            self.table
+                .insert(rev.to_bytes(true).as_slice(), tomb.as_slice())
+                .map_err(|e| self.store.backend.err(e))?;
             idx.tree.tombstone(&key, rev);
             self.changes += 1;
             deleted.push(key);

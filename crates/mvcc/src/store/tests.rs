@@ -18,14 +18,21 @@ fn put(store: &Store, index: u64, kvs: &[(&str, &str)]) -> i64 {
 fn del(store: &Store, index: u64, key: &str, end: &str) -> i64 {
     let mut batch = store.begin_apply().expect("batch");
     let mut txn = batch.txn().expect("txn");
-    txn.delete_range(KeyRange::new(key.as_bytes(), end.as_bytes())).expect("delete");
+    txn.delete_range(KeyRange::new(key.as_bytes(), end.as_bytes()))
+        .expect("delete");
     txn.end();
     batch.commit(index, 1, false).expect("commit")
 }
 
 fn get(store: &Store, key: &str, rev: i64) -> Option<KeyValue> {
     let r = store
-        .range(KeyRange::new(key.as_bytes(), b""), RangeOptions { rev, ..Default::default() })
+        .range(
+            KeyRange::new(key.as_bytes(), b""),
+            RangeOptions {
+                rev,
+                ..Default::default()
+            },
+        )
         .expect("range");
     r.kvs.into_iter().next()
 }
@@ -38,17 +45,35 @@ fn revisions_versions_and_history() {
     assert_eq!(put(&store, 1, &[("a", "1")]), 2);
     assert_eq!(put(&store, 2, &[("a", "2"), ("b", "x")]), 3);
     let a = get(&store, "a", 0).expect("a");
-    assert_eq!((a.create_revision, a.mod_revision, a.version, a.value.as_slice()), (2, 3, 2, &b"2"[..]));
+    assert_eq!(
+        (
+            a.create_revision,
+            a.mod_revision,
+            a.version,
+            a.value.as_slice()
+        ),
+        (2, 3, 2, &b"2"[..])
+    );
     assert_eq!(get(&store, "a", 2).expect("a@2").value, b"1");
     assert_eq!(del(&store, 3, "a", ""), 4);
     assert!(get(&store, "a", 0).is_none());
     assert_eq!(put(&store, 4, &[("a", "3")]), 5);
     let a = get(&store, "a", 0).expect("a again");
-    assert_eq!((a.create_revision, a.version), (5, 1), "version restarts after delete");
+    assert_eq!(
+        (a.create_revision, a.version),
+        (5, 1),
+        "version restarts after delete"
+    );
     // Deleting nothing does not consume a revision.
     assert_eq!(del(&store, 5, "zzz", ""), 5);
     assert!(matches!(
-        store.range(KeyRange::new(b"a", b""), RangeOptions { rev: 9, ..Default::default() }),
+        store.range(
+            KeyRange::new(b"a", b""),
+            RangeOptions {
+                rev: 9,
+                ..Default::default()
+            }
+        ),
         Err(MvccError::FutureRev)
     ));
 }
@@ -57,14 +82,38 @@ fn revisions_versions_and_history() {
 fn ranges_count_and_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(dir.path());
-    put(&store, 1, &[("k1", "a"), ("k2", "b"), ("k3", "c"), ("z", "d")]);
-    let r = store.range(KeyRange::new(b"k", b"l"), RangeOptions { limit: 2, ..Default::default() }).expect("range");
+    put(
+        &store,
+        1,
+        &[("k1", "a"), ("k2", "b"), ("k3", "c"), ("z", "d")],
+    );
+    let r = store
+        .range(
+            KeyRange::new(b"k", b"l"),
+            RangeOptions {
+                limit: 2,
+                ..Default::default()
+            },
+        )
+        .expect("range");
     assert_eq!((r.kvs.len(), r.count, r.rev), (2, 3, 2));
-    let r = store.range(KeyRange::new(b"k2", b"\0"), RangeOptions::default()).expect("from key");
+    let r = store
+        .range(KeyRange::new(b"k2", b"\0"), RangeOptions::default())
+        .expect("from key");
     assert_eq!(r.count, 3);
-    let r = store.range(KeyRange::new(b"\0", b"\0"), RangeOptions { count_only: true, ..Default::default() }).expect("all");
+    let r = store
+        .range(
+            KeyRange::new(b"\0", b"\0"),
+            RangeOptions {
+                count_only: true,
+                ..Default::default()
+            },
+        )
+        .expect("all");
     assert_eq!((r.count, r.kvs.len()), (4, 0));
-    let r = store.range(KeyRange::new(b"z", b"a"), RangeOptions::default()).expect("inverted");
+    let r = store
+        .range(KeyRange::new(b"z", b"a"), RangeOptions::default())
+        .expect("inverted");
     assert_eq!(r.count, 0);
 }
 
@@ -82,7 +131,13 @@ fn compaction_and_restart() {
         batch.compact(5).expect("compact");
         batch.commit(6, 1, true).expect("commit");
         assert!(matches!(
-            store.range(KeyRange::new(b"a", b""), RangeOptions { rev: 4, ..Default::default() }),
+            store.range(
+                KeyRange::new(b"a", b""),
+                RangeOptions {
+                    rev: 4,
+                    ..Default::default()
+                }
+            ),
             Err(MvccError::Compacted)
         ));
         assert_eq!(get(&store, "a", 5).expect("a@5").value, b"2");
@@ -112,8 +167,13 @@ fn txn_reads_its_own_writes() {
     let mut txn = batch.txn().expect("txn");
     txn.put(b"x", b"1", 0).expect("put");
     txn.put(b"x", b"2", 0).expect("put");
-    let r = txn.range(KeyRange::new(b"x", b""), RangeOptions::default()).expect("range");
-    assert_eq!((r.kvs[0].value.as_slice(), r.kvs[0].version, r.rev), (&b"2"[..], 2, 2));
+    let r = txn
+        .range(KeyRange::new(b"x", b""), RangeOptions::default())
+        .expect("range");
+    assert_eq!(
+        (r.kvs[0].value.as_slice(), r.kvs[0].version, r.rev),
+        (&b"2"[..], 2, 2)
+    );
     // Not visible outside before commit.
     assert!(get(&store, "x", 0).is_none());
     assert_eq!(txn.end(), 2);

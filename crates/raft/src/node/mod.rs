@@ -41,7 +41,10 @@ pub struct NoPeers;
 impl Transport for NoPeers {
     fn send(&mut self, msgs: Vec<Message>) {
         if !msgs.is_empty() {
-            tracing::warn!(count = msgs.len(), "raft: dropping messages: no peers configured");
+            tracing::warn!(
+                count = msgs.len(),
+                "raft: dropping messages: no peers configured"
+            );
         }
     }
 }
@@ -79,6 +82,9 @@ pub enum Event {
 }
 
 type Done<T> = Box<dyn FnOnce(Result<T, RaftError>) + Send>;
+
+/// The raft thread; it returns the error that stopped it, if any.
+pub type RaftThread = JoinHandle<Result<(), RaftError>>;
 
 enum Command {
     Propose { data: Vec<u8>, done: Done<()> },
@@ -140,7 +146,11 @@ impl RaftHandle {
 
     /// Proposes `data`; `done` learns whether raft accepted it into the log (not whether
     /// it committed: the state machine reports that when it applies the entry).
-    pub fn propose(&self, data: Vec<u8>, done: impl FnOnce(Result<(), RaftError>) + Send + 'static) {
+    pub fn propose(
+        &self,
+        data: Vec<u8>,
+        done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
+    ) {
         let done: Done<()> = Box::new(done);
         if let Err(mpsc::SendError(Command::Propose { done, .. })) =
             self.tx.send(Command::Propose { data, done })
@@ -152,7 +162,9 @@ impl RaftHandle {
     /// Asks for a linearizable read index; `done` gets the commit index to wait for.
     pub fn read_index(&self, done: impl FnOnce(Result<u64, RaftError>) + Send + 'static) {
         let done: Done<u64> = Box::new(done);
-        if let Err(mpsc::SendError(Command::ReadIndex { done })) = self.tx.send(Command::ReadIndex { done }) {
+        if let Err(mpsc::SendError(Command::ReadIndex { done })) =
+            self.tx.send(Command::ReadIndex { done })
+        {
             done(Err(RaftError::Stopped));
         }
     }
@@ -209,7 +221,7 @@ impl RaftHandle {
 pub fn start(
     cfg: NodeConfig,
     transport: impl Transport,
-) -> Result<(RaftHandle, Receiver<Event>, JoinHandle<Result<(), RaftError>>), RaftError> {
+) -> Result<(RaftHandle, Receiver<Event>, RaftThread), RaftError> {
     let (wal, log, meta) = open_log(&cfg)?;
     let status = Arc::new(RaftStatus::default());
     let raft_cfg = Config {
@@ -229,14 +241,23 @@ pub fn start(
     {
         let core = log.rl();
         status.term.store(core.hard_state.term, Ordering::Release);
-        status.commit.store(core.hard_state.commit, Ordering::Release);
-        status.last_index.store(core.last_index(), Ordering::Release);
+        status
+            .commit
+            .store(core.hard_state.commit, Ordering::Release);
+        status
+            .last_index
+            .store(core.last_index(), Ordering::Release);
         status.applied.store(cfg.applied, Ordering::Release);
     }
     let (tx, rx) = mpsc::channel();
     // Bounded: a slow state machine slows raft down instead of growing memory.
     let (events_tx, events_rx) = mpsc::sync_channel(1024);
-    let handle = RaftHandle { tx, status: status.clone(), id: cfg.id, cluster_id: meta.cluster_id };
+    let handle = RaftHandle {
+        tx,
+        status: status.clone(),
+        id: cfg.id,
+        cluster_id: meta.cluster_id,
+    };
     let single_voter = log.rl().conf_state.voters == [cfg.id];
     let mut l = Loop {
         node,
@@ -274,11 +295,20 @@ pub fn start(
 /// Opens (or creates) the WAL and rebuilds the in-memory log from it.
 fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError> {
     if !Wal::exists(&cfg.wal_dir) {
-        let mut cs = ConfState::default();
-        cs.voters = cfg.voters.clone();
-        let meta = WalMetadata { member_id: cfg.id, cluster_id: cfg.cluster_id, initial_conf: cs.clone() };
+        let cs = ConfState {
+            voters: cfg.voters.clone(),
+            ..Default::default()
+        };
+        let meta = WalMetadata {
+            member_id: cfg.id,
+            cluster_id: cfg.cluster_id,
+            initial_conf: cs.clone(),
+        };
         let wal = Wal::create(&cfg.wal_dir, &meta.encode(), DEFAULT_SEGMENT_SIZE)?;
-        let core = LogCore { conf_state: cs, ..Default::default() };
+        let core = LogCore {
+            conf_state: cs,
+            ..Default::default()
+        };
         return Ok((wal, LogStore::new(core), meta));
     }
     let (wal, replay) = Wal::open(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE)?;
@@ -291,7 +321,10 @@ fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError>
             cfg.id
         )));
     }
-    let mut core = LogCore { conf_state: meta.initial_conf.clone(), ..Default::default() };
+    let mut core = LogCore {
+        conf_state: meta.initial_conf.clone(),
+        ..Default::default()
+    };
     if let Some((_, b)) = &replay.snapshot {
         let sm = persist::decode_snapshot_meta(b)?;
         core.apply_snapshot(&sm);
@@ -371,7 +404,8 @@ impl<T: Transport> Loop<T> {
             if !self.pending_reads.is_empty() && self.status.leader() != 0 {
                 let ctx = self.next_read_ctx;
                 self.next_read_ctx += 1;
-                self.reads_in_flight.insert(ctx, std::mem::take(&mut self.pending_reads));
+                self.reads_in_flight
+                    .insert(ctx, std::mem::take(&mut self.pending_reads));
                 self.node.read_index(ctx.to_le_bytes().to_vec());
             }
             self.on_ready()?;
@@ -418,14 +452,19 @@ impl<T: Transport> Loop<T> {
             if index <= core.start.0 || index > self.applied {
                 return Ok(());
             }
-            let Some(term) = core.term_of(index) else { return Ok(()) };
-            let mut meta = SnapshotMetadata::default();
-            meta.index = index;
-            meta.term = term;
+            let Some(term) = core.term_of(index) else {
+                return Ok(());
+            };
+            let mut meta = SnapshotMetadata {
+                index,
+                term,
+                ..Default::default()
+            };
             meta.set_conf_state(core.conf_state.clone());
             (meta, index.saturating_sub(CATCH_UP_ENTRIES))
         };
-        self.wal.mark_snapshot(index, &persist::encode_snapshot_meta(&meta));
+        self.wal
+            .mark_snapshot(index, &persist::encode_snapshot_meta(&meta));
         self.wal.sync()?;
         self.log.wl().compact(drop_to);
         let removed = self.wal.purge(index, self.max_wals)?;
@@ -458,7 +497,8 @@ impl<T: Transport> Loop<T> {
         if !rd.snapshot().is_empty() {
             let snap = rd.snapshot().clone();
             let meta = snap.get_metadata().clone();
-            self.wal.mark_snapshot(meta.index, &persist::encode_snapshot_meta(&meta));
+            self.wal
+                .mark_snapshot(meta.index, &persist::encode_snapshot_meta(&meta));
             self.wal.sync()?;
             self.log.wl().apply_snapshot(&meta);
             self.emit(Event::Snapshot(snap))?;
@@ -480,11 +520,19 @@ impl<T: Transport> Loop<T> {
             if let Some(hs) = rd.hs() {
                 core.hard_state = hs.clone();
             }
-            self.status.term.store(core.hard_state.term, Ordering::Release);
-            self.status.last_index.store(core.last_index(), Ordering::Release);
+            self.status
+                .term
+                .store(core.hard_state.term, Ordering::Release);
+            self.status
+                .last_index
+                .store(core.last_index(), Ordering::Release);
         }
         for rs in rd.take_read_states() {
-            let ctx = rs.request_ctx.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+            let ctx = rs
+                .request_ctx
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes);
             if let Some(waiters) = ctx.and_then(|c| self.reads_in_flight.remove(&c)) {
                 for w in waiters {
                     w(Ok(rs.index));
@@ -505,7 +553,9 @@ impl<T: Transport> Loop<T> {
             // Synced with the next batch: a lost commit index is recomputed on restart.
             self.wal.set_hard_state(&persist::encode_hard_state(&hs));
         }
-        self.status.commit.store(self.log.rl().hard_state.commit, Ordering::Release);
+        self.status
+            .commit
+            .store(self.log.rl().hard_state.commit, Ordering::Release);
         if !light.messages().is_empty() {
             self.transport.send(light.take_messages());
         }

@@ -30,7 +30,10 @@ fn propose_and_apply(h: &RaftHandle, events: &Receiver<Event>, n: usize) -> Vec<
     }
     let mut got = Vec::new();
     while got.len() < n {
-        match events.recv_timeout(Duration::from_secs(5)).expect("committed entries") {
+        match events
+            .recv_timeout(Duration::from_secs(5))
+            .expect("committed entries")
+        {
             Event::Committed(ents) => {
                 for e in ents {
                     if !e.data.is_empty() {
@@ -56,8 +59,14 @@ fn single_member_commits_and_replays() {
     h.read_index(move |r| {
         let _ = tx.send(r);
     });
-    let ri = rx.recv_timeout(Duration::from_secs(5)).expect("read index").expect("ok");
-    assert!(ri >= 21, "read index {ri} covers the 20 proposals and the leader's empty entry");
+    let ri = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("read index")
+        .expect("ok");
+    assert!(
+        ri >= 21,
+        "read index {ri} covers the 20 proposals and the leader's empty entry"
+    );
     h.stop();
     thread.join().expect("join").expect("clean stop");
     drop(events);
@@ -66,8 +75,13 @@ fn single_member_commits_and_replays() {
     let (h, events, thread) = start(cfg(dir.path(), 0), NoPeers).expect("restart");
     let mut replayed = Vec::new();
     while replayed.len() < 20 {
-        if let Event::Committed(ents) = events.recv_timeout(Duration::from_secs(5)).expect("replay") {
-            replayed.extend(ents.into_iter().filter(|e| !e.data.is_empty()).map(|e| e.data.to_vec()));
+        if let Event::Committed(ents) = events.recv_timeout(Duration::from_secs(5)).expect("replay")
+        {
+            replayed.extend(
+                ents.into_iter()
+                    .filter(|e| !e.data.is_empty())
+                    .map(|e| e.data.to_vec()),
+            );
         }
     }
     assert_eq!(replayed, got);
@@ -75,7 +89,10 @@ fn single_member_commits_and_replays() {
     while h.status().term() < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert!(h.status().term() >= 2, "a restart elects again in a new term");
+    assert!(
+        h.status().term() >= 2,
+        "a restart elects again in a new term"
+    );
     h.stop();
     thread.join().expect("join").expect("clean stop");
 }
@@ -94,7 +111,8 @@ fn compaction_keeps_replay_after_applied() {
     let (h, events, thread) = start(cfg(dir.path(), applied - 5), NoPeers).expect("restart");
     let mut n = 0;
     while n < 5 {
-        if let Event::Committed(ents) = events.recv_timeout(Duration::from_secs(5)).expect("replay") {
+        if let Event::Committed(ents) = events.recv_timeout(Duration::from_secs(5)).expect("replay")
+        {
             n += ents.iter().filter(|e| !e.data.is_empty()).count();
             assert!(ents.iter().all(|e| e.index > applied - 5));
         }

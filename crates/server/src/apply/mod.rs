@@ -10,8 +10,8 @@ pub mod txn;
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::{
-    CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse,
-    ResponseHeader, TxnResponse,
+    CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest,
+    PutResponse, ResponseHeader, TxnResponse,
 };
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_mvcc::{ApplyBatch, KeyRange, MvccError, RangeOptions, TxnWrite};
@@ -65,7 +65,11 @@ fn storage_err(e: MvccError) -> ApplyError {
 pub fn apply(batch: &mut ApplyBatch<'_>, op: &Op) -> Result<Applied, ApplyError> {
     match op {
         Op::Compaction(c) => compact(batch, c),
-        Op::Put(p) => in_txn(batch, |txn| check_put(txn, p).and_then(|_| put(txn, p)).map(Applied::Put)),
+        Op::Put(p) => in_txn(batch, |txn| {
+            check_put(txn, p)
+                .and_then(|_| put(txn, p))
+                .map(Applied::Put)
+        }),
         Op::DeleteRange(d) => in_txn(batch, |txn| delete_range(txn, d).map(Applied::DeleteRange)),
         Op::Txn(t) => in_txn(batch, |txn| txn::apply_txn(txn, t).map(Applied::Txn)),
     }
@@ -90,7 +94,10 @@ fn in_txn(
 
 /// Sets the top-level header revision to the revision after the request.
 fn set_revision(applied: Applied, rev: i64) -> Applied {
-    let h = Some(ResponseHeader { revision: rev, ..Default::default() });
+    let h = Some(ResponseHeader {
+        revision: rev,
+        ..Default::default()
+    });
     match applied {
         Applied::Put(mut r) => {
             r.header = h;
@@ -111,7 +118,10 @@ fn set_revision(applied: Applied, rev: i64) -> Applied {
 fn compact(batch: &mut ApplyBatch<'_>, c: &CompactionRequest) -> Result<Applied, ApplyError> {
     batch.compact(c.revision).map_err(storage_err)?;
     Ok(Applied::Compaction(CompactionResponse {
-        header: Some(ResponseHeader { revision: batch.rev(), ..Default::default() }),
+        header: Some(ResponseHeader {
+            revision: batch.rev(),
+            ..Default::default()
+        }),
     }))
 }
 
@@ -130,7 +140,11 @@ pub fn check_put(txn: &TxnWrite<'_>, p: &PutRequest) -> Result<(), EtcdError> {
 /// Executes a checked put.
 pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, EtcdError> {
     let prev = if p.prev_kv || p.ignore_value || p.ignore_lease {
-        txn.range(KeyRange::new(&p.key, b""), RangeOptions::default()).map_err(mvcc_err)?.kvs.into_iter().next()
+        txn.range(KeyRange::new(&p.key, b""), RangeOptions::default())
+            .map_err(mvcc_err)?
+            .kvs
+            .into_iter()
+            .next()
     } else {
         None
     };
@@ -144,19 +158,33 @@ pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, EtcdEr
     };
     let rev = txn.put(&p.key, &value, lease).map_err(mvcc_err)?;
     Ok(PutResponse {
-        header: Some(ResponseHeader { revision: rev.main, ..Default::default() }),
+        header: Some(ResponseHeader {
+            revision: rev.main,
+            ..Default::default()
+        }),
         prev_kv: if p.prev_kv { prev } else { None },
     })
 }
 
 /// Executes a delete.
-pub fn delete_range(txn: &mut TxnWrite<'_>, d: &DeleteRangeRequest) -> Result<DeleteRangeResponse, EtcdError> {
+pub fn delete_range(
+    txn: &mut TxnWrite<'_>,
+    d: &DeleteRangeRequest,
+) -> Result<DeleteRangeResponse, EtcdError> {
     let range = KeyRange::new(&d.key, &d.range_end);
-    let prev_kvs =
-        if d.prev_kv { txn.range(range, RangeOptions::default()).map_err(mvcc_err)?.kvs } else { Vec::new() };
+    let prev_kvs = if d.prev_kv {
+        txn.range(range, RangeOptions::default())
+            .map_err(mvcc_err)?
+            .kvs
+    } else {
+        Vec::new()
+    };
     let deleted = txn.delete_range(range).map_err(mvcc_err)?;
     Ok(DeleteRangeResponse {
-        header: Some(ResponseHeader { revision: txn.rev(), ..Default::default() }),
+        header: Some(ResponseHeader {
+            revision: txn.rev(),
+            ..Default::default()
+        }),
         deleted: deleted.len() as i64,
         prev_kvs,
     })

@@ -36,11 +36,19 @@ pub fn range(view: &impl ReadView, r: &RangeRequest) -> Result<RangeResponse, Et
         || r.min_create_revision != 0
         || r.max_create_revision != 0;
     // Sorting or filtering needs every key; otherwise fetch one extra to learn `more`.
-    let fetch_limit = if order != SortOrder::None || filtered || r.limit <= 0 { 0 } else { r.limit as usize + 1 };
+    let fetch_limit = if order != SortOrder::None || filtered || r.limit <= 0 {
+        0
+    } else {
+        r.limit as usize + 1
+    };
     let res = view
         .read(
             KeyRange::new(&r.key, &r.range_end),
-            RangeOptions { limit: fetch_limit, rev: r.revision, count_only: r.count_only },
+            RangeOptions {
+                limit: fetch_limit,
+                rev: r.revision,
+                count_only: r.count_only,
+            },
         )
         .map_err(mvcc_err)?;
     let mut kvs = res.kvs;
@@ -71,7 +79,10 @@ pub fn range(view: &impl ReadView, r: &RangeRequest) -> Result<RangeResponse, Et
         }
     }
     Ok(RangeResponse {
-        header: Some(ResponseHeader { revision: res.rev, ..Default::default() }),
+        header: Some(ResponseHeader {
+            revision: res.rev,
+            ..Default::default()
+        }),
         kvs,
         more,
         count: res.count as i64,

@@ -5,7 +5,9 @@ use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::compare::{CompareResult, CompareTarget, TargetUnion};
 use oxcd_api::etcdserverpb::request_op::Request;
 use oxcd_api::etcdserverpb::response_op::Response;
-use oxcd_api::etcdserverpb::{Compare, RequestOp, ResponseHeader, ResponseOp, TxnRequest, TxnResponse};
+use oxcd_api::etcdserverpb::{
+    Compare, RequestOp, ResponseHeader, ResponseOp, TxnRequest, TxnResponse,
+};
 use oxcd_api::mvccpb::KeyValue;
 use oxcd_mvcc::{KeyRange, RangeOptions, TxnWrite};
 
@@ -14,7 +16,9 @@ use super::{delete_range, mvcc_err, put, range::range};
 /// Whether every key in the compare's range satisfies it (a missing key is compared as
 /// a zero key-value, except for value compares, which then fail).
 fn compare(txn: &TxnWrite<'_>, c: &Compare) -> Result<bool, EtcdError> {
-    let res = txn.range(KeyRange::new(&c.key, &c.range_end), RangeOptions::default()).map_err(mvcc_err)?;
+    let res = txn
+        .range(KeyRange::new(&c.key, &c.range_end), RangeOptions::default())
+        .map_err(mvcc_err)?;
     let target = CompareTarget::try_from(c.target).unwrap_or(CompareTarget::Version);
     if res.kvs.is_empty() {
         if target == CompareTarget::Value {
@@ -27,7 +31,9 @@ fn compare(txn: &TxnWrite<'_>, c: &Compare) -> Result<bool, EtcdError> {
 
 fn compare_kv(c: &Compare, target: CompareTarget, kv: &KeyValue) -> bool {
     let ord = match (target, &c.target_union) {
-        (CompareTarget::Value, Some(TargetUnion::Value(v))) => kv.value.as_slice().cmp(v.as_slice()),
+        (CompareTarget::Value, Some(TargetUnion::Value(v))) => {
+            kv.value.as_slice().cmp(v.as_slice())
+        }
         (CompareTarget::Value, _) => kv.value.as_slice().cmp(&[][..]),
         (CompareTarget::Create, u) => kv.create_revision.cmp(&int_of(u, |u| match u {
             TargetUnion::CreateRevision(v) => Some(*v),
@@ -80,7 +86,12 @@ fn choose_path(txn: &TxnWrite<'_>, r: &TxnRequest, path: &mut Vec<bool>) -> Resu
 /// Checks the ops of the chosen path before anything is written, so a failing txn
 /// changes nothing: reads of compacted or future revisions, puts that need a key or a
 /// lease that does not exist.
-fn check_path(txn: &TxnWrite<'_>, r: &TxnRequest, path: &[bool], at: &mut usize) -> Result<(), EtcdError> {
+fn check_path(
+    txn: &TxnWrite<'_>,
+    r: &TxnRequest,
+    path: &[bool],
+    at: &mut usize,
+) -> Result<(), EtcdError> {
     let ok = path[*at];
     *at += 1;
     for op in if ok { &r.success } else { &r.failure } {
@@ -90,8 +101,15 @@ fn check_path(txn: &TxnWrite<'_>, r: &TxnRequest, path: &[bool], at: &mut usize)
                 if rr.revision > rev {
                     return Err(EtcdError::FutureRev);
                 }
-                txn.range(KeyRange::new(&rr.key, b""), RangeOptions { rev: rr.revision, count_only: true, limit: 0 })
-                    .map_err(mvcc_err)?;
+                txn.range(
+                    KeyRange::new(&rr.key, b""),
+                    RangeOptions {
+                        rev: rr.revision,
+                        count_only: true,
+                        limit: 0,
+                    },
+                )
+                .map_err(mvcc_err)?;
             }
             Some(Request::RequestPut(p)) => super::check_put(txn, p)?,
             Some(Request::RequestTxn(t)) => check_path(txn, t, path, at)?,
@@ -111,7 +129,12 @@ pub fn apply_txn(txn: &mut TxnWrite<'_>, r: &TxnRequest) -> Result<TxnResponse, 
     Ok(resp)
 }
 
-fn exec(txn: &mut TxnWrite<'_>, r: &TxnRequest, path: &[bool], at: &mut usize) -> Result<TxnResponse, EtcdError> {
+fn exec(
+    txn: &mut TxnWrite<'_>,
+    r: &TxnRequest,
+    path: &[bool],
+    at: &mut usize,
+) -> Result<TxnResponse, EtcdError> {
     let ok = path[*at];
     *at += 1;
     let ops: &[RequestOp] = if ok { &r.success } else { &r.failure };
@@ -120,14 +143,21 @@ fn exec(txn: &mut TxnWrite<'_>, r: &TxnRequest, path: &[bool], at: &mut usize) -
         let response = match &op.request {
             Some(Request::RequestRange(rr)) => Response::ResponseRange(range(&*txn, rr)?),
             Some(Request::RequestPut(p)) => Response::ResponsePut(put(txn, p)?),
-            Some(Request::RequestDeleteRange(d)) => Response::ResponseDeleteRange(delete_range(txn, d)?),
+            Some(Request::RequestDeleteRange(d)) => {
+                Response::ResponseDeleteRange(delete_range(txn, d)?)
+            }
             Some(Request::RequestTxn(t)) => Response::ResponseTxn(exec(txn, t, path, at)?),
             None => continue,
         };
-        responses.push(ResponseOp { response: Some(response) });
+        responses.push(ResponseOp {
+            response: Some(response),
+        });
     }
     Ok(TxnResponse {
-        header: Some(ResponseHeader { revision: txn.rev(), ..Default::default() }),
+        header: Some(ResponseHeader {
+            revision: txn.rev(),
+            ..Default::default()
+        }),
         succeeded: ok,
         responses,
     })

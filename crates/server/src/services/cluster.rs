@@ -22,7 +22,10 @@ impl ClusterService {
 
 #[tonic::async_trait]
 impl Cluster for ClusterService {
-    async fn member_list(&self, _req: Request<MemberListRequest>) -> Result<Response<MemberListResponse>, Status> {
+    async fn member_list(
+        &self,
+        _req: Request<MemberListRequest>,
+    ) -> Result<Response<MemberListResponse>, Status> {
         let m = &self.member;
         let me = PbMember {
             id: m.id.member_id,
@@ -31,6 +34,9 @@ impl Cluster for ClusterService {
             client_ur_ls: m.id.client_urls.clone(),
             is_learner: false,
         };
-        Ok(Response::new(MemberListResponse { header: Some(m.header(m.store.current_rev())), members: vec![me] }))
+        Ok(Response::new(MemberListResponse {
+            header: Some(m.header(m.store.current_rev())),
+            members: vec![me],
+        }))
     }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use oxcd_api::etcdserverpb::kv_server::Kv;
 use oxcd_api::etcdserverpb::{
-    CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse,
-    RangeRequest, RangeResponse, TxnRequest, TxnResponse,
+    CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest,
+    PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse,
 };
 use oxcd_api::oxcdpb::internal_request::Op;
 use tonic::{Request, Response, Status};
@@ -60,7 +60,10 @@ impl Kv for KvService {
         }
     }
 
-    async fn delete_range(&self, req: Request<DeleteRangeRequest>) -> Result<Response<DeleteRangeResponse>, Status> {
+    async fn delete_range(
+        &self,
+        req: Request<DeleteRangeRequest>,
+    ) -> Result<Response<DeleteRangeResponse>, Status> {
         let r = req.into_inner();
         validate::delete_range(&r)?;
         match self.member.propose(Op::DeleteRange(r)).await? {
@@ -84,7 +87,10 @@ impl Kv for KvService {
         }
     }
 
-    async fn compact(&self, req: Request<CompactionRequest>) -> Result<Response<CompactionResponse>, Status> {
+    async fn compact(
+        &self,
+        req: Request<CompactionRequest>,
+    ) -> Result<Response<CompactionResponse>, Status> {
         let r = req.into_inner();
         match self.member.propose(Op::Compaction(r)).await? {
             Applied::Compaction(mut resp) => {

@@ -22,7 +22,10 @@ impl MaintenanceService {
 
 #[tonic::async_trait]
 impl Maintenance for MaintenanceService {
-    async fn status(&self, _req: Request<StatusRequest>) -> Result<Response<StatusResponse>, Status> {
+    async fn status(
+        &self,
+        _req: Request<StatusRequest>,
+    ) -> Result<Response<StatusResponse>, Status> {
         let m = &self.member;
         let st = m.raft.status();
         let db_size = m.store.backend().size() as i64;
@@ -43,6 +46,9 @@ impl Maintenance for MaintenanceService {
     async fn alarm(&self, _req: Request<AlarmRequest>) -> Result<Response<AlarmResponse>, Status> {
         // No alarm can be raised yet (quota and corruption checks come later): list is empty.
         let m = &self.member;
-        Ok(Response::new(AlarmResponse { header: Some(m.header(m.store.current_rev())), alarms: Vec::new() }))
+        Ok(Response::new(AlarmResponse {
+            header: Some(m.header(m.store.current_rev())),
+            alarms: Vec::new(),
+        }))
     }
 }

@@ -36,7 +36,9 @@ const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
 pub fn routes(member: Arc<Member>) -> Routes {
     let max = member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
     Routes::new(KvServer::new(kv::KvService::new(member.clone())).max_decoding_message_size(max))
-        .add_service(MaintenanceServer::new(maintenance::MaintenanceService::new(member.clone())))
+        .add_service(MaintenanceServer::new(
+            maintenance::MaintenanceService::new(member.clone()),
+        ))
         .add_service(ClusterServer::new(cluster::ClusterService::new(member)))
         .add_service(WatchServer::new(NotYet))
         .add_service(LeaseServer::new(NotYet))

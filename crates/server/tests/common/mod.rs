@@ -41,7 +41,12 @@ impl InProc {
             Ok(addr) => addr,
             Err(_) => panic!("member failed to start: {:?}", task.await),
         };
-        InProc { addr, data_dir, stop: Some(stop_tx), task: Some(task) }
+        InProc {
+            addr,
+            data_dir,
+            stop: Some(stop_tx),
+            task: Some(task),
+        }
     }
 
     /// The endpoint string for clients.
@@ -51,7 +56,9 @@ impl InProc {
 
     /// An etcd-client connected to this member.
     pub async fn client(&self) -> etcd_client::Client {
-        etcd_client::Client::connect([self.endpoint()], None).await.expect("connect")
+        etcd_client::Client::connect([self.endpoint()], None)
+            .await
+            .expect("connect")
     }
 
     /// Waits for the member to stop on its own; returns how it ended.

@@ -47,7 +47,10 @@ fn parse_segment_name(name: &str) -> Option<(u64, u64)> {
     if seq.len() != 16 || index.len() != 16 {
         return None;
     }
-    Some((u64::from_str_radix(seq, 16).ok()?, u64::from_str_radix(index, 16).ok()?))
+    Some((
+        u64::from_str_radix(seq, 16).ok()?,
+        u64::from_str_radix(index, 16).ok()?,
+    ))
 }
 
 /// Everything a WAL held when it was opened.
@@ -82,7 +85,9 @@ pub struct Wal {
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StorageError::io(dir, e))
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StorageError::io(dir, e))
 }
 
 fn snapshot_payload(index: u64, data: &[u8]) -> Vec<u8> {
@@ -102,7 +107,8 @@ impl Wal {
     pub fn exists(dir: &Path) -> bool {
         std::fs::read_dir(dir)
             .map(|rd| {
-                rd.flatten().any(|e| parse_segment_name(&e.file_name().to_string_lossy()).is_some())
+                rd.flatten()
+                    .any(|e| parse_segment_name(&e.file_name().to_string_lossy()).is_some())
             })
             .unwrap_or(false)
     }
@@ -123,17 +129,26 @@ impl Wal {
         let crc = record::encode(&mut buf, crc, RecordKind::Metadata, metadata);
         let tmp_path = tmp.join(&name);
         let mut f = File::create(&tmp_path).map_err(|e| StorageError::io(&tmp_path, e))?;
-        f.write_all(&buf).and_then(|_| f.sync_all()).map_err(|e| StorageError::io(&tmp_path, e))?;
+        f.write_all(&buf)
+            .and_then(|_| f.sync_all())
+            .map_err(|e| StorageError::io(&tmp_path, e))?;
         drop(f);
         sync_dir(&tmp)?;
         std::fs::rename(&tmp, dir).map_err(|e| StorageError::io(dir, e))?;
         sync_dir(parent)?;
         let path = dir.join(&name);
-        let file = OpenOptions::new().append(true).open(&path).map_err(|e| StorageError::io(&path, e))?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| StorageError::io(&path, e))?;
         Ok(Wal {
             dir: dir.to_path_buf(),
             segment_size,
-            segments: vec![Segment { seq: 0, first_index: 0, path }],
+            segments: vec![Segment {
+                seq: 0,
+                first_index: 0,
+                path,
+            }],
             file,
             file_len: buf.len() as u64,
             crc,
@@ -165,21 +180,32 @@ impl Wal {
         if let Some((snap_index, _)) = &replay.snapshot {
             let snap_index = *snap_index;
             replay.entries.retain(|(i, _)| *i > snap_index);
-            if let Some((first, _)) = replay.entries.first() {
-                if *first != snap_index + 1 {
-                    return Err(StorageError::CorruptWal {
-                        path: dir.display().to_string(),
-                        offset: 0,
-                        reason: format!("entries {} to {} are missing after snapshot", snap_index + 1, first - 1),
-                    });
-                }
+            if let Some((first, _)) = replay.entries.first()
+                && *first != snap_index + 1
+            {
+                return Err(StorageError::CorruptWal {
+                    path: dir.display().to_string(),
+                    offset: 0,
+                    reason: format!(
+                        "entries {} to {} are missing after snapshot",
+                        snap_index + 1,
+                        first - 1
+                    ),
+                });
             }
         }
-        let file_len = std::fs::metadata(&last.path).map_err(|e| StorageError::io(&last.path, e))?.len();
-        let file = OpenOptions::new().write(true).open(&last.path).map_err(|e| StorageError::io(&last.path, e))?;
+        let file_len = std::fs::metadata(&last.path)
+            .map_err(|e| StorageError::io(&last.path, e))?
+            .len();
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&last.path)
+            .map_err(|e| StorageError::io(&last.path, e))?;
         if file_len != end_of_last {
             // Cut the torn tail off so that new records follow the last good one.
-            file.set_len(end_of_last).and_then(|_| file.sync_all()).map_err(|e| StorageError::io(&last.path, e))?;
+            file.set_len(end_of_last)
+                .and_then(|_| file.sync_all())
+                .map_err(|e| StorageError::io(&last.path, e))?;
             let msg = format!(
                 "{}: cut a torn tail of {} bytes at offset {}",
                 last.path.display(),
@@ -190,7 +216,10 @@ impl Wal {
             replay.repaired = Some(msg);
         }
         drop(file);
-        let file = OpenOptions::new().append(true).open(&last.path).map_err(|e| StorageError::io(&last.path, e))?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&last.path)
+            .map_err(|e| StorageError::io(&last.path, e))?;
         let last_index = replay
             .entries
             .last()
@@ -252,7 +281,11 @@ impl Wal {
             return Ok(());
         }
         let path = &self.segments[self.segments.len() - 1].path;
-        if let Err(e) = self.file.write_all(&self.pending).and_then(|_| self.file.sync_data()) {
+        if let Err(e) = self
+            .file
+            .write_all(&self.pending)
+            .and_then(|_| self.file.sync_data())
+        {
             // Leave no half-written record behind for the next write to follow: cut back
             // to the last durable length (best effort; recovery would repair it anyway).
             let _ = self.file.set_len(self.file_len);
@@ -277,20 +310,34 @@ impl Wal {
         let mut crc = record::encode(&mut buf, self.crc, RecordKind::Crc, &self.crc.to_le_bytes());
         crc = record::encode(&mut buf, crc, RecordKind::Metadata, &self.metadata);
         if let Some((index, data)) = &self.snapshot {
-            crc = record::encode(&mut buf, crc, RecordKind::Snapshot, &snapshot_payload(*index, data));
+            crc = record::encode(
+                &mut buf,
+                crc,
+                RecordKind::Snapshot,
+                &snapshot_payload(*index, data),
+            );
         }
         if let Some(hs) = &self.hard_state {
             crc = record::encode(&mut buf, crc, RecordKind::HardState, hs);
         }
         let mut f = File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
-        f.write_all(&buf).and_then(|_| f.sync_all()).map_err(|e| StorageError::io(&tmp, e))?;
+        f.write_all(&buf)
+            .and_then(|_| f.sync_all())
+            .map_err(|e| StorageError::io(&tmp, e))?;
         drop(f);
         std::fs::rename(&tmp, &path).map_err(|e| StorageError::io(&path, e))?;
         sync_dir(&self.dir)?;
-        self.file = OpenOptions::new().append(true).open(&path).map_err(|e| StorageError::io(&path, e))?;
+        self.file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| StorageError::io(&path, e))?;
         self.file_len = buf.len() as u64;
         self.crc = crc;
-        self.segments.push(Segment { seq, first_index, path });
+        self.segments.push(Segment {
+            seq,
+            first_index,
+            path,
+        });
         Ok(())
     }
 
@@ -332,7 +379,11 @@ fn list_segments(dir: &Path) -> Result<Vec<Segment>> {
         let e = e.map_err(|e| StorageError::io(dir, e))?;
         let name = e.file_name().to_string_lossy().to_string();
         if let Some((seq, first_index)) = parse_segment_name(&name) {
-            segments.push(Segment { seq, first_index, path: e.path() });
+            segments.push(Segment {
+                seq,
+                first_index,
+                path: e.path(),
+            });
         } else if name.ends_with(".tmp") {
             // An unfinished segment cut: it was never in use.
             let _ = std::fs::remove_file(e.path());
@@ -405,7 +456,10 @@ fn replay_segment(
         };
         if off == 0 {
             if rec.kind != RecordKind::Crc {
-                return Err(corrupt(0, "segment does not start with a crc record".into()));
+                return Err(corrupt(
+                    0,
+                    "segment does not start with a crc record".into(),
+                ));
             }
             if !first && rec.payload != crc.to_le_bytes() {
                 return Err(corrupt(0, "crc chain broken between segments".into()));
@@ -416,13 +470,13 @@ fn replay_segment(
             RecordKind::Metadata => replay.metadata = rec.payload.to_vec(),
             RecordKind::HardState => replay.hard_state = Some(rec.payload.to_vec()),
             RecordKind::Snapshot => {
-                let (index, data) =
-                    split_indexed(rec.payload).ok_or_else(|| corrupt(off, "short snapshot record".into()))?;
+                let (index, data) = split_indexed(rec.payload)
+                    .ok_or_else(|| corrupt(off, "short snapshot record".into()))?;
                 replay.snapshot = Some((index, data.to_vec()));
             }
             RecordKind::Entry => {
-                let (index, data) =
-                    split_indexed(rec.payload).ok_or_else(|| corrupt(off, "short entry record".into()))?;
+                let (index, data) = split_indexed(rec.payload)
+                    .ok_or_else(|| corrupt(off, "short entry record".into()))?;
                 push_entry(&mut replay.entries, index, data).map_err(|r| corrupt(off, r))?;
             }
         }
@@ -432,7 +486,11 @@ fn replay_segment(
     Ok((crc, off as u64))
 }
 
-fn push_entry(entries: &mut Vec<(u64, Vec<u8>)>, index: u64, data: &[u8]) -> std::result::Result<(), String> {
+fn push_entry(
+    entries: &mut Vec<(u64, Vec<u8>)>,
+    index: u64,
+    data: &[u8],
+) -> std::result::Result<(), String> {
     if let Some((first, _)) = entries.first() {
         let first = *first;
         let last = first + entries.len() as u64 - 1;

@@ -80,7 +80,9 @@ pub fn decode(buf: &[u8], prev_crc: u32) -> Result<Decoded<'_>, DecodeError> {
     let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
     let crc = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]);
     if len > MAX_PAYLOAD {
-        return Err(DecodeError::Bad(format!("record length {len} exceeds the limit")));
+        return Err(DecodeError::Bad(format!(
+            "record length {len} exceeds the limit"
+        )));
     }
     let total = HEADER_LEN + len as usize;
     if buf.len() < total {
@@ -100,9 +102,16 @@ pub fn decode(buf: &[u8], prev_crc: u32) -> Result<Decoded<'_>, DecodeError> {
     };
     let want = crc32c::crc32c_append(crc32c::crc32c_append(seed, &[kind as u8]), payload);
     if want != crc {
-        return Err(DecodeError::Bad(format!("crc mismatch (stored {crc:#010x}, computed {want:#010x})")));
+        return Err(DecodeError::Bad(format!(
+            "crc mismatch (stored {crc:#010x}, computed {want:#010x})"
+        )));
     }
-    Ok(Decoded { kind, payload, crc, len: total })
+    Ok(Decoded {
+        kind,
+        payload,
+        crc,
+        len: total,
+    })
 }
 
 #[cfg(test)]
@@ -115,7 +124,10 @@ mod tests {
         let c1 = encode(&mut buf, 7, RecordKind::Entry, b"hello");
         let c2 = encode(&mut buf, c1, RecordKind::HardState, b"");
         let r1 = decode(&buf, 7).expect("first");
-        assert_eq!((r1.kind, r1.payload, r1.crc), (RecordKind::Entry, &b"hello"[..], c1));
+        assert_eq!(
+            (r1.kind, r1.payload, r1.crc),
+            (RecordKind::Entry, &b"hello"[..], c1)
+        );
         let r2 = decode(&buf[r1.len..], r1.crc).expect("second");
         assert_eq!((r2.kind, r2.crc), (RecordKind::HardState, c2));
         // Wrong chain seed: the record is rejected.

@@ -55,12 +55,19 @@ fn torn_tail_is_repaired_and_appendable() {
     let seg = list_segments(&dir).expect("list").pop().expect("segment");
     let len = std::fs::metadata(&seg.path).expect("meta").len();
     // A torn final write: the last record is cut in half.
-    let f = OpenOptions::new().write(true).open(&seg.path).expect("open");
+    let f = OpenOptions::new()
+        .write(true)
+        .open(&seg.path)
+        .expect("open");
     f.set_len(len - 3).expect("truncate");
     drop(f);
     let (mut wal, replay) = open(&dir);
     assert!(replay.repaired.is_some());
-    assert_eq!(replay.entries.len(), 20, "only the hard state record was torn");
+    assert_eq!(
+        replay.entries.len(),
+        20,
+        "only the hard state record was torn"
+    );
     write_entries(&mut wal, 21..=22);
     drop(wal);
     let (_, replay) = open(&dir);
@@ -76,7 +83,10 @@ fn zeroed_tail_is_repaired() {
     write_entries(&mut wal, 1..=3);
     drop(wal);
     let seg = list_segments(&dir).expect("list").pop().expect("segment");
-    let mut f = OpenOptions::new().append(true).open(&seg.path).expect("open");
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(&seg.path)
+        .expect("open");
     f.write_all(&[0u8; 4096]).expect("zeros");
     drop(f);
     let (_, replay) = open(&dir);
@@ -99,7 +109,10 @@ fn corrupt_record_in_the_middle_refuses_to_open() {
     let err = Wal::open(&dir, DEFAULT_SEGMENT_SIZE).expect_err("must refuse");
     let msg = err.to_string();
     assert!(matches!(err, StorageError::CorruptWal { .. }), "{msg}");
-    assert!(msg.contains(&seg.path.display().to_string()), "names the file: {msg}");
+    assert!(
+        msg.contains(&seg.path.display().to_string()),
+        "names the file: {msg}"
+    );
 }
 
 #[test]
@@ -112,12 +125,19 @@ fn corrupt_older_segment_refuses_to_open() {
     let segs = list_segments(&dir).expect("list");
     assert!(segs.len() > 2);
     // Truncating an older segment loses synced data: never a "torn tail".
-    let f = OpenOptions::new().write(true).open(&segs[0].path).expect("open");
+    let f = OpenOptions::new()
+        .write(true)
+        .open(&segs[0].path)
+        .expect("open");
     let len = f.metadata().expect("meta").len();
     f.set_len(len - 5).expect("truncate");
     drop(f);
     let err = Wal::open(&dir, 4096).expect_err("must refuse");
-    assert!(err.to_string().contains(&segs[0].path.display().to_string()), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&segs[0].path.display().to_string()),
+        "{err}"
+    );
 }
 
 #[test]

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Sets up what the test suite needs on a fresh Debian machine and runs every test.
+#
+# Installs (when missing): protobuf-compiler (the etcd-client crate's build needs protoc),
+# etcd-client (etcdctl 3.4) and etcd-server (etcd 3.4) — the third-party client and the
+# reference server the compatibility tests compare against. Needs root for apt and for
+# the full-disk test's tmpfs mount.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+[ -x /usr/bin/etcdctl ] || need+=(etcd-client)
+[ -x /usr/bin/etcd ] || need+=(etcd-server)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing: ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# Debian's etcd-server unit may not start here; make sure no stray etcd holds 2379.
+if command -v systemctl >/dev/null 2>&1; then systemctl stop etcd >/dev/null 2>&1 || true; fi
+
+start=$(date +%s)
+cargo build --workspace --all-targets --locked
+echo "build: $(( $(date +%s) - start ))s"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-fail-fast
+else
+  cargo test --workspace --locked --no-fail-fast
+fi
+echo "build + tests: $(( $(date +%s) - start ))s"
