@@ -88,6 +88,7 @@ pub fn start(s: &Settings) -> Result<Started, StartError> {
         max_txn_ops: s.max_txn_ops,
         max_request_bytes: s.max_request_bytes,
         request_timeout: s.request_timeout(),
+        quota_backend_bytes: s.quota_backend_bytes(),
     };
     let member = Arc::new(Member::new(
         identity, limits, store, raft, waiters, applied_rx,

@@ -26,6 +26,8 @@ pub struct Limits {
     pub max_request_bytes: usize,
     /// How long a request may wait for raft (etcd: 5 s + 2 election timeouts).
     pub request_timeout: Duration,
+    /// `--quota-backend-bytes` resolved (0 in the flag means etcd's 2 GiB default).
+    pub quota_backend_bytes: u64,
 }
 
 /// Who this member is, for headers and member lists.
@@ -95,9 +97,32 @@ impl Member {
         }
     }
 
+    /// Refuses requests that would grow the database past the quota, as etcd does:
+    /// deletes, compactions and requests that write nothing still pass.
+    fn check_quota(&self, op: &Op, size: usize) -> Result<(), EtcdError> {
+        let writes = match op {
+            Op::Put(_) => true,
+            Op::Txn(t) => t.success.iter().chain(&t.failure).any(|o| {
+                matches!(
+                    o.request,
+                    Some(oxcd_api::etcdserverpb::request_op::Request::RequestPut(_))
+                )
+            }),
+            _ => false,
+        };
+        if writes && self.store.backend().size() + size as u64 > self.limits.quota_backend_bytes {
+            return Err(EtcdError::NoSpace);
+        }
+        Ok(())
+    }
+
     /// Proposes `op` through raft and waits until it is applied here.
     pub async fn propose(&self, op: Op) -> Result<Applied, EtcdError> {
         let (id, done) = self.waiters.register();
+        if let Err(e) = self.check_quota(&op, op.encoded_len()) {
+            self.waiters.cancel(id);
+            return Err(e);
+        }
         let data = InternalRequest { id, op: Some(op) }.encode_to_vec();
         if data.len() > self.limits.max_request_bytes {
             self.waiters.cancel(id);

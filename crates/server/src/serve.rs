@@ -70,6 +70,8 @@ pub async fn run(
         .await
         .map_err(|e| ServeError::Fatal(e.to_string()))??;
     let member = started.member.clone();
+    // As etcd: serve clients once the member has joined a leader and replayed its log.
+    wait_until_ready(&member, &started.raft_thread, &started.apply_thread).await?;
     let router = services::routes(member.clone())
         .into_axum_router()
         .merge(http::routes(member.clone()))
@@ -133,6 +135,31 @@ pub async fn run(
 
 fn stop_member(member: &Arc<Member>) {
     member.raft.stop();
+}
+
+/// Waits until a leader is known and everything committed at start is applied.
+async fn wait_until_ready<A, B>(
+    member: &Member,
+    raft: &std::thread::JoinHandle<A>,
+    apply: &std::thread::JoinHandle<B>,
+) -> Result<(), ServeError> {
+    let mut waited = Duration::ZERO;
+    loop {
+        let st = member.raft.status();
+        if st.leader() != 0 && member.applied_index() >= st.commit() {
+            return Ok(());
+        }
+        if raft.is_finished() || apply.is_finished() {
+            return Err(ServeError::Fatal(
+                "the member stopped while starting (see the error above)".into(),
+            ));
+        }
+        if waited.as_secs() > 0 && waited.as_millis() % 5000 == 0 {
+            tracing::info!("waiting for a leader before serving clients");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waited += Duration::from_millis(10);
+    }
 }
 
 /// Completes with a reason when the raft or apply thread ends on its own.

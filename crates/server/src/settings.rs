@@ -34,6 +34,8 @@ pub struct Settings {
     pub pre_vote: bool,
     /// `--max-wals`.
     pub max_wals: usize,
+    /// `--quota-backend-bytes` (0: etcd's default of 2 GiB).
+    pub quota_backend_bytes: i64,
 }
 
 impl Settings {
@@ -54,6 +56,7 @@ impl Settings {
             election_timeout: Duration::from_millis(1000),
             pre_vote: true,
             max_wals: 5,
+            quota_backend_bytes: 0,
         }
     }
 
@@ -67,6 +70,15 @@ impl Settings {
     /// The backend file (etcd's path, so operators find it where they expect).
     pub fn backend_path(&self) -> PathBuf {
         self.data_dir.join("member").join("snap").join("db")
+    }
+
+    /// The backend quota in bytes: etcd's 2 GiB default when unset (0 or less).
+    pub fn quota_backend_bytes(&self) -> u64 {
+        if self.quota_backend_bytes <= 0 {
+            2 << 30
+        } else {
+            self.quota_backend_bytes as u64
+        }
     }
 
     /// etcd's request timeout: 5 s plus two election timeouts.

@@ -479,3 +479,47 @@ async fn data_survives_restart_and_status_answers() {
     assert_eq!(r.header().expect("h").revision(), 51);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn quota_refuses_writes_but_not_deletes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = InProc::start(dir.path().join("data"), |s| s.quota_backend_bytes = 1).await;
+    let mut c = m.client().await;
+    assert_status(
+        c.put("k", "v", None).await,
+        tonic::Code::ResourceExhausted,
+        "etcdserver: mvcc: database space exceeded",
+    );
+    c.delete("k", None).await.expect("deletes still pass");
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_health_version_metrics() {
+    let (_d, m, _c) = member().await;
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(m.addr).expect("connect");
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        std::io::Write::write_all(&mut s, req.as_bytes()).expect("send");
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut s, &mut out).expect("read");
+        out
+    };
+    let h = tokio::task::block_in_place(|| get("/health"));
+    assert!(
+        h.starts_with("HTTP/1.1 200") && h.contains(r#"{"health":"true","reason":""}"#),
+        "{h}"
+    );
+    let v = tokio::task::block_in_place(|| get("/version"));
+    assert!(
+        v.contains(&format!(r#""etcdserver":"{}""#, oxcd_api::ETCD_API_VERSION)),
+        "{v}"
+    );
+    let metrics = tokio::task::block_in_place(|| get("/metrics"));
+    assert!(metrics.contains("etcd_server_has_leader 1"), "{metrics}");
+    assert!(metrics.contains(&format!(
+        "etcd_server_version{{server_version=\"{}\"}} 1",
+        oxcd_api::ETCD_API_VERSION
+    )));
+    m.stop().await;
+}
