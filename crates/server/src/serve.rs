@@ -154,7 +154,7 @@ async fn wait_until_ready<A, B>(
                 "the member stopped while starting (see the error above)".into(),
             ));
         }
-        if waited.as_secs() > 0 && waited.as_millis() % 5000 == 0 {
+        if waited.as_secs() > 0 && waited.as_millis().is_multiple_of(5000) {
             tracing::info!("waiting for a leader before serving clients");
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
