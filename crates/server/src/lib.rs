@@ -19,6 +19,7 @@ pub mod config;
 pub mod grpc_compat;
 pub mod http;
 pub mod ids;
+pub mod logging;
 pub mod member;
 pub mod serve;
 pub mod services;
