@@ -16,6 +16,7 @@ pub mod apply;
 pub mod apply_loop;
 pub mod bootstrap;
 pub mod config;
+pub mod flags;
 pub mod grpc_compat;
 pub mod http;
 pub mod ids;

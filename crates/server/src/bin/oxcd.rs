@@ -1,1 +1,85 @@
-fn main() {}
+//! `oxcd`: one member of an oxcd cluster, configured as etcd is (flags, `ETCD_*`
+//! variables, `--config-file`). Exits 0 after a clean stop on SIGINT/SIGTERM, 1 on a
+//! configuration or start-up error or when the member stops on a fatal error.
+
+use std::process::ExitCode;
+
+use oxcd_server::{flags, logging, serve};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let env_keys: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("ETCD_"))
+        .collect();
+    let loaded = match flags::load(&args, &|k| std::env::var(k).ok(), &env_keys) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("run 'oxcd --help' for the flags");
+            return ExitCode::from(1);
+        }
+    };
+    let cfg = loaded.config;
+    if cfg.help {
+        println!("{}", flags::usage());
+        return ExitCode::SUCCESS;
+    }
+    if cfg.version() {
+        println!("oxcd Version: {}", env!("CARGO_PKG_VERSION"));
+        println!("etcd API Version: {}", oxcd_api::ETCD_API_VERSION);
+        println!(
+            "Git SHA: {}",
+            option_env!("OXCD_GIT_SHA").unwrap_or("unknown")
+        );
+        return ExitCode::SUCCESS;
+    }
+    let output = if cfg.str("log-outputs") == "stdout" {
+        logging::Output::Stdout
+    } else {
+        logging::Output::Stderr
+    };
+    logging::init(cfg.log_level(), output);
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    let settings = cfg.settings();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("oxcd: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(serve::run(settings, shutdown_signal(), |_| {})) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("oxcd: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without signal handlers the process still dies on the default action.
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}

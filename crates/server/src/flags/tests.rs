@@ -1,0 +1,187 @@
+use super::*;
+
+fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+fn load_with(a: &[&str], env: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let keys: Vec<String> = env.iter().map(|(k, _)| k.clone()).collect();
+    let lookup = move |k: &str| env.iter().find(|(ek, _)| ek == k).map(|(_, v)| v.clone());
+    load(&args(a), &lookup, &keys)
+}
+
+#[test]
+fn defaults_are_etcds() {
+    let l = load_with(&[], &[]).expect("load");
+    let s = l.config.settings();
+    assert_eq!(s.name, "default");
+    assert_eq!(s.data_dir, PathBuf::from("default.etcd"));
+    assert_eq!(s.listen_client_urls, ["http://localhost:2379"]);
+    assert_eq!(s.snapshot_count, 100_000);
+    assert_eq!(
+        (s.heartbeat.as_millis(), s.election_timeout.as_millis()),
+        (100, 1000)
+    );
+    assert_eq!((s.max_txn_ops, s.max_request_bytes), (128, 1_572_864));
+    assert!(s.pre_vote);
+    let l = load_with(&["--name", "m1"], &[]).expect("load");
+    assert_eq!(
+        l.config.data_dir(),
+        PathBuf::from("m1.etcd"),
+        "data dir follows the name"
+    );
+}
+
+#[test]
+fn go_flag_syntax() {
+    let l = load_with(
+        &[
+            "-name=a",
+            "--snapshot-count",
+            "5",
+            "-pre-vote=false",
+            "--strict-reconfig-check",
+        ],
+        &[],
+    )
+    .expect("load");
+    assert_eq!(l.config.str("name"), "a");
+    assert_eq!(l.config.uint("snapshot-count"), 5);
+    assert!(!l.config.bool("pre-vote"));
+    assert_eq!(
+        load_with(&["--foo"], &[]).unwrap_err().0,
+        "flag provided but not defined: -foo"
+    );
+    assert_eq!(
+        load_with(&["--name"], &[]).unwrap_err().0,
+        "flag needs an argument: -name"
+    );
+    assert_eq!(
+        load_with(&["--snapshot-count", "abc"], &[]).unwrap_err().0,
+        "invalid value \"abc\" for flag -snapshot-count: parse error"
+    );
+    assert_eq!(
+        load_with(&["--pre-vote=maybe"], &[]).unwrap_err().0,
+        "invalid boolean value \"maybe\" for flag -pre-vote: parse error"
+    );
+    assert_eq!(
+        load_with(&["stray"], &[]).unwrap_err().0,
+        "'stray' is not a valid flag"
+    );
+    assert!(load_with(&["-h"], &[]).expect("help").config.help);
+}
+
+#[test]
+fn environment_rules() {
+    let l = load_with(&[], &[("ETCD_NAME", "from-env"), ("ETCD_FOO", "1")]).expect("load");
+    assert_eq!(l.config.str("name"), "from-env");
+    assert_eq!(l.config.source("name"), Source::Env);
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w == "unrecognized environment variable ETCD_FOO=1"),
+        "{:?}",
+        l.warnings
+    );
+    let e = load_with(&["--name", "y"], &[("ETCD_NAME", "x")]).unwrap_err();
+    assert_eq!(
+        e.0,
+        "conflicting environment variable \"ETCD_NAME\" is shadowed by corresponding command-line flag (either unset environment variable or disable flag)"
+    );
+}
+
+#[test]
+fn urls_and_cluster_checks() {
+    let e = load_with(
+        &[
+            "--listen-client-urls",
+            "foo",
+            "--advertise-client-urls",
+            "http://a:1",
+        ],
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.0,
+        "invalid value \"foo\" for flag -listen-client-urls: URL scheme must be http, https, unix, or unixs: foo"
+    );
+    let e = load_with(&["--listen-client-urls", "http://127.0.0.1:2"], &[]).unwrap_err();
+    assert_eq!(
+        e.0,
+        "--advertise-client-urls is required when --listen-client-urls is set explicitly"
+    );
+    let e = load_with(&["--heartbeat-interval", "300"], &[]).unwrap_err();
+    assert_eq!(
+        e.0,
+        "--election-timeout[1000ms] should be at least as 5 times as --heartbeat-interval[300ms]"
+    );
+    let e = load_with(&["--name", "x", "--initial-cluster", "y=http://h:1"], &[]).unwrap_err();
+    assert_eq!(
+        e.0,
+        "couldn't find local name \"x\" in the initial cluster configuration"
+    );
+    let e = load_with(&["--initial-cluster-state", "bogus"], &[]).unwrap_err();
+    assert!(
+        e.0.starts_with("invalid value \"bogus\" for flag -initial-cluster-state"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unbuilt_features_are_refused_not_ignored() {
+    let e = load_with(&["--auto-tls"], &[]).unwrap_err();
+    assert!(
+        e.0.contains("--auto-tls") && e.0.contains("not supported yet"),
+        "{e}"
+    );
+    let e = load_with(&[], &[("ETCD_CERT_FILE", "/x.pem")]).unwrap_err();
+    assert!(
+        e.0.contains("--cert-file") && e.0.contains("not supported yet"),
+        "{e}"
+    );
+    // Defaults restated explicitly are fine.
+    load_with(
+        &[
+            "--auto-tls=false",
+            "--enable-v2=false",
+            "--experimental-initial-corrupt-check=false",
+        ],
+        &[],
+    )
+    .expect("defaults");
+    let l = load_with(&["--max-concurrent-streams", "100"], &[]).expect("no-effect knob");
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("max-concurrent-streams"))
+    );
+}
+
+#[test]
+fn config_file_overrides_flags_and_env() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("etcd.conf.yml");
+    std::fs::write(
+        &path,
+        "name: from-file\ndata-dir: /tmp/x\nsnapshot-count: 42\nlisten-client-urls: http://127.0.0.1:3379\nadvertise-client-urls: http://127.0.0.1:3379\nlog-outputs: [stderr]\nenable-v2: false\nclient-transport-security:\n  client-cert-auth: false\nunknown-key: 1\n",
+    )
+    .expect("write");
+    let p = path.display().to_string();
+    let l = load_with(
+        &["--config-file", &p, "--name", "from-flag"],
+        &[("ETCD_SNAPSHOT_COUNT", "7")],
+    )
+    .expect("load");
+    assert_eq!(l.config.str("name"), "from-file");
+    assert_eq!(l.config.uint("snapshot-count"), 42);
+    assert_eq!(
+        l.config.settings().listen_client_urls,
+        ["http://127.0.0.1:3379"]
+    );
+    assert!(l.warnings.iter().any(|w| w.contains("unknown-key")));
+}
