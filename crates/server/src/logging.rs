@@ -65,7 +65,9 @@ fn level_name(l: &Level) -> &'static str {
 
 /// The current time as RFC 3339 with milliseconds, UTC (zap's ISO8601 encoder).
 fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     let secs = now.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -92,12 +94,22 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    fn format_event(&self, _ctx: &FmtContext<'_, S, N>, mut w: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
+    fn format_event(
+        &self,
+        _ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
         let meta = event.metadata();
-        let mut f = Fields { msg: String::new(), rest: String::new() };
+        let mut f = Fields {
+            msg: String::new(),
+            rest: String::new(),
+        };
         event.record(&mut f);
         let caller = match (meta.file(), meta.line()) {
-            (Some(file), Some(line)) => format!("{}:{line}", file.rsplit("/src/").next().unwrap_or(file)),
+            (Some(file), Some(line)) => {
+                format!("{}:{line}", file.rsplit("/src/").next().unwrap_or(file))
+            }
             _ => meta.target().to_string(),
         };
         writeln!(
@@ -130,9 +142,12 @@ pub fn init(level: &str, output: Output) {
         "error" | "dpanic" | "panic" | "fatal" => "error",
         _ => "info",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{level},h2=warn,hyper=warn,tower=warn")));
-    let builder = tracing_subscriber::fmt().event_format(ZapJson).with_env_filter(filter);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("{level},h2=warn,hyper=warn,tower=warn"))
+    });
+    let builder = tracing_subscriber::fmt()
+        .event_format(ZapJson)
+        .with_env_filter(filter);
     let _ = match output {
         Output::Stderr => builder.with_writer(std::io::stderr).try_init(),
         Output::Stdout => builder.with_writer(std::io::stdout).try_init(),
