@@ -179,10 +179,11 @@ mod tests {
     use raft::Storage;
 
     fn entry(index: u64, term: u64) -> Entry {
-        let mut e = Entry::default();
-        e.index = index;
-        e.term = term;
-        e
+        Entry {
+            index,
+            term,
+            ..Default::default()
+        }
     }
 
     #[test]

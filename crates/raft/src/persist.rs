@@ -98,8 +98,10 @@ mod tests {
 
     #[test]
     fn metadata_round_trip() {
-        let mut cs = ConfState::default();
-        cs.voters = vec![1, 2, 3];
+        let cs = ConfState {
+            voters: vec![1, 2, 3],
+            ..Default::default()
+        };
         let m = WalMetadata {
             member_id: 7,
             cluster_id: 9,
@@ -111,9 +113,11 @@ mod tests {
 
     #[test]
     fn entry_index_is_checked() {
-        let mut e = Entry::default();
-        e.index = 5;
-        e.term = 2;
+        let e = Entry {
+            index: 5,
+            term: 2,
+            ..Default::default()
+        };
         let b = encode_entry(&e);
         assert_eq!(decode_entry(5, &b).expect("entry").term, 2);
         assert!(decode_entry(6, &b).is_err());

@@ -16,75 +16,17 @@ const ETCD: &str = "/usr/bin/etcd";
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 
 /// The session: etcdctl arguments and optional stdin.
-const SCRIPT: &[(&str, &str)] = &[
-    ("get foo", ""),
-    ("put foo bar", ""),
-    ("put foo bar2 --prev-kv", ""),
-    ("get foo", ""),
-    ("get foo -w json", ""),
-    ("get foo -w fields", ""),
-    ("get foo -w table", ""),
-    ("get foo -w simple --hex", ""),
-    ("put a/1 x", ""),
-    ("put a/2 y", ""),
-    ("put a/3 z", ""),
-    ("put b w", ""),
-    ("put a/1 x2", ""),
-    ("get a/ --prefix", ""),
-    ("get a/ --prefix --limit 2", ""),
-    ("get a/ --prefix --limit 2 -w json", ""),
-    ("get a/ --prefix --keys-only", ""),
-    ("get a/ --prefix --count-only -w json", ""),
-    ("get a/ --prefix --print-value-only", ""),
-    ("get a/ --prefix --sort-by VALUE --order DESCEND", ""),
-    ("get a/ --prefix --sort-by MODIFY --order ASCEND", ""),
-    ("get a/ --prefix --sort-by CREATE --order DESCEND", ""),
-    ("get a/ --prefix --sort-by VERSION --order DESCEND", ""),
-    ("get a/ --prefix --order DESCEND", ""),
-    ("get a/2 --from-key", ""),
-    ("get a/1 a/3", ""),
-    ("get foo --rev 2", ""),
-    ("get foo --consistency s", ""),
-    ("get a/ --prefix -w fields", ""),
-    ("get a/ --prefix -w table", ""),
-    ("put a/2 --ignore-value", ""),
-    ("put missing --ignore-value", ""),
-    ("put a/2 v --lease 1234", ""),
-    ("put a/2 z --ignore-lease", ""),
-    ("get a/2 -w json", ""),
-    ("del a/1 --prev-kv", ""),
-    ("del a/ --prefix -w json", ""),
-    ("del nothing", ""),
-    ("del b --from-key", ""),
-    ("put k v", ""),
-    (
-        "txn",
-        "mod(\"k\") > \"0\"\n\nput k v2\nget k\n\nput k v3\n\n",
-    ),
-    (
-        "txn -w json",
-        "value(\"k\") = \"nope\"\n\nput k x\n\ndel k\nget k\n\n",
-    ),
-    (
-        "txn",
-        "version(\"k\") = \"0\"\ncreate(\"k\") > \"1\"\n\nput t 1\n\nput t 2\n\n",
-    ),
-    ("txn -w fields", "\nput z1 1\nput z2 2\n\n\n"),
-    ("get t", ""),
-    ("get z -w json --prefix", ""),
-    ("compaction 5", ""),
-    ("get foo --rev 3", ""),
-    ("get foo --rev 999", ""),
-    ("compaction 4", ""),
-    ("compaction 9999", ""),
-    ("get foo --rev 5 -w json", ""),
-    ("put \"\" x", ""),
-    ("endpoint health", ""),
-    ("endpoint status", ""),
-    ("endpoint status -w table", ""),
-    ("endpoint status -w json", ""),
-    ("version", ""),
-];
+/// The session (see the file's header).
+fn script() -> Vec<(String, String)> {
+    let text = include_str!("../../../testdata/etcdctl-session.txt");
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once(" <<< ") {
+            Some((args, stdin)) => (args.to_string(), stdin.replace("\\n", "\n")),
+            None => (l.to_string(), String::new()),
+        })
+        .collect()
+}
 
 struct Etcd {
     child: Child,
@@ -268,7 +210,8 @@ async fn etcdctl_session_matches_real_etcd() {
     let oxcd = InProc::start(dir.path().join("oxcd"), |_| {}).await;
     let ox_ep = oxcd.addr.to_string();
     let mut mismatches = Vec::new();
-    for (args, stdin) in SCRIPT {
+    let script = script();
+    for (args, stdin) in &script {
         let (ep1, ep2, a, s) = (
             etcd.endpoint.clone(),
             ox_ep.clone(),
@@ -291,7 +234,7 @@ async fn etcdctl_session_matches_real_etcd() {
     }
     eprintln!(
         "{} etcdctl commands compared, {} mismatches",
-        SCRIPT.len(),
+        script.len(),
         mismatches.len()
     );
     assert!(

@@ -1,0 +1,248 @@
+//! oxcdctl against etcdctl 3.4: the shared scripted session runs through each CLI against
+//! its own fresh oxcd member (same flags, so same ids and revisions); stdout, the
+//! `Error:` lines and exit codes must be identical. Then what etcdctl 3.4 lacks
+//! (`--count-only`) and `ETCDCTL_*` variables are checked on their own.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use oxcd_server::serve;
+use oxcd_server::settings::Settings;
+
+const ETCDCTL: &str = "/usr/bin/etcdctl";
+
+/// Starts an in-process member; returns its address and a stopper.
+async fn member(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let mut s = Settings::new("default", dir.to_path_buf());
+    s.listen_client_urls = vec!["http://127.0.0.1:0".into()];
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(serve::run(
+        s,
+        async move {
+            let _ = stop_rx.await;
+        },
+        move |a| {
+            let _ = ready_tx.send(a[0]);
+        },
+    ));
+    let addr = ready_rx.await.expect("member started");
+    (addr.to_string(), stop_tx)
+}
+
+fn session() -> Vec<(String, String)> {
+    include_str!("../../../testdata/etcdctl-session.txt")
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once(" <<< ") {
+            Some((a, i)) => (a.to_string(), i.replace("\\n", "\n")),
+            None => (l.to_string(), String::new()),
+        })
+        .collect()
+}
+
+/// Runs a CLI; returns stdout, the `Error:`/health lines of stderr, and the exit code.
+fn run(
+    bin: &str,
+    endpoint: &str,
+    args: &str,
+    stdin: &str,
+    env: &[(&str, &str)],
+) -> (String, String, i32) {
+    let mut words: Vec<String> = args
+        .split(' ')
+        .map(|w| w.trim_matches('"').to_string())
+        .collect();
+    if !endpoint.is_empty() {
+        words.insert(0, format!("--endpoints={endpoint}"));
+    }
+    let mut cmd = Command::new(bin);
+    cmd.args(&words)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn cli");
+    if let Some(mut i) = child.stdin.take() {
+        std::io::Write::write_all(&mut i, stdin.as_bytes()).expect("stdin");
+    }
+    let out = child.wait_with_output().expect("output");
+    let err: String = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| !l.starts_with('{'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mask = |s: &str| match s.find("took = ") {
+        Some(i) => format!("{}took = X\n", &s[..i]),
+        None => s.to_string(),
+    };
+    let err: String = err.lines().map(|l| mask(&format!("{l}\n"))).collect();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let code = out.status.code().unwrap_or(-1);
+    if endpoint.is_empty() {
+        return (stdout, err, code);
+    }
+    (
+        stdout.replace(endpoint, "EP"),
+        err.replace(endpoint, "EP"),
+        code,
+    )
+}
+
+/// Two members' database files differ in size (commit timing); mask that one figure.
+fn mask_db_size(s: &str) -> String {
+    let mut out = String::new();
+    for line in s.lines() {
+        let line = if line.starts_with("EP, ") {
+            let mut cells: Vec<&str> = line.split(", ").collect();
+            if cells.len() > 3 {
+                cells[3] = "SIZE";
+            }
+            cells.join(", ")
+        } else if line.starts_with("| EP") {
+            let mut cells: Vec<&str> = line.split('|').collect();
+            if cells.len() > 4 {
+                cells[4] = " SIZE ";
+            }
+            cells.join("|")
+        } else {
+            let mut l = line.to_string();
+            for key in ["\"dbSize\":", "\"dbSizeInUse\":", "\"DBSize\" : "] {
+                let mut rest = l.as_str();
+                let mut acc = String::new();
+                while let Some(i) = rest.find(key) {
+                    acc.push_str(&rest[..i + key.len()]);
+                    rest = &rest[i + key.len()..];
+                    let n = rest
+                        .find(|c: char| !c.is_ascii_digit())
+                        .unwrap_or(rest.len());
+                    acc.push('N');
+                    rest = &rest[n..];
+                }
+                acc.push_str(rest);
+                l = acc;
+            }
+            l
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oxcdctl_prints_what_etcdctl_prints() {
+    assert!(
+        Path::new(ETCDCTL).exists(),
+        "this test needs etcdctl 3.4: apt-get install -y etcd-client"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ep_a, stop_a) = member(&dir.path().join("a")).await;
+    let (ep_b, stop_b) = member(&dir.path().join("b")).await;
+    let oxcdctl = env!("CARGO_BIN_EXE_oxcdctl");
+    let mut mismatches = Vec::new();
+    let script = session();
+    for (args, stdin) in &script {
+        if args == "version" || args.contains("--count-only") {
+            continue; // each prints its own version; --count-only is etcd 3.5's, checked below
+        }
+        let (a, b, x, i, o) = (
+            ep_a.clone(),
+            ep_b.clone(),
+            args.clone(),
+            stdin.clone(),
+            oxcdctl.to_string(),
+        );
+        let (want, got) = tokio::task::spawn_blocking(move || {
+            (run(ETCDCTL, &a, &x, &i, &[]), run(&o, &b, &x, &i, &[]))
+        })
+        .await
+        .expect("join");
+        let (want, got) = if args.starts_with("endpoint status") {
+            (
+                (mask_db_size(&want.0), want.1, want.2),
+                (mask_db_size(&got.0), got.1, got.2),
+            )
+        } else {
+            (want, got)
+        };
+        if want != got {
+            mismatches.push(format!("{args}\n  etcdctl: {want:?}\n  oxcdctl: {got:?}"));
+        }
+    }
+    eprintln!(
+        "{} commands compared, {} mismatches",
+        script.len() - 2,
+        mismatches.len()
+    );
+    assert!(
+        mismatches.is_empty(),
+        "oxcdctl differs from etcdctl:\n{}",
+        mismatches.join("\n")
+    );
+
+    // etcd 3.5 additions and environment variables, on oxcdctl alone.
+    let b = ep_b.clone();
+    tokio::task::spawn_blocking(move || {
+        let (out, _, code) = run(
+            oxcdctl,
+            &b,
+            "get a/ --prefix --count-only -w fields",
+            "",
+            &[],
+        );
+        assert_eq!(code, 0);
+        assert!(
+            out.contains("\"Count\" : 0") || out.contains("\"Count\" : "),
+            "{out}"
+        );
+        assert!(
+            !out.contains("\"Key\""),
+            "count-only returns no keys: {out}"
+        );
+        let (_, err, code) = run(oxcdctl, &b, "get a/ --prefix --count-only", "", &[]);
+        assert_eq!(
+            (code, err.as_str()),
+            (
+                128,
+                "Error: --count-only is only for `--write-out=fields`\n"
+            )
+        );
+        let (out, _, code) = run(
+            oxcdctl,
+            "",
+            "put envkey v",
+            "",
+            &[("ETCDCTL_ENDPOINTS", b.as_str())],
+        );
+        assert_eq!((code, out.as_str()), (0, "OK\n"));
+        let (out, _, _) = run(
+            oxcdctl,
+            "",
+            "get envkey",
+            "",
+            &[
+                ("ETCDCTL_ENDPOINTS", b.as_str()),
+                ("ETCDCTL_WRITE_OUT", "json"),
+            ],
+        );
+        assert!(out.starts_with("{\"header\""), "{out}");
+        let (_, err, code) = run(
+            oxcdctl,
+            "",
+            "get envkey",
+            "",
+            &[("ETCDCTL_ENDPOINTS", "127.0.0.1:1")],
+        );
+        assert_eq!(
+            (code, err.as_str()),
+            (2, "Error: context deadline exceeded\n")
+        );
+    })
+    .await
+    .expect("join");
+    let _ = stop_a.send(());
+    let _ = stop_b.send(());
+}
