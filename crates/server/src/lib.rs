@@ -3,7 +3,7 @@
 //! Owns: the apply path ([`apply`], [`apply_loop`]), request validation ([`validate`]),
 //! the proposal registry ([`waiters`]), the member handle the services share
 //! ([`member`]), the gRPC services ([`services`]) and HTTP endpoints ([`http`]),
-//! configuration ([`config`], [`settings`]), ids ([`ids`]), start-up ([`bootstrap`]) and
+//! configuration ([`flags`], [`settings`]), ids ([`ids`]), start-up ([`bootstrap`]) and
 //! serving ([`serve`]).
 //!
 //! Invariants:
@@ -15,7 +15,6 @@
 pub mod apply;
 pub mod apply_loop;
 pub mod bootstrap;
-pub mod config;
 pub mod flags;
 pub mod grpc_compat;
 pub mod http;
