@@ -9,6 +9,9 @@ use std::ops::Bound;
 use crate::key_index::{Found, KeyIndex};
 use crate::revision::Revision;
 
+/// Keys found by a range lookup, in key order, with what a read finds for each.
+pub type Matches = Vec<(Vec<u8>, Found)>;
+
 /// Start and end bounds of a key range, as BTreeMap::range takes them.
 type KeyBounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
 
@@ -86,12 +89,7 @@ impl TreeIndex {
 
     /// Keys live at `at` in `range`, with what a read finds, up to `limit` (0: no limit),
     /// and the total number of live keys in the range.
-    pub fn range(
-        &self,
-        range: KeyRange<'_>,
-        at: i64,
-        limit: usize,
-    ) -> (Vec<(Vec<u8>, Found)>, usize) {
+    pub fn range(&self, range: KeyRange<'_>, at: i64, limit: usize) -> (Matches, usize) {
         let mut out = Vec::new();
         let mut total = 0;
         self.visit(range, at, |k, f| {

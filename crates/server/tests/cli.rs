@@ -2,22 +2,12 @@
 //! error messages, `--version`, readiness line, clean stop on SIGTERM, and a refused
 //! second process on a data dir in use.
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+mod common;
 
-fn oxcd() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_oxcd"));
-    // Tests must not inherit a developer's ETCD_* settings.
-    for (k, _) in std::env::vars() {
-        if k.starts_with("ETCD_") {
-            c.env_remove(k);
-        }
-    }
-    c
-}
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+
+use common::{OxcdProcess, free_port, oxcd_command};
 
 fn run(c: &mut Command) -> Output {
     c.stdin(Stdio::null()).output().expect("run oxcd")
@@ -27,54 +17,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-/// Starts a member on a free port; returns it once it logged readiness.
-fn start(data: &Path) -> (Child, String) {
-    let url = format!("http://127.0.0.1:{}", free_port());
-    let mut child = oxcd()
-        .arg("--data-dir")
-        .arg(data)
-        .args([
-            "--listen-client-urls",
-            &url,
-            "--advertise-client-urls",
-            &url,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let err = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::time::Instant::now() < deadline {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(100))
-            && line.contains("ready to serve client requests")
-        {
-            // Keep draining stderr so the child never blocks on a full pipe.
-            std::thread::spawn(move || while rx.recv().is_ok() {});
-            return (child, url);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("oxcd did not become ready");
-}
-
 #[test]
 fn unknown_flag_is_refused_like_etcd() {
-    let o = run(oxcd().arg("--foo"));
+    let o = run(oxcd_command().arg("--foo"));
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("flag provided but not defined: -foo"),
@@ -85,7 +30,7 @@ fn unknown_flag_is_refused_like_etcd() {
 
 #[test]
 fn bad_number_is_refused_like_etcd() {
-    let o = run(oxcd().args(["--snapshot-count", "abc"]));
+    let o = run(oxcd_command().args(["--snapshot-count", "abc"]));
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("invalid value \"abc\" for flag -snapshot-count"),
@@ -97,7 +42,7 @@ fn bad_number_is_refused_like_etcd() {
 #[test]
 fn flag_and_variable_together_is_fatal_like_etcd() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let o = run(oxcd()
+    let o = run(oxcd_command()
         .env("ETCD_NAME", "x")
         .args(["--name", "y"])
         .arg("--data-dir")
@@ -115,7 +60,7 @@ fn flag_and_variable_together_is_fatal_like_etcd() {
 #[test]
 fn malformed_url_is_refused_with_a_clear_message() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let o = run(oxcd()
+    let o = run(oxcd_command()
         .args(["--listen-client-urls", "foo"])
         .arg("--data-dir")
         .arg(dir.path()));
@@ -130,7 +75,10 @@ fn malformed_url_is_refused_with_a_clear_message() {
 #[test]
 fn unbuilt_feature_flag_stops_with_not_supported_yet() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let o = run(oxcd().arg("--auto-tls").arg("--data-dir").arg(dir.path()));
+    let o = run(oxcd_command()
+        .arg("--auto-tls")
+        .arg("--data-dir")
+        .arg(dir.path()));
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(
@@ -141,7 +89,7 @@ fn unbuilt_feature_flag_stops_with_not_supported_yet() {
 
 #[test]
 fn version_prints_both_versions() {
-    let o = run(oxcd().arg("--version"));
+    let o = run(oxcd_command().arg("--version"));
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains(env!("CARGO_PKG_VERSION")), "{out}");
@@ -153,7 +101,7 @@ fn sigterm_stops_cleanly_and_data_dir_from_env() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("from-env");
     let url = format!("http://127.0.0.1:{}", free_port());
-    let mut child = oxcd()
+    let mut child = oxcd_command()
         .env("ETCD_DATA_DIR", &data)
         .env("ETCD_LISTEN_CLIENT_URLS", &url)
         .env("ETCD_ADVERTISE_CLIENT_URLS", &url)
@@ -194,9 +142,10 @@ fn sigterm_stops_cleanly_and_data_dir_from_env() {
 async fn second_process_on_a_data_dir_in_use_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let (mut first, url) = start(&data);
+    let first = OxcdProcess::start(&data, free_port());
+    let url = first.url.clone();
     let other = format!("http://127.0.0.1:{}", free_port());
-    let o = run(oxcd().arg("--data-dir").arg(&data).args([
+    let o = run(oxcd_command().arg("--data-dir").arg(&data).args([
         "--listen-client-urls",
         &other,
         "--advertise-client-urls",
@@ -215,6 +164,5 @@ async fn second_process_on_a_data_dir_in_use_is_refused() {
     c.put("still", "here", None)
         .await
         .expect("first member still writes");
-    let _ = first.kill();
-    let _ = first.wait();
+    drop(first);
 }

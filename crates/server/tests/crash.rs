@@ -1,71 +1,15 @@
 //! `kill -9` of the real `oxcd` binary under concurrent write load: after a restart every
 //! acknowledged write is there with its value, and the revision never goes backwards.
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use common::{OxcdProcess, free_port};
 use etcd_client::{Client, GetOptions};
 use tokio::sync::Mutex;
-
-struct Server {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-/// Starts `oxcd` and waits for its readiness line.
-fn start(data: &Path, port: u16) -> Server {
-    let url = format!("http://127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oxcd"))
-        .arg("--data-dir")
-        .arg(data)
-        .args([
-            "--listen-client-urls",
-            &url,
-            "--advertise-client-urls",
-            &url,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn oxcd");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut tx = Some(tx);
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.contains("ready to serve client requests")
-                && let Some(tx) = tx.take()
-            {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("oxcd did not log readiness");
-    Server {
-        child,
-        endpoint: url,
-    }
-}
 
 #[derive(Default)]
 struct Acked {
@@ -83,11 +27,11 @@ async fn kill_9_under_write_load_loses_nothing() {
     let acked = Arc::new(Mutex::new(Acked::default()));
     let mut total_attempted = 0usize;
     for round in 0..3 {
-        let server = start(&data, port);
+        let server = OxcdProcess::start(&data, port);
         let stop = Arc::new(AtomicBool::new(false));
         let mut writers = Vec::new();
         for w in 0..8 {
-            let (ep, stop, acked) = (server.endpoint.clone(), stop.clone(), acked.clone());
+            let (ep, stop, acked) = (server.url.clone(), stop.clone(), acked.clone());
             writers.push(tokio::spawn(async move {
                 let mut attempted = 0;
                 let Ok(mut c) = Client::connect([ep], None).await else {
@@ -125,8 +69,8 @@ async fn kill_9_under_write_load_loses_nothing() {
         }
         drop(server);
     }
-    let server = start(&data, port);
-    let mut c = Client::connect([server.endpoint.clone()], None)
+    let server = OxcdProcess::start(&data, port);
+    let mut c = Client::connect([server.url.clone()], None)
         .await
         .expect("connect");
     let a = acked.lock().await;

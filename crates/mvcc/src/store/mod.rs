@@ -9,7 +9,7 @@ use oxcd_storage::backend::redb::{ReadableTable, Table, WriteTransaction};
 use oxcd_storage::schema;
 use prost::Message;
 
-use crate::index::{KeyRange, TreeIndex};
+use crate::index::{KeyRange, Matches, TreeIndex};
 use crate::key_index::Found;
 use crate::revision::Revision;
 use crate::{MvccError, Result};
@@ -148,34 +148,41 @@ impl Store {
         &self.backend
     }
 
+    /// Looks `range` up in the index as of `cur`: the keys to read (none when only
+    /// counting) and how many keys the range holds.
+    fn lookup(
+        &self,
+        range: KeyRange<'_>,
+        opts: RangeOptions,
+        cur: i64,
+    ) -> Result<(Matches, usize)> {
+        let idx = self.index_read();
+        let at = check_read_rev(opts.rev, cur, idx.compact_rev)?;
+        let limit = if opts.count_only { 1 } else { opts.limit };
+        let (mut found, count) = idx.tree.range(range, at, limit);
+        if opts.count_only {
+            found.clear();
+        }
+        Ok((found, count))
+    }
+
     /// Reads `range` at a committed revision.
     pub fn range(&self, range: KeyRange<'_>, opts: RangeOptions) -> Result<RangeResult> {
-        let cur = self.current_rev();
-        let found = {
-            let idx = self.index_read();
-            let at = check_read_rev(opts.rev, cur, idx.compact_rev)?;
-            let (found, count) =
-                idx.tree
-                    .range(range, at, if opts.count_only { 1 } else { opts.limit });
-            if opts.count_only {
-                return Ok(RangeResult {
-                    kvs: Vec::new(),
-                    count,
-                    rev: cur,
-                });
-            }
-            (found, count)
-        };
+        let rev = self.current_rev();
+        let (found, count) = self.lookup(range, opts, rev)?;
+        if found.is_empty() {
+            return Ok(RangeResult {
+                kvs: Vec::new(),
+                count,
+                rev,
+            });
+        }
         let tx = self.backend.begin_read()?;
         let table = tx
             .open_table(schema::KEY)
             .map_err(|e| self.backend.err(e))?;
-        let kvs = read_rows(&table, &found.0, &self.backend)?;
-        Ok(RangeResult {
-            kvs,
-            count: found.1,
-            rev: cur,
-        })
+        let kvs = read_rows(&table, &found, &self.backend)?;
+        Ok(RangeResult { kvs, count, rev })
     }
 
     /// Starts a batch of writes (the apply path's unit of backend commit).
@@ -323,28 +330,10 @@ impl TxnWrite<'_> {
 
     /// Reads `range` as of this request so far.
     pub fn range(&self, range: KeyRange<'_>, opts: RangeOptions) -> Result<RangeResult> {
-        let cur = self.read_at();
-        let found = {
-            let idx = self.store.index_read();
-            let at = check_read_rev(opts.rev, cur, idx.compact_rev)?;
-            let (found, count) =
-                idx.tree
-                    .range(range, at, if opts.count_only { 1 } else { opts.limit });
-            if opts.count_only {
-                return Ok(RangeResult {
-                    kvs: Vec::new(),
-                    count,
-                    rev: cur,
-                });
-            }
-            (found, count)
-        };
-        let kvs = read_rows(&self.table, &found.0, &self.store.backend)?;
-        Ok(RangeResult {
-            kvs,
-            count: found.1,
-            rev: cur,
-        })
+        let rev = self.read_at();
+        let (found, count) = self.store.lookup(range, opts, rev)?;
+        let kvs = read_rows(&self.table, &found, &self.store.backend)?;
+        Ok(RangeResult { kvs, count, rev })
     }
 
     /// The key's current value's metadata in this request, if live.

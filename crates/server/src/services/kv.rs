@@ -6,7 +6,7 @@ use std::sync::Arc;
 use oxcd_api::etcdserverpb::kv_server::Kv;
 use oxcd_api::etcdserverpb::{
     CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest,
-    PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse,
+    PutResponse, RangeRequest, RangeResponse, ResponseHeader, TxnRequest, TxnResponse,
 };
 use oxcd_api::oxcdpb::internal_request::Op;
 use tonic::{Request, Response, Status};
@@ -26,8 +26,22 @@ impl KvService {
         KvService { member }
     }
 
-    fn rev(h: &Option<oxcd_api::etcdserverpb::ResponseHeader>) -> i64 {
+    fn rev(h: &Option<ResponseHeader>) -> i64 {
         h.as_ref().map(|h| h.revision).unwrap_or(0)
+    }
+
+    /// Proposes `op`, takes the response it must produce (`pick`) and gives it this
+    /// member's header at the revision the apply path set.
+    async fn write<T>(
+        &self,
+        op: Op,
+        pick: impl FnOnce(Applied) -> Option<T>,
+        header: impl FnOnce(&mut T) -> &mut Option<ResponseHeader>,
+    ) -> Result<Response<T>, Status> {
+        let mut resp = pick(self.member.propose(op).await?).ok_or_else(unexpected)?;
+        let h = header(&mut resp);
+        *h = Some(self.member.header(Self::rev(h)));
+        Ok(Response::new(resp))
     }
 }
 
@@ -51,13 +65,11 @@ impl Kv for KvService {
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
         let r = req.into_inner();
         validate::put(&r)?;
-        match self.member.propose(Op::Put(r)).await? {
-            Applied::Put(mut resp) => {
-                resp.header = Some(self.member.header(Self::rev(&resp.header)));
-                Ok(Response::new(resp))
-            }
-            _ => Err(unexpected()),
-        }
+        let pick = |a| match a {
+            Applied::Put(x) => Some(x),
+            _ => None,
+        };
+        self.write(Op::Put(r), pick, |x| &mut x.header).await
     }
 
     async fn delete_range(
@@ -66,38 +78,33 @@ impl Kv for KvService {
     ) -> Result<Response<DeleteRangeResponse>, Status> {
         let r = req.into_inner();
         validate::delete_range(&r)?;
-        match self.member.propose(Op::DeleteRange(r)).await? {
-            Applied::DeleteRange(mut resp) => {
-                resp.header = Some(self.member.header(Self::rev(&resp.header)));
-                Ok(Response::new(resp))
-            }
-            _ => Err(unexpected()),
-        }
+        let pick = |a| match a {
+            Applied::DeleteRange(x) => Some(x),
+            _ => None,
+        };
+        self.write(Op::DeleteRange(r), pick, |x| &mut x.header)
+            .await
     }
 
     async fn txn(&self, req: Request<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
         let r = req.into_inner();
         validate::txn(&r, self.member.limits.max_txn_ops)?;
-        match self.member.propose(Op::Txn(r)).await? {
-            Applied::Txn(mut resp) => {
-                resp.header = Some(self.member.header(Self::rev(&resp.header)));
-                Ok(Response::new(resp))
-            }
-            _ => Err(unexpected()),
-        }
+        let pick = |a| match a {
+            Applied::Txn(x) => Some(x),
+            _ => None,
+        };
+        self.write(Op::Txn(r), pick, |x| &mut x.header).await
     }
 
     async fn compact(
         &self,
         req: Request<CompactionRequest>,
     ) -> Result<Response<CompactionResponse>, Status> {
-        let r = req.into_inner();
-        match self.member.propose(Op::Compaction(r)).await? {
-            Applied::Compaction(mut resp) => {
-                resp.header = Some(self.member.header(Self::rev(&resp.header)));
-                Ok(Response::new(resp))
-            }
-            _ => Err(unexpected()),
-        }
+        let pick = |a| match a {
+            Applied::Compaction(x) => Some(x),
+            _ => None,
+        };
+        self.write(Op::Compaction(req.into_inner()), pick, |x| &mut x.header)
+            .await
     }
 }

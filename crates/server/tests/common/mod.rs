@@ -85,3 +85,78 @@ impl Drop for InProc {
         }
     }
 }
+
+/// A free loopback port (bound, then released for the server to take).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// The `oxcd` binary, without any `ETCD_*` variable inherited from the developer.
+pub fn oxcd_command() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_oxcd"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ETCD_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+/// A running `oxcd` process; killed (SIGKILL) on drop.
+pub struct OxcdProcess {
+    /// The process.
+    pub child: std::process::Child,
+    /// Its client URL.
+    pub url: String,
+}
+
+impl OxcdProcess {
+    /// Starts `oxcd` on `port` with `data` and waits for "ready to serve client requests".
+    pub fn start(data: &std::path::Path, port: u16) -> OxcdProcess {
+        use std::io::BufRead;
+        let url = format!("http://127.0.0.1:{port}");
+        let mut child = oxcd_command()
+            .arg("--data-dir")
+            .arg(data)
+            .args([
+                "--listen-client-urls",
+                &url,
+                "--advertise-client-urls",
+                &url,
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn oxcd");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            // Keep reading to the end so the child never blocks on a full pipe.
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.contains("ready to serve client requests")
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        let proc = OxcdProcess { child, url };
+        rx.recv_timeout(std::time::Duration::from_secs(30))
+            .expect("oxcd did not log readiness");
+        proc
+    }
+}
+
+impl Drop for OxcdProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
