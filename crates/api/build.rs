@@ -10,6 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "etcd/api/v3lockpb/v3lock.proto",
         "etcd/api/v3electionpb/v3election.proto",
         "oxcd/internal.proto",
+        "oxcd/peer.proto",
     ];
     let fds = protox::compile(files, [&root])?;
     println!("cargo:rerun-if-changed={}", root.display());

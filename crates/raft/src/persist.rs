@@ -15,40 +15,43 @@ pub struct WalMetadata {
     pub cluster_id: u64,
     /// The voters the cluster was bootstrapped with.
     pub initial_conf: ConfState,
+    /// The bootstrap member list, encoded by the caller (opaque here).
+    pub members: Vec<u8>,
 }
 
 impl WalMetadata {
-    /// Encodes: member id, cluster id (u64 LE each), then the ConfState message.
+    /// Encodes: member id, cluster id (u64 LE each), the ConfState message's length
+    /// (u32 LE) and bytes, then the member list.
     pub fn encode(&self) -> Vec<u8> {
+        let conf = self.initial_conf.write_to_bytes().unwrap_or_default();
         let mut out = Vec::new();
         out.extend_from_slice(&self.member_id.to_le_bytes());
         out.extend_from_slice(&self.cluster_id.to_le_bytes());
-        out.extend_from_slice(&self.initial_conf.write_to_bytes().unwrap_or_default());
+        out.extend_from_slice(&(conf.len() as u32).to_le_bytes());
+        out.extend_from_slice(&conf);
+        out.extend_from_slice(&self.members);
         out
     }
 
     /// Decodes what [`WalMetadata::encode`] wrote.
     pub fn decode(b: &[u8]) -> Result<WalMetadata, RaftError> {
-        if b.len() < 16 {
-            return Err(RaftError::Decode("metadata record too short".into()));
-        }
-        let (ids, conf) = b.split_at(16);
-        let member_id = u64::from_le_bytes(
-            ids[0..8]
-                .try_into()
-                .map_err(|_| RaftError::Decode("ids".into()))?,
-        );
-        let cluster_id = u64::from_le_bytes(
-            ids[8..16]
-                .try_into()
-                .map_err(|_| RaftError::Decode("ids".into()))?,
-        );
-        let initial_conf =
-            ConfState::parse_from_bytes(conf).map_err(|e| RaftError::Decode(e.to_string()))?;
+        let short = || RaftError::Decode("metadata record too short".into());
+        let field = |from: usize, len: usize| b.get(from..from + len).ok_or_else(short);
+        let u64_at = |i: usize| -> Result<u64, RaftError> {
+            Ok(u64::from_le_bytes(
+                field(i, 8)?.try_into().map_err(|_| short())?,
+            ))
+        };
+        let (member_id, cluster_id) = (u64_at(0)?, u64_at(8)?);
+        let conf_len = u32::from_le_bytes(field(16, 4)?.try_into().map_err(|_| short())?) as usize;
+        let initial_conf = ConfState::parse_from_bytes(field(20, conf_len)?)
+            .map_err(|e| RaftError::Decode(e.to_string()))?;
+        let members = b[20 + conf_len..].to_vec();
         Ok(WalMetadata {
             member_id,
             cluster_id,
             initial_conf,
+            members,
         })
     }
 }
@@ -69,6 +72,17 @@ pub fn decode_entry(index: u64, b: &[u8]) -> Result<Entry, RaftError> {
         )));
     }
     Ok(e)
+}
+
+/// Encodes a raft message for a peer.
+pub fn encode_message(m: &raft::prelude::Message) -> Vec<u8> {
+    m.write_to_bytes().unwrap_or_default()
+}
+
+/// Decodes a raft message from a peer.
+pub fn decode_message(b: &[u8]) -> Result<raft::prelude::Message, RaftError> {
+    raft::prelude::Message::parse_from_bytes(b)
+        .map_err(|e| RaftError::Decode(format!("raft message: {e}")))
 }
 
 /// Encodes a hard state.
@@ -106,6 +120,7 @@ mod tests {
             member_id: 7,
             cluster_id: 9,
             initial_conf: cs,
+            members: b"members".to_vec(),
         };
         assert_eq!(WalMetadata::decode(&m.encode()).expect("decode"), m);
         assert!(WalMetadata::decode(b"short").is_err());

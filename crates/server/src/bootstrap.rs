@@ -1,18 +1,21 @@
 //! Starting a member: lock the data dir, open the backend and the store, start the raft
 //! loop over the WAL and the apply thread.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use oxcd_mvcc::Store;
-use oxcd_raft::node::{self, NoPeers, NodeConfig};
+use oxcd_raft::node::{self, NoPeers, NodeConfig, Transport};
+use oxcd_raft::persist::WalMetadata;
 use oxcd_storage::backend::Backend;
 use oxcd_storage::lock::DirLock;
+use oxcd_storage::wal::Wal;
 use tokio::sync::watch;
 
 use crate::apply_loop::ApplyLoop;
-use crate::ids;
 use crate::member::{Identity, Limits, Member};
+use crate::members::Cluster;
+use crate::peer::transport::PeerTransport;
 use crate::settings::Settings;
 use crate::waiters::Waiters;
 
@@ -45,18 +48,29 @@ pub struct Started {
     pub lock: DirLock,
 }
 
+/// The cluster this member belongs to: recorded in its WAL, or new from the flags.
+fn cluster_of(s: &Settings) -> Result<Cluster, StartError> {
+    match Wal::read_metadata(&s.wal_dir())? {
+        Some(bytes) => {
+            let meta = WalMetadata::decode(&bytes)?;
+            Cluster::recorded(meta.member_id, meta.cluster_id, &meta.members)
+        }
+        None => Cluster::bootstrap(s),
+    }
+}
+
 /// Starts a member with `settings`.
 pub fn start(s: &Settings) -> Result<Started, StartError> {
     let lock = DirLock::acquire(&s.data_dir.join("member"))?;
     let backend = Arc::new(Backend::open(&s.backend_path())?);
     let store = Arc::new(Store::open(backend)?);
-    let member_id = ids::member_id(&s.peer_urls, &s.initial_cluster_token);
-    let cluster_id = ids::cluster_id(&[member_id]);
+    let cluster = cluster_of(s)?;
     let ms = s.heartbeat.as_millis().max(1);
     let cfg = NodeConfig {
-        id: member_id,
-        cluster_id,
-        voters: vec![member_id],
+        id: cluster.me,
+        cluster_id: cluster.cluster_id,
+        voters: cluster.ids(),
+        members: cluster.encode(),
         wal_dir: s.wal_dir(),
         heartbeat: s.heartbeat,
         election_ticks: (s.election_timeout.as_millis() / ms) as usize,
@@ -64,8 +78,20 @@ pub fn start(s: &Settings) -> Result<Started, StartError> {
         applied: store.consistent_index(),
         max_wals: s.max_wals,
     };
-    let (raft, events, raft_thread) = node::start(cfg, NoPeers)?;
-    let waiters = Arc::new(Waiters::new(member_id));
+    let raft_slot = Arc::new(OnceLock::new());
+    let transport: Box<dyn Transport> = if cluster.members.len() > 1 {
+        Box::new(PeerTransport::start(
+            cluster.me,
+            cluster.cluster_id,
+            &cluster.peers(),
+            raft_slot.clone(),
+        ))
+    } else {
+        Box::new(NoPeers)
+    };
+    let (raft, events, raft_thread) = node::start(cfg, transport)?;
+    let _ = raft_slot.set(raft.clone());
+    let waiters = Arc::new(Waiters::new(cluster.me));
     let (applied_tx, applied_rx) = watch::channel(store.consistent_index());
     let apply_thread = ApplyLoop {
         store: store.clone(),
@@ -79,10 +105,11 @@ pub fn start(s: &Settings) -> Result<Started, StartError> {
     .map_err(|e| StartError::Other(format!("spawn apply thread: {e}")))?;
     let identity = Identity {
         name: s.name.clone(),
-        member_id,
-        cluster_id: raft.cluster_id(),
+        member_id: cluster.me,
+        cluster_id: cluster.cluster_id,
         peer_urls: s.peer_urls.clone(),
         client_urls: s.advertise_client_urls.clone(),
+        members: cluster.members.clone(),
     };
     let limits = Limits {
         max_txn_ops: s.max_txn_ops,

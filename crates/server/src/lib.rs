@@ -21,6 +21,8 @@ pub mod http;
 pub mod ids;
 pub mod logging;
 pub mod member;
+pub mod members;
+pub mod peer;
 pub mod serve;
 pub mod services;
 pub mod settings;

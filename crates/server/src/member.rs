@@ -43,6 +43,8 @@ pub struct Identity {
     pub peer_urls: Vec<String>,
     /// Advertised client URLs.
     pub client_urls: Vec<String>,
+    /// Every member of the cluster (this one included).
+    pub members: Vec<oxcd_api::oxcdpb::MemberInfo>,
 }
 
 /// The member handle shared by all services.

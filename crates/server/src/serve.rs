@@ -11,8 +11,10 @@ use tokio::sync::watch;
 
 use crate::bootstrap::{self, StartError};
 use crate::member::Member;
+use crate::peer::service::PeerService;
 use crate::settings::Settings;
 use crate::{http, services};
+use oxcd_api::oxcdpb::peer_server::PeerServer;
 
 /// Why serving ended with an error.
 #[derive(Debug, thiserror::Error)]
@@ -70,14 +72,32 @@ pub async fn run(
         .await
         .map_err(|e| ServeError::Fatal(e.to_string()))??;
     let member = started.member.clone();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut servers = Vec::new();
+    if member.id.members.len() > 1 {
+        // Peers must reach us before a leader can be elected: serve them first.
+        let peer_router =
+            tonic::service::Routes::new(PeerServer::new(PeerService::new(member.raft.clone())))
+                .into_axum_router();
+        for url in &settings.listen_peer_urls {
+            let addr = listen_addr(url)?;
+            let l = TcpListener::bind(addr)
+                .await
+                .map_err(|e| ServeError::Listen(format!("listen tcp {addr}: bind: {e}")))?;
+            tracing::info!(address = %addr, "serving peer traffic");
+            let mut rx = stop_rx.clone();
+            let server = axum::serve(l, peer_router.clone()).with_graceful_shutdown(async move {
+                let _ = rx.wait_for(|s| *s).await;
+            });
+            servers.push(tokio::spawn(async move { server.await }));
+        }
+    }
     // As etcd: serve clients once the member has joined a leader and replayed its log.
     wait_until_ready(&member, &started.raft_thread, &started.apply_thread).await?;
     let router = services::routes(member.clone())
         .into_axum_router()
         .merge(http::routes(member.clone()))
         .layer(axum::middleware::map_response(crate::grpc_compat::rewrite));
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut servers = Vec::new();
     let mut bound = Vec::new();
     for l in listeners {
         let addr = l

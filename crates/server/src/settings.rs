@@ -18,6 +18,10 @@ pub struct Settings {
     pub advertise_client_urls: Vec<String>,
     /// `--initial-advertise-peer-urls` (identity of this member).
     pub peer_urls: Vec<String>,
+    /// `--listen-peer-urls` (bound only when the cluster has other members).
+    pub listen_peer_urls: Vec<String>,
+    /// `--initial-cluster`: every member's name and peer URLs (used only to bootstrap).
+    pub initial_cluster: Vec<(String, Vec<String>)>,
     /// `--initial-cluster-token`.
     pub initial_cluster_token: String,
     /// `--max-txn-ops`.
@@ -48,6 +52,8 @@ impl Settings {
             listen_client_urls: vec!["http://localhost:2379".into()],
             advertise_client_urls: vec!["http://localhost:2379".into()],
             peer_urls: vec!["http://localhost:2380".into()],
+            listen_peer_urls: vec!["http://localhost:2380".into()],
+            initial_cluster: vec![(name.to_string(), vec!["http://localhost:2380".into()])],
             initial_cluster_token: "etcd-cluster".into(),
             max_txn_ops: 128,
             max_request_bytes: 1536 * 1024,

@@ -34,6 +34,12 @@ pub trait Transport: Send + 'static {
     fn send(&mut self, msgs: Vec<Message>);
 }
 
+impl Transport for Box<dyn Transport> {
+    fn send(&mut self, msgs: Vec<Message>) {
+        (**self).send(msgs)
+    }
+}
+
 /// A transport for a member with no peers.
 #[derive(Debug, Default)]
 pub struct NoPeers;
@@ -58,6 +64,8 @@ pub struct NodeConfig {
     pub cluster_id: u64,
     /// The voters to bootstrap a new cluster with (ignored when the WAL exists).
     pub voters: Vec<u64>,
+    /// The bootstrap member list, kept in the WAL metadata (ignored when the WAL exists).
+    pub members: Vec<u8>,
     /// The WAL directory.
     pub wal_dir: PathBuf,
     /// Tick interval (`--heartbeat-interval`).
@@ -93,6 +101,7 @@ enum Command {
     Applied(u64),
     Compact(u64),
     TransferLeader(u64),
+    Unreachable(u64),
     Campaign,
     Stop,
 }
@@ -137,6 +146,7 @@ pub struct RaftHandle {
     status: Arc<RaftStatus>,
     id: u64,
     cluster_id: u64,
+    members: Arc<Vec<u8>>,
 }
 
 impl RaftHandle {
@@ -190,6 +200,11 @@ impl RaftHandle {
         self.send(Command::TransferLeader(to))
     }
 
+    /// Reports that a message to `id` could not be delivered (raft then probes it).
+    pub fn report_unreachable(&self, id: u64) {
+        let _ = self.send(Command::Unreachable(id));
+    }
+
     /// Starts an election now (used by tests and single-member bootstrap).
     pub fn campaign(&self) -> Result<(), RaftError> {
         self.send(Command::Campaign)
@@ -213,6 +228,11 @@ impl RaftHandle {
     /// The cluster id.
     pub fn cluster_id(&self) -> u64 {
         self.cluster_id
+    }
+
+    /// The bootstrap member list recorded in the WAL (the caller's encoding).
+    pub fn members(&self) -> &[u8] {
+        &self.members
     }
 }
 
@@ -257,6 +277,7 @@ pub fn start(
         status: status.clone(),
         id: cfg.id,
         cluster_id: meta.cluster_id,
+        members: Arc::new(meta.members.clone()),
     };
     let single_voter = log.rl().conf_state.voters == [cfg.id];
     let mut l = Loop {
@@ -303,6 +324,7 @@ fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError>
             member_id: cfg.id,
             cluster_id: cfg.cluster_id,
             initial_conf: cs.clone(),
+            members: cfg.members.clone(),
         };
         let wal = Wal::create(&cfg.wal_dir, &meta.encode(), DEFAULT_SEGMENT_SIZE)?;
         let core = LogCore {
@@ -438,6 +460,7 @@ impl<T: Transport> Loop<T> {
             }
             Command::Compact(index) => self.compact(index)?,
             Command::TransferLeader(to) => self.node.transfer_leader(to),
+            Command::Unreachable(id) => self.node.report_unreachable(id),
             Command::Campaign => {
                 let _ = self.node.campaign();
             }

@@ -6,6 +6,7 @@ fn cfg(dir: &std::path::Path, applied: u64) -> NodeConfig {
         id: 1,
         cluster_id: 9,
         voters: vec![1],
+        members: Vec::new(),
         wal_dir: dir.join("wal"),
         heartbeat: Duration::from_millis(10),
         election_ticks: 10,

@@ -254,10 +254,13 @@ fn validate(cfg: &Config) -> Result<(), ConfigError> {
             "couldn't find local name {name:?} in the initial cluster configuration"
         )));
     };
-    if members.len() > 1 {
-        return Err(err(
-            "--initial-cluster with more than one member is not supported yet by oxcd (replication comes next)",
-        ));
+    let mut seen = std::collections::HashSet::new();
+    for (_, urls) in &members {
+        for u in urls {
+            if !seen.insert(u.as_str()) {
+                return Err(err(format!("--initial-cluster has duplicate url {u:?}")));
+            }
+        }
     }
     let mut advertised = cfg.urls("initial-advertise-peer-urls");
     let mut listed = urls.clone();
@@ -384,6 +387,8 @@ impl Config {
         s.listen_client_urls = self.urls("listen-client-urls");
         s.advertise_client_urls = self.urls("advertise-client-urls");
         s.peer_urls = self.urls("initial-advertise-peer-urls");
+        s.listen_peer_urls = self.urls("listen-peer-urls");
+        s.initial_cluster = self.initial_cluster().unwrap_or_default();
         s.initial_cluster_token = self.str("initial-cluster-token").to_string();
         s.max_txn_ops = self.uint("max-txn-ops") as usize;
         s.max_request_bytes = self.uint("max-request-bytes") as usize;

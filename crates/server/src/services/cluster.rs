@@ -27,16 +27,28 @@ impl Cluster for ClusterService {
         _req: Request<MemberListRequest>,
     ) -> Result<Response<MemberListResponse>, Status> {
         let m = &self.member;
-        let me = PbMember {
-            id: m.id.member_id,
-            name: m.id.name.clone(),
-            peer_ur_ls: m.id.peer_urls.clone(),
-            client_ur_ls: m.id.client_urls.clone(),
-            is_learner: false,
-        };
+        let members =
+            m.id.members
+                .iter()
+                .map(|x| {
+                    // Client URLs are known for this member; others' come with member attributes.
+                    let client = if x.id == m.id.member_id {
+                        m.id.client_urls.clone()
+                    } else {
+                        x.client_urls.clone()
+                    };
+                    PbMember {
+                        id: x.id,
+                        name: x.name.clone(),
+                        peer_ur_ls: x.peer_urls.clone(),
+                        client_ur_ls: client,
+                        is_learner: false,
+                    }
+                })
+                .collect();
         Ok(Response::new(MemberListResponse {
             header: Some(m.header(m.store.current_rev())),
-            members: vec![me],
+            members,
         }))
     }
 }

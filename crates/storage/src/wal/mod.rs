@@ -160,6 +160,37 @@ impl Wal {
         })
     }
 
+    /// Reads only the member metadata (from the newest segment's header records), without
+    /// replaying the log. `None` when `dir` holds no WAL.
+    pub fn read_metadata(dir: &Path) -> Result<Option<Vec<u8>>> {
+        if !Wal::exists(dir) {
+            return Ok(None);
+        }
+        let segments = list_segments(dir)?;
+        let Some(last) = segments.last() else {
+            return Ok(None);
+        };
+        let mut head = Vec::new();
+        File::open(&last.path)
+            .and_then(|f| f.take(1 << 20).read_to_end(&mut head))
+            .map_err(|e| StorageError::io(&last.path, e))?;
+        let corrupt = |offset: usize, reason: String| StorageError::CorruptWal {
+            path: last.path.display().to_string(),
+            offset: offset as u64,
+            reason,
+        };
+        let first = record::decode(&head, 0).map_err(|e| corrupt(0, format!("{e:?}")))?;
+        let second = record::decode(&head[first.len..], first.crc)
+            .map_err(|e| corrupt(first.len, format!("{e:?}")))?;
+        if first.kind != RecordKind::Crc || second.kind != RecordKind::Metadata {
+            return Err(corrupt(
+                0,
+                "segment does not start with crc and metadata records".into(),
+            ));
+        }
+        Ok(Some(second.payload.to_vec()))
+    }
+
     /// Opens the WAL in `dir`, replays it, repairs a torn tail, and returns it ready to append.
     pub fn open(dir: &Path, segment_size: u64) -> Result<(Wal, Replay)> {
         let segments = list_segments(dir)?;

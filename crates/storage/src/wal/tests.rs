@@ -159,3 +159,17 @@ fn snapshot_mark_and_purge() {
     assert_eq!(replay.entries.last().map(|e| e.0), Some(410));
     assert_eq!(replay.hard_state.as_deref(), Some(&b"hs"[..]));
 }
+
+#[test]
+fn metadata_is_readable_without_replay() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    assert_eq!(Wal::read_metadata(&dir).expect("none"), None);
+    let mut wal = Wal::create(&dir, b"identity", 4096).expect("create");
+    write_entries(&mut wal, 1..=500);
+    drop(wal);
+    assert_eq!(
+        Wal::read_metadata(&dir).expect("read").as_deref(),
+        Some(&b"identity"[..])
+    );
+}

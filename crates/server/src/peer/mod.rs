@@ -1,0 +1,11 @@
+//! Member-to-member traffic on `--listen-peer-urls`: the raft message transport
+//! ([`transport`]: one sending task and stream per peer) and the receiving service
+//! ([`service`]). Streams carry the cluster id; a member of another cluster is refused.
+
+pub mod service;
+pub mod transport;
+
+/// Metadata key carrying the sender's cluster id (hex).
+pub const CLUSTER_ID_KEY: &str = "x-oxcd-cluster-id";
+/// Metadata key carrying the sender's member id (hex).
+pub const FROM_KEY: &str = "x-oxcd-from";

@@ -1,0 +1,160 @@
+//! Three members over the real peer transport: replication, writes through followers,
+//! linearizable reads on followers, losing the leader, and a member rejoining as itself.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{InProc, free_port};
+use etcd_client::GetOptions;
+
+/// Starts three members named m0..m2 in `dir`, all at once (each waits for a leader).
+async fn three(dir: &Path) -> (Vec<InProc>, Vec<u16>) {
+    let peers: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let cluster: Vec<(String, Vec<String>)> = (0..3)
+        .map(|i| {
+            (
+                format!("m{i}"),
+                vec![format!("http://127.0.0.1:{}", peers[i])],
+            )
+        })
+        .collect();
+    let start = |i: usize| {
+        let cluster = cluster.clone();
+        InProc::start(dir.join(format!("m{i}")), move |s| {
+            configure(s, i, &cluster)
+        })
+    };
+    let (a, b, c) = tokio::join!(start(0), start(1), start(2));
+    (vec![a, b, c], peers)
+}
+
+fn configure(s: &mut oxcd_server::settings::Settings, i: usize, cluster: &[(String, Vec<String>)]) {
+    s.name = format!("m{i}");
+    s.peer_urls = cluster[i].1.clone();
+    s.listen_peer_urls = cluster[i].1.clone();
+    s.initial_cluster = cluster.to_vec();
+}
+
+async fn leader_index(members: &[InProc]) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        for (i, m) in members.iter().enumerate() {
+            let mut c = m.client().await;
+            if let Ok(st) = c.status().await
+                && st.leader() != 0
+                && st.leader() == st.header().map(|h| h.member_id()).unwrap_or(0)
+            {
+                return i;
+            }
+        }
+        assert!(Instant::now() < deadline, "no leader elected");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_replicate_and_survive_losing_the_leader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut members, peers) = three(dir.path()).await;
+    // Same cluster, distinct members, all listed.
+    let mut ids = Vec::new();
+    let mut cluster_ids = Vec::new();
+    for m in &members {
+        let mut c = m.client().await;
+        let st = c.status().await.expect("status");
+        let h = st.header().expect("header");
+        ids.push(h.member_id());
+        cluster_ids.push(h.cluster_id());
+        assert_eq!(c.member_list().await.expect("members").members().len(), 3);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "distinct member ids");
+    assert!(
+        cluster_ids.iter().all(|c| *c == cluster_ids[0]),
+        "one cluster id: {cluster_ids:?}"
+    );
+
+    // Writes through any member, linearizable reads on every member.
+    for (i, m) in members.iter().enumerate() {
+        let mut c = m.client().await;
+        c.put(format!("k{i}"), format!("v{i}"), None)
+            .await
+            .expect("put through member");
+    }
+    for m in &members {
+        let mut c = m.client().await;
+        let r = c
+            .get("k", Some(GetOptions::new().with_prefix()))
+            .await
+            .expect("linearizable read");
+        assert_eq!(r.count(), 3, "every member sees every write");
+    }
+
+    // Lose the leader: the other two elect a new one and keep serving.
+    let li = leader_index(&members).await;
+    let old = members.remove(li);
+    let old_dir = old.data_dir.clone();
+    old.stop().await;
+    let started = Instant::now();
+    let mut c = members[0].client().await;
+    loop {
+        match c.put("after", "leader-loss", None).await {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "no progress after leader loss: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    eprintln!(
+        "writes resumed {:?} after stopping the leader",
+        started.elapsed()
+    );
+    let mut c1 = members[1].client().await;
+    assert_eq!(
+        c1.get("after", None).await.expect("get").kvs()[0].value(),
+        b"leader-loss"
+    );
+
+    // The old leader comes back with its data and catches up as itself.
+    let cluster: Vec<(String, Vec<String>)> = (0..3)
+        .map(|i| {
+            (
+                format!("m{i}"),
+                vec![format!("http://127.0.0.1:{}", peers[i])],
+            )
+        })
+        .collect();
+    let back = InProc::start(old_dir, move |s| configure(s, li, &cluster)).await;
+    let mut cb = back.client().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = cb
+            .get("after", Some(GetOptions::new().with_serializable()))
+            .await
+            .expect("get");
+        if r.count() == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "restarted member did not catch up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let st = cb.status().await.expect("status");
+    assert!(
+        ids.contains(&st.header().expect("h").member_id()),
+        "rejoined as itself"
+    );
+    back.stop().await;
+    for m in members {
+        m.stop().await;
+    }
+}
