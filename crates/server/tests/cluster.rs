@@ -158,3 +158,35 @@ async fn three_members_replicate_and_survive_losing_the_leader() {
         m.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_from_another_cluster_is_refused() {
+    use oxcd_api::oxcdpb::RaftEnvelope;
+    use oxcd_api::oxcdpb::peer_client::PeerClient;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (members, peers) = three(dir.path()).await;
+    let mut client = PeerClient::connect(format!("http://127.0.0.1:{}", peers[0]))
+        .await
+        .expect("connect peer port");
+    let mut req = tonic::Request::new(tokio_stream::iter(vec![RaftEnvelope {
+        message: Vec::new(),
+    }]));
+    req.metadata_mut()
+        .insert("x-oxcd-cluster-id", "deadbeef".parse().expect("meta"));
+    req.metadata_mut()
+        .insert("x-oxcd-from", "1".parse().expect("meta"));
+    let err = client.raft(req).await.expect_err("must be refused");
+    assert_eq!(
+        (err.code(), err.message()),
+        (
+            tonic::Code::FailedPrecondition,
+            "etcdserver: cluster ID mismatch"
+        )
+    );
+    // The cluster is unharmed.
+    let mut c = members[1].client().await;
+    c.put("still", "fine", None).await.expect("put");
+    for m in members {
+        m.stop().await;
+    }
+}

@@ -116,6 +116,16 @@ pub struct OxcdProcess {
 impl OxcdProcess {
     /// Starts `oxcd` on `port` with `data` and waits for "ready to serve client requests".
     pub fn start(data: &std::path::Path, port: u16) -> OxcdProcess {
+        Self::start_with(data, port, &[])
+    }
+
+    /// As [`OxcdProcess::start`], with more flags.
+    pub fn start_with(data: &std::path::Path, port: u16, extra: &[String]) -> OxcdProcess {
+        Self::spawn(data, port, extra).wait_ready()
+    }
+
+    /// Starts `oxcd` without waiting; call [`Pending::wait_ready`].
+    pub fn spawn(data: &std::path::Path, port: u16, extra: &[String]) -> Pending {
         use std::io::BufRead;
         let url = format!("http://127.0.0.1:{port}");
         let mut child = oxcd_command()
@@ -127,6 +137,7 @@ impl OxcdProcess {
                 "--advertise-client-urls",
                 &url,
             ])
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -147,10 +158,26 @@ impl OxcdProcess {
                 }
             }
         });
-        let proc = OxcdProcess { child, url };
-        rx.recv_timeout(std::time::Duration::from_secs(30))
+        Pending {
+            proc: OxcdProcess { child, url },
+            ready: rx,
+        }
+    }
+}
+
+/// A started `oxcd` that may not be serving yet.
+pub struct Pending {
+    proc: OxcdProcess,
+    ready: std::sync::mpsc::Receiver<()>,
+}
+
+impl Pending {
+    /// Waits for the readiness line.
+    pub fn wait_ready(self) -> OxcdProcess {
+        self.ready
+            .recv_timeout(std::time::Duration::from_secs(30))
             .expect("oxcd did not log readiness");
-        proc
+        self.proc
     }
 }
 
