@@ -112,6 +112,15 @@ impl TreeIndex {
         keep
     }
 
+    /// The revisions a compaction at `at` would keep (etcd's `Keep`), for hashing.
+    pub fn keep(&self, at: i64) -> HashSet<Revision> {
+        let mut keep = HashSet::new();
+        for ki in self.keys.values() {
+            ki.keep(at, &mut keep);
+        }
+        keep
+    }
+
     /// Number of keys with any history.
     pub fn len(&self) -> usize {
         self.keys.len()

@@ -128,6 +128,29 @@ impl KeyIndex {
             .collect()
     }
 
+    /// The revision a compaction at `at` would keep for this key, as etcd's `keep`
+    /// decides it (the newest at or below `at`, unless that is the generation's
+    /// tombstone); added to `keep`. Used to hash history as etcd does.
+    pub fn keep(&self, at: i64, keep: &mut HashSet<Revision>) {
+        if self.is_empty() {
+            return;
+        }
+        let last = self.generations.len() - 1;
+        let mut gi = 0;
+        while gi < last {
+            match self.generations[gi].revs.last() {
+                Some(tomb) if tomb.main >= at => break,
+                _ => gi += 1,
+            }
+        }
+        let g = &self.generations[gi];
+        if let Some(n) = g.revs.iter().rposition(|r| r.main <= at)
+            && !(n == g.revs.len() - 1 && gi != last)
+        {
+            keep.insert(g.revs[n]);
+        }
+    }
+
     /// Drops history not needed to read at `at` or later. Revisions kept that are at or
     /// below `at` are added to `keep`, so the caller can delete all other old rows.
     pub fn compact(&mut self, at: i64, keep: &mut HashSet<Revision>) {

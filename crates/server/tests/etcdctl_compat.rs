@@ -145,13 +145,13 @@ fn mask(s: &str, endpoint: &str) -> String {
                     cells[5],
                     cells[9..].join(", ")
                 )
-            } else if l.starts_with("| ENDPOINT |") {
+            } else if l.starts_with("| ENDPOINT |") && l.split('|').count() >= 12 {
                 let cells: Vec<&str> = l.split('|').map(str::trim).collect();
                 format!(
                     "| ENDPOINT | ID | VERSION | SIZE | {} | {} | TERM | INDEX | APPLIED | {} |",
                     cells[5], cells[6], cells[10]
                 )
-            } else if l.starts_with("+--") {
+            } else if l.starts_with("+--") && l.matches('+').count() > 3 {
                 "+--".to_string()
             } else if l.starts_with("|    ENDPOINT") {
                 l.split_whitespace().collect::<Vec<_>>().join(" ")

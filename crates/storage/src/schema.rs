@@ -21,3 +21,8 @@ pub const META_FINISHED_COMPACT: &str = "finishedCompactRev";
 pub const META_SCHEDULED_COMPACT: &str = "scheduledCompactRev";
 /// Raft conf state of the applied log (encoded by oxcd-raft).
 pub const META_CONF_STATE: &str = "conf_state";
+
+/// Meta keys that record where in the raft log the state is; they differ between
+/// members holding the same data and are left out of state hashes.
+pub const RAFT_POSITION_KEYS: &[&str] =
+    &[META_CONSISTENT_INDEX, META_CONSISTENT_TERM, META_CONF_STATE];

@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use oxcd_api::etcdserverpb::HashKvRequest;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{
     AlarmRequest, AlarmType, MemberListRequest, RangeRequest, StatusRequest,
@@ -26,6 +27,14 @@ pub const STATUS: Command = Command {
     flags: &[boolean("cluster")],
     help: "endpoint status - Prints out the status of endpoints specified in `--endpoints` flag\n\nOPTIONS:\n  --cluster  use all endpoints from the cluster member list\n",
     run: status,
+};
+
+/// `endpoint hashkv`.
+pub const HASHKV: Command = Command {
+    words: &["endpoint", "hashkv"],
+    flags: &[boolean("cluster"), crate::args::value("rev", "0")],
+    help: "endpoint hashkv - Prints the KV history hash for each endpoint in --endpoints\n\nOPTIONS:\n  --cluster  use all endpoints from the cluster member list\n  --rev=0  maximum revision to hash (default: all revisions)\n",
+    run: hashkv,
 };
 
 /// The endpoints to ask: the flag's, or every member's client URLs with `--cluster`.
@@ -175,6 +184,53 @@ fn status(ctx: Ctx) -> Run {
         let mut out = ctx
             .printer
             .status(&list)
+            .map_err(|e| Fail::new(exit::BAD_FEATURE, e))?;
+        if !failed.is_empty() {
+            out.stderr = failed + &out.stderr;
+            return Err(Fail {
+                code: exit::ERROR,
+                msg: String::new(),
+                partial: out,
+            });
+        }
+        Ok::<Out, Fail>(out)
+    })
+}
+
+fn hashkv(ctx: Ctx) -> Run {
+    Box::pin(async move {
+        let rev: i64 = ctx.flags.get("rev").parse().map_err(|_| {
+            Fail::new(
+                exit::BAD_ARGS,
+                format!(
+                    "invalid argument {:?} for \"--rev\" flag",
+                    ctx.flags.get("rev")
+                ),
+            )
+        })?;
+        let eps = endpoints(&ctx).await?;
+        let mut list = Vec::new();
+        let mut failed = String::new();
+        for ep in &eps {
+            let one = single(&ctx, ep);
+            let res = match one.client().await {
+                Ok(c) => {
+                    one.timed(c.maintenance().hash_kv(HashKvRequest { revision: rev }))
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            match res {
+                Ok(h) => list.push((ep.clone(), h)),
+                Err(e) => failed.push_str(&format!(
+                    "Failed to get the hash of endpoint {ep} ({})\n",
+                    e.msg
+                )),
+            }
+        }
+        let mut out = ctx
+            .printer
+            .hashkv(&list)
             .map_err(|e| Fail::new(exit::BAD_FEATURE, e))?;
         if !failed.is_empty() {
             out.stderr = failed + &out.stderr;

@@ -34,6 +34,7 @@ const COMMANDS: &[Command] = &[
     txn::TXN,
     endpoint::HEALTH,
     endpoint::STATUS,
+    endpoint::HASHKV,
     Command {
         words: &["version"],
         flags: &[],

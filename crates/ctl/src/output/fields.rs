@@ -2,7 +2,8 @@
 
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
-    DeleteRangeResponse, PutResponse, RangeResponse, ResponseHeader, StatusResponse, TxnResponse,
+    DeleteRangeResponse, HashKvResponse, PutResponse, RangeResponse, ResponseHeader,
+    StatusResponse, TxnResponse,
 };
 use oxcd_api::mvccpb::KeyValue;
 
@@ -89,4 +90,14 @@ pub fn status(out: &mut String, ep: &str, r: &StatusResponse) {
     ));
     out.push_str(&format!("\"Errors\" : [{}]\n", r.errors.join(" ")));
     out.push_str(&format!("\"Endpoint\" : {}\n\n", go_quote(ep.as_bytes())));
+}
+
+/// One endpoint's HashKV.
+pub fn hashkv(out: &mut String, ep: &str, r: &HashKvResponse) {
+    hdr(out, &r.header);
+    out.push_str(&format!(
+        "\"Endpoint\" : {}\n\"Hash\" : {}\n\n",
+        go_quote(ep.as_bytes()),
+        r.hash
+    ));
 }

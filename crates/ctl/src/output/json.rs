@@ -5,7 +5,8 @@
 use base64::Engine;
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
-    DeleteRangeResponse, PutResponse, RangeResponse, ResponseHeader, StatusResponse, TxnResponse,
+    DeleteRangeResponse, HashKvResponse, PutResponse, RangeResponse, ResponseHeader,
+    StatusResponse, TxnResponse,
 };
 use oxcd_api::mvccpb::KeyValue;
 
@@ -161,6 +162,15 @@ pub fn status(r: &StatusResponse) -> String {
         .list("errors", r.errors.iter().map(|e| quote(e)).collect())
         .num("dbSizeInUse", r.db_size_in_use)
         .bool("isLearner", r.is_learner)
+        .done()
+}
+
+/// A HashKV response.
+pub fn hashkv(r: &HashKvResponse) -> String {
+    Obj::default()
+        .raw("header", header(&r.header))
+        .num("hash", r.hash)
+        .num("compact_revision", r.compact_revision)
         .done()
 }
 

@@ -8,6 +8,7 @@ pub mod table;
 
 use std::time::Duration;
 
+use oxcd_api::etcdserverpb::HashKvResponse;
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
     DeleteRangeResponse, PutResponse, RangeResponse, StatusResponse, TxnResponse,
@@ -303,6 +304,40 @@ impl Printer {
                 s
             }
             Format::Protobuf => return Err("protobuf is not supported for endpoint status".into()),
+        };
+        Ok(Out::text(s))
+    }
+
+    /// `endpoint hashkv`.
+    pub fn hashkv(&self, list: &[(String, HashKvResponse)]) -> Result<Out, String> {
+        let rows: Vec<Vec<String>> = list
+            .iter()
+            .map(|(ep, h)| vec![ep.clone(), h.hash.to_string()])
+            .collect();
+        let s = match self.format {
+            Format::Simple => rows.iter().map(|r| r.join(", ") + "\n").collect(),
+            Format::Table => table::render(&["endpoint", "hash"], &rows),
+            Format::Json => {
+                let items: Vec<String> = list
+                    .iter()
+                    .map(|(ep, h)| {
+                        format!(
+                            "{{\"Endpoint\":{},\"HashKV\":{}}}",
+                            json::string(ep),
+                            json::hashkv(h)
+                        )
+                    })
+                    .collect();
+                format!("[{}]\n", items.join(","))
+            }
+            Format::Fields => {
+                let mut s = String::new();
+                for (ep, h) in list {
+                    fields::hashkv(&mut s, ep, h);
+                }
+                s
+            }
+            Format::Protobuf => return Err("protobuf is not supported for endpoint hashkv".into()),
         };
         Ok(Out::text(s))
     }

@@ -185,6 +185,66 @@ impl Store {
         Ok(RangeResult { kvs, count, rev })
     }
 
+    /// etcd's HashKV: CRC-32C over the table name `key` and then every row (revision
+    /// key, encoded value) at or below `rev` (0: the current revision), where rows at or
+    /// below the compaction revision count only if a compaction at `rev` would keep them.
+    /// Same rows and rules as etcd, so the hash equals etcd's for the same history.
+    /// Returns (hash, compact revision, revision).
+    pub fn hash_kv(&self, rev: i64) -> Result<(u32, i64, i64)> {
+        let (compact_rev, rev, keep) = {
+            let idx = self.index_read();
+            let cur = self.current_rev();
+            let rev = check_read_rev(rev, cur, idx.compact_rev)?;
+            (idx.compact_rev, rev, idx.tree.keep(rev))
+        };
+        let tx = self.backend.begin_read()?;
+        let table = tx
+            .open_table(schema::KEY)
+            .map_err(|e| self.backend.err(e))?;
+        let upper = Revision::new(rev + 1, 0).to_bytes(false);
+        let mut h = crc32c::crc32c(b"key");
+        for row in table
+            .range::<&[u8]>(..upper.as_slice())
+            .map_err(|e| self.backend.err(e))?
+        {
+            let (k, v) = row.map_err(|e| self.backend.err(e))?;
+            let below_compaction = Revision::from_bytes(k.value()).is_some_and(|(r, _)| {
+                r.main <= compact_rev && !keep.is_empty() && !keep.contains(&r)
+            });
+            if below_compaction {
+                continue;
+            }
+            h = crc32c::crc32c_append(h, k.value());
+            h = crc32c::crc32c_append(h, v.value());
+        }
+        Ok((h, compact_rev, rev))
+    }
+
+    /// A hash of the whole applied state (every row and every meta value except the raft
+    /// position, which members reach at different times), for Maintenance.Hash.
+    pub fn hash_all(&self) -> Result<u32> {
+        let tx = self.backend.begin_read()?;
+        let mut h = 0u32;
+        let keys = tx
+            .open_table(schema::KEY)
+            .map_err(|e| self.backend.err(e))?;
+        for row in keys.iter().map_err(|e| self.backend.err(e))? {
+            let (k, v) = row.map_err(|e| self.backend.err(e))?;
+            h = crc32c::crc32c_append(crc32c::crc32c_append(h, k.value()), v.value());
+        }
+        let meta = tx
+            .open_table(schema::META)
+            .map_err(|e| self.backend.err(e))?;
+        for row in meta.iter().map_err(|e| self.backend.err(e))? {
+            let (k, v) = row.map_err(|e| self.backend.err(e))?;
+            if schema::RAFT_POSITION_KEYS.contains(&k.value()) {
+                continue;
+            }
+            h = crc32c::crc32c_append(crc32c::crc32c_append(h, k.value().as_bytes()), v.value());
+        }
+        Ok(h)
+    }
+
     /// Starts a batch of writes (the apply path's unit of backend commit).
     pub fn begin_apply(&self) -> Result<ApplyBatch<'_>> {
         let tx = self.backend.begin_write()?;

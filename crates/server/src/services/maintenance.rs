@@ -3,7 +3,10 @@
 use std::sync::Arc;
 
 use oxcd_api::etcdserverpb::maintenance_server::Maintenance;
-use oxcd_api::etcdserverpb::{AlarmRequest, AlarmResponse, StatusRequest, StatusResponse};
+use oxcd_api::etcdserverpb::{
+    AlarmRequest, AlarmResponse, HashKvRequest, HashKvResponse, HashRequest, HashResponse,
+    StatusRequest, StatusResponse,
+};
 use tonic::{Request, Response, Status};
 
 use crate::member::Member;
@@ -40,6 +43,31 @@ impl Maintenance for MaintenanceService {
             errors: Vec::new(),
             db_size_in_use: db_size,
             is_learner: false,
+        }))
+    }
+
+    async fn hash_kv(
+        &self,
+        req: Request<HashKvRequest>,
+    ) -> Result<Response<HashKvResponse>, Status> {
+        let m = &self.member;
+        let (hash, compact_revision, _) = m
+            .store
+            .hash_kv(req.into_inner().revision)
+            .map_err(crate::apply::mvcc_err)?;
+        Ok(Response::new(HashKvResponse {
+            header: Some(m.header(m.store.current_rev())),
+            hash,
+            compact_revision,
+        }))
+    }
+
+    async fn hash(&self, _req: Request<HashRequest>) -> Result<Response<HashResponse>, Status> {
+        let m = &self.member;
+        let hash = m.store.hash_all().map_err(crate::apply::mvcc_err)?;
+        Ok(Response::new(HashResponse {
+            header: Some(m.header(m.store.current_rev())),
+            hash,
         }))
     }
 
