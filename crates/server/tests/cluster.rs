@@ -190,3 +190,59 @@ async fn a_peer_from_another_cluster_is_refused() {
         m.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn move_leader_like_etcd() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (members, _) = three(dir.path()).await;
+    let li = leader_index(&members).await;
+    let mut ids = Vec::new();
+    for m in &members {
+        let mut c = m.client().await;
+        ids.push(
+            c.status()
+                .await
+                .expect("status")
+                .header()
+                .expect("h")
+                .member_id(),
+        );
+    }
+    let follower = (li + 1) % 3;
+    // Only the leader moves leadership; only to a member.
+    let mut fc = members[follower].client().await;
+    let e = fc.move_leader(ids[li]).await.expect_err("follower refuses");
+    assert!(e.to_string().contains("etcdserver: not leader"), "{e}");
+    let mut lc = members[li].client().await;
+    let e = lc.move_leader(0x1234).await.expect_err("unknown target");
+    assert!(
+        e.to_string().contains("etcdserver: bad leader transferee"),
+        "{e}"
+    );
+    lc.move_leader(ids[follower]).await.expect("move leader");
+    assert_eq!(leader_index(&members).await, follower);
+    // etcdctl finds the leader among its endpoints and prints what it did.
+    let eps = members
+        .iter()
+        .map(|m| m.addr.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let target = (follower + 1) % 3;
+    let out = std::process::Command::new("/usr/bin/etcdctl")
+        .arg(format!("--endpoints={eps}"))
+        .args(["move-leader", &format!("{:x}", ids[target])])
+        .output()
+        .expect("etcdctl (apt-get install -y etcd-client)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text,
+        format!(
+            "Leadership transferred from {:x} to {:x}\n",
+            ids[follower], ids[target]
+        )
+    );
+    assert_eq!(leader_index(&members).await, target);
+    for m in members {
+        m.stop().await;
+    }
+}

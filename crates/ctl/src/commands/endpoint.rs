@@ -57,7 +57,8 @@ async fn endpoints(ctx: &Ctx) -> Result<Vec<String>, Fail> {
     Ok(eps)
 }
 
-fn single(ctx: &Ctx, ep: &str) -> Ctx {
+/// A context that talks to `ep` only.
+pub fn single(ctx: &Ctx, ep: &str) -> Ctx {
     let mut flags =
         crate::args::parse(&[format!("--endpoints={ep}")], crate::GLOBAL).unwrap_or_default();
     flags.set_if_unset("endpoints", ep.to_string());

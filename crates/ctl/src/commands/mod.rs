@@ -1,5 +1,6 @@
 //! The commands: their words, flags, help, and what they run.
 
+mod cluster;
 mod endpoint;
 mod kv;
 mod txn;
@@ -35,6 +36,7 @@ const COMMANDS: &[Command] = &[
     endpoint::HEALTH,
     endpoint::STATUS,
     endpoint::HASHKV,
+    cluster::MOVE_LEADER,
     Command {
         words: &["version"],
         flags: &[],

@@ -9,6 +9,11 @@ use oxcd_api::mvccpb::KeyValue;
 
 use super::go_quote;
 
+/// A response header.
+pub fn header(out: &mut String, h: &Option<ResponseHeader>) {
+    hdr(out, h)
+}
+
 fn hdr(out: &mut String, h: &Option<ResponseHeader>) {
     let h = (*h).unwrap_or_default();
     out.push_str(&format!(

@@ -8,11 +8,11 @@ pub mod table;
 
 use std::time::Duration;
 
-use oxcd_api::etcdserverpb::HashKvResponse;
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
     DeleteRangeResponse, PutResponse, RangeResponse, StatusResponse, TxnResponse,
 };
+use oxcd_api::etcdserverpb::{HashKvResponse, MoveLeaderResponse};
 use oxcd_api::mvccpb::KeyValue;
 use prost::Message;
 
@@ -304,6 +304,28 @@ impl Printer {
                 s
             }
             Format::Protobuf => return Err("protobuf is not supported for endpoint status".into()),
+        };
+        Ok(Out::text(s))
+    }
+
+    /// `move-leader`.
+    pub fn move_leader(&self, from: u64, to: u64, r: &MoveLeaderResponse) -> Result<Out, String> {
+        let s = match self.format {
+            Format::Simple | Format::Table => {
+                format!("Leadership transferred from {from:x} to {to:x}\n")
+            }
+            Format::Json => format!(
+                "{}\n",
+                json::Obj::default()
+                    .raw("header", json::header(&r.header))
+                    .done()
+            ),
+            Format::Fields => {
+                let mut s = String::new();
+                fields::header(&mut s, &r.header);
+                s
+            }
+            Format::Protobuf => return Ok(Self::pb(r)),
         };
         Ok(Out::text(s))
     }

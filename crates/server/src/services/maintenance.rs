@@ -2,11 +2,14 @@
 
 use std::sync::Arc;
 
+use oxcd_api::errors::EtcdError;
+
 use oxcd_api::etcdserverpb::maintenance_server::Maintenance;
 use oxcd_api::etcdserverpb::{
     AlarmRequest, AlarmResponse, HashKvRequest, HashKvResponse, HashRequest, HashResponse,
     StatusRequest, StatusResponse,
 };
+use oxcd_api::etcdserverpb::{MoveLeaderRequest, MoveLeaderResponse};
 use tonic::{Request, Response, Status};
 
 use crate::member::Member;
@@ -68,6 +71,35 @@ impl Maintenance for MaintenanceService {
         Ok(Response::new(HashResponse {
             header: Some(m.header(m.store.current_rev())),
             hash,
+        }))
+    }
+
+    async fn move_leader(
+        &self,
+        req: Request<MoveLeaderRequest>,
+    ) -> Result<Response<MoveLeaderResponse>, Status> {
+        let m = &self.member;
+        let target = req.into_inner().target_id;
+        if m.raft.status().leader() != m.id.member_id {
+            return Err(EtcdError::NotLeader.into());
+        }
+        if !m.id.members.iter().any(|x| x.id == target) {
+            return Err(EtcdError::BadLeaderTransferee.into());
+        }
+        if target != m.id.member_id {
+            m.raft
+                .transfer_leader(target)
+                .map_err(|_| Status::from(EtcdError::Stopped))?;
+            let deadline = tokio::time::Instant::now() + m.limits.request_timeout;
+            while m.raft.status().leader() != target {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(EtcdError::Timeout.into());
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+        Ok(Response::new(MoveLeaderResponse {
+            header: Some(m.header(m.store.current_rev())),
         }))
     }
 
