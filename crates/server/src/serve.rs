@@ -118,6 +118,7 @@ pub async fn run(
         "ready to serve client requests"
     );
     on_ready(bound);
+    tokio::spawn(publish_attributes(member.clone(), stop_rx.clone()));
     let fatal = wait_for_failure(&started.raft_thread, &started.apply_thread);
     let result = tokio::select! {
         _ = shutdown => {
@@ -155,6 +156,30 @@ pub async fn run(
 
 fn stop_member(member: &Arc<Member>) {
     member.raft.stop();
+}
+
+/// Publishes this member's name and client URLs through raft (as etcd does on start),
+/// retrying until it is applied or the member stops.
+async fn publish_attributes(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
+    let attrs = oxcd_api::oxcdpb::MemberAttributes {
+        id: member.id.member_id,
+        name: member.id.name.clone(),
+        client_urls: member.id.client_urls.clone(),
+    };
+    loop {
+        let op = oxcd_api::oxcdpb::internal_request::Op::MemberAttributes(attrs.clone());
+        match member.propose(op).await {
+            Ok(_) => {
+                tracing::info!(client_urls = ?attrs.client_urls, "published local member to cluster");
+                return;
+            }
+            Err(e) => tracing::warn!("failed to publish local member to cluster: {e}; retrying"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
 }
 
 /// Waits until a leader is known and everything committed at start is applied.

@@ -77,6 +77,33 @@ async fn three_members_replicate_and_survive_losing_the_leader() {
         "one cluster id: {cluster_ids:?}"
     );
 
+    // Each member publishes its client URLs through raft; every member lists them all.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for m in &members {
+        let mut c = m.client().await;
+        loop {
+            let list = c.member_list().await.expect("member list");
+            let urls: Vec<String> = list
+                .members()
+                .iter()
+                .flat_map(|x| x.client_urls().to_vec())
+                .collect();
+            if urls.len() == 3 {
+                let mut expected: Vec<String> = members.iter().map(|x| x.endpoint()).collect();
+                let mut got = urls.clone();
+                expected.sort();
+                got.sort();
+                assert_eq!(got, expected);
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "client URLs not published: {urls:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     // Writes through any member, linearizable reads on every member.
     for (i, m) in members.iter().enumerate() {
         let mut c = m.client().await;

@@ -19,6 +19,9 @@ pub const META_CONSISTENT_TERM: &str = "consistent_term";
 pub const META_FINISHED_COMPACT: &str = "finishedCompactRev";
 /// Revision of the last scheduled compaction (revision bytes).
 pub const META_SCHEDULED_COMPACT: &str = "scheduledCompactRev";
+/// Prefix of the published attributes of each member: `member_attributes/<id hex>` ->
+/// encoded `oxcdpb.MemberAttributes`.
+pub const META_MEMBER_ATTRIBUTES_PREFIX: &str = "member_attributes/";
 /// Raft conf state of the applied log (encoded by oxcd-raft).
 pub const META_CONF_STATE: &str = "conf_state";
 

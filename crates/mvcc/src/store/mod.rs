@@ -245,6 +245,26 @@ impl Store {
         Ok(h)
     }
 
+    /// Every meta value whose key starts with `prefix`, in key order.
+    pub fn read_meta_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let tx = self.backend.begin_read()?;
+        let meta = tx
+            .open_table(schema::META)
+            .map_err(|e| self.backend.err(e))?;
+        let mut out = Vec::new();
+        for row in meta
+            .range::<&str>(prefix..)
+            .map_err(|e| self.backend.err(e))?
+        {
+            let (k, v) = row.map_err(|e| self.backend.err(e))?;
+            if !k.value().starts_with(prefix) {
+                break;
+            }
+            out.push((k.value().to_string(), v.value().to_vec()));
+        }
+        Ok(out)
+    }
+
     /// Starts a batch of writes (the apply path's unit of backend commit).
     pub fn begin_apply(&self) -> Result<ApplyBatch<'_>> {
         let tx = self.backend.begin_write()?;
@@ -338,6 +358,18 @@ impl<'s> ApplyBatch<'s> {
             .map_err(|e| backend.err(e))?;
         meta.insert(schema::META_SCHEDULED_COMPACT, rev_bytes.as_slice())
             .map_err(|e| backend.err(e))?;
+        Ok(())
+    }
+
+    /// Writes a meta value in this batch (replicated state outside the key space, such
+    /// as member attributes).
+    pub fn put_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        let backend = &self.store.backend;
+        let mut meta = self
+            .tx
+            .open_table(schema::META)
+            .map_err(|e| backend.err(e))?;
+        meta.insert(key, value).map_err(|e| backend.err(e))?;
         Ok(())
     }
 

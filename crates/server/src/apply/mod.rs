@@ -27,6 +27,8 @@ pub enum Applied {
     Txn(TxnResponse),
     /// A compaction.
     Compaction(CompactionResponse),
+    /// A member's published attributes were recorded.
+    MemberAttributes,
 }
 
 /// Why applying failed.
@@ -65,6 +67,17 @@ fn storage_err(e: MvccError) -> ApplyError {
 pub fn apply(batch: &mut ApplyBatch<'_>, op: &Op) -> Result<Applied, ApplyError> {
     match op {
         Op::Compaction(c) => compact(batch, c),
+        Op::MemberAttributes(a) => {
+            let key = format!(
+                "{}{:016x}",
+                oxcd_storage::schema::META_MEMBER_ATTRIBUTES_PREFIX,
+                a.id
+            );
+            batch
+                .put_meta(&key, &prost::Message::encode_to_vec(a))
+                .map_err(storage_err)?;
+            Ok(Applied::MemberAttributes)
+        }
         Op::Put(p) => in_txn(batch, |txn| {
             check_put(txn, p)
                 .and_then(|_| put(txn, p))

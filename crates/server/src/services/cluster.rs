@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use oxcd_api::etcdserverpb::cluster_server::Cluster;
 use oxcd_api::etcdserverpb::{Member as PbMember, MemberListRequest, MemberListResponse};
+use oxcd_api::oxcdpb::MemberAttributes;
+use prost::Message as _;
 use tonic::{Request, Response, Status};
 
 use crate::member::Member;
@@ -27,21 +29,26 @@ impl Cluster for ClusterService {
         _req: Request<MemberListRequest>,
     ) -> Result<Response<MemberListResponse>, Status> {
         let m = &self.member;
+        let published = published_attributes(m);
         let members =
             m.id.members
                 .iter()
                 .map(|x| {
-                    // Client URLs are known for this member; others' come with member attributes.
-                    let client = if x.id == m.id.member_id {
+                    let attrs = published.get(&x.id);
+                    let client_ur_ls = if x.id == m.id.member_id {
                         m.id.client_urls.clone()
                     } else {
-                        x.client_urls.clone()
+                        attrs
+                            .map(|a| a.client_urls.clone())
+                            .unwrap_or_else(|| x.client_urls.clone())
                     };
                     PbMember {
                         id: x.id,
-                        name: x.name.clone(),
+                        name: attrs
+                            .map(|a| a.name.clone())
+                            .unwrap_or_else(|| x.name.clone()),
                         peer_ur_ls: x.peer_urls.clone(),
-                        client_ur_ls: client,
+                        client_ur_ls,
                         is_learner: false,
                     }
                 })
@@ -51,4 +58,17 @@ impl Cluster for ClusterService {
             members,
         }))
     }
+}
+
+/// The attributes members have published through raft, by member id.
+fn published_attributes(m: &Member) -> std::collections::HashMap<u64, MemberAttributes> {
+    let prefix = oxcd_storage::schema::META_MEMBER_ATTRIBUTES_PREFIX;
+    let rows = m.store.read_meta_prefix(prefix).unwrap_or_else(|e| {
+        tracing::warn!("cannot read member attributes: {e}");
+        Vec::new()
+    });
+    rows.into_iter()
+        .filter_map(|(_, v)| MemberAttributes::decode(v.as_slice()).ok())
+        .map(|a| (a.id, a))
+        .collect()
 }

@@ -22,7 +22,9 @@ impl InProc {
     /// Starts a member in `data_dir` on a free loopback port.
     pub async fn start(data_dir: PathBuf, tweak: impl FnOnce(&mut Settings)) -> InProc {
         let mut s = Settings::new("default", data_dir.clone());
-        s.listen_client_urls = vec!["http://127.0.0.1:0".into()];
+        let url = format!("http://127.0.0.1:{}", free_port());
+        s.listen_client_urls = vec![url.clone()];
+        s.advertise_client_urls = vec![url];
         s.heartbeat = std::time::Duration::from_millis(10);
         s.election_timeout = std::time::Duration::from_millis(100);
         tweak(&mut s);
