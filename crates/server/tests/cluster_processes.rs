@@ -210,3 +210,155 @@ async fn kill_9_the_leader_under_load() {
     );
     assert_eq!(lost, 0, "acknowledged writes lost");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lose_two_of_three_then_recover_without_an_operator() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = plan();
+    let mut procs = start_all(dir.path(), &p);
+    let urls: Vec<String> = procs.iter().map(|x| x.url.clone()).collect();
+    let mut c = Client::connect([urls[0].clone()], None)
+        .await
+        .expect("connect");
+    for i in 0..50 {
+        c.put(format!("before/{i:02}"), "v", None)
+            .await
+            .expect("put");
+    }
+    let ids_before: Vec<u64> = member_ids(&urls).await;
+    // kill -9 two members; member 0 survives alone.
+    for mut x in procs.drain(1..) {
+        x.child.kill().expect("kill -9");
+        let _ = x.child.wait();
+    }
+    // Writes and linearizable reads fail, within the request timeout (5 s + 2 election
+    // timeouts), with etcd's errors; they never hang.
+    let bound =
+        Duration::from_secs(5) + 2 * Duration::from_millis(ELECTION_MS) + Duration::from_secs(2);
+    let t = Instant::now();
+    let put = c
+        .put("during", "x", None)
+        .await
+        .expect_err("no quorum: the write must fail");
+    assert!(t.elapsed() < bound, "write took {:?}", t.elapsed());
+    let t = Instant::now();
+    let get = c
+        .get("before/00", None)
+        .await
+        .expect_err("no quorum: the linearizable read must fail");
+    assert!(t.elapsed() < bound, "read took {:?}", t.elapsed());
+    for e in [&put, &get] {
+        let s = e.to_string();
+        assert!(
+            s.contains("etcdserver: request timed out") || s.contains("etcdserver: no leader"),
+            "unexpected error: {s}"
+        );
+    }
+    eprintln!("without quorum: put -> {put}; linearizable get -> {get}");
+    // Serializable reads on the survivor still answer, from its own data.
+    let r = c
+        .get(
+            "before/",
+            Some(GetOptions::new().with_prefix().with_serializable()),
+        )
+        .await
+        .expect("serializable");
+    assert_eq!(r.count(), 50);
+    // The two come back with their data dirs: the cluster heals by itself.
+    let t = Instant::now();
+    let pending: Vec<_> = (1..3)
+        .map(|i| {
+            OxcdProcess::spawn(
+                &dir.path().join(format!("m{i}")),
+                p.client_ports[i],
+                &flags(&p, i),
+            )
+        })
+        .collect();
+    procs.extend(pending.into_iter().map(|x| x.wait_ready()));
+    c.put("after", "healed", None)
+        .await
+        .expect("writes work again");
+    eprintln!(
+        "quorum restored and writing again {:?} after restarting the two members",
+        t.elapsed()
+    );
+    for u in &urls {
+        let mut cu = Client::connect([u.clone()], None).await.expect("connect");
+        let r = cu
+            .get("before/", Some(GetOptions::new().with_prefix()))
+            .await
+            .expect("get");
+        assert_eq!(r.count(), 50, "acknowledged data on {u}");
+    }
+    assert_eq!(
+        member_ids(&urls).await,
+        ids_before,
+        "members kept their identity"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_all_start_all_keeps_identity_and_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = plan();
+    let procs = start_all(dir.path(), &p);
+    let urls: Vec<String> = procs.iter().map(|x| x.url.clone()).collect();
+    let mut c = Client::connect([urls[1].clone()], None)
+        .await
+        .expect("connect");
+    for i in 0..100 {
+        c.put(format!("k/{i:03}"), format!("{i}"), None)
+            .await
+            .expect("put");
+    }
+    let ids = member_ids(&urls).await;
+    let cluster = c
+        .status()
+        .await
+        .expect("status")
+        .header()
+        .expect("h")
+        .cluster_id();
+    let before = contents(&urls[0]).await;
+    drop(c);
+    drop(procs); // SIGKILL all three
+    let procs = start_all(dir.path(), &p);
+    let mut c = Client::connect([urls[2].clone()], None)
+        .await
+        .expect("connect");
+    c.get("sync", None).await.expect("linearizable read");
+    assert_eq!(
+        c.status()
+            .await
+            .expect("status")
+            .header()
+            .expect("h")
+            .cluster_id(),
+        cluster
+    );
+    assert_eq!(member_ids(&urls).await, ids);
+    for u in &urls {
+        let mut cu = Client::connect([u.clone()], None).await.expect("connect");
+        cu.get("sync", None).await.expect("linearizable read");
+        assert_eq!(contents(u).await, before, "data on {u}");
+    }
+    drop(procs);
+}
+
+/// Each member's id, in URL order.
+async fn member_ids(urls: &[String]) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for u in urls {
+        let mut c = Client::connect([u.clone()], None).await.expect("connect");
+        ids.push(
+            c.status()
+                .await
+                .expect("status")
+                .header()
+                .expect("h")
+                .member_id(),
+        );
+    }
+    ids
+}
