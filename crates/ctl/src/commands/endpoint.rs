@@ -163,38 +163,61 @@ async fn futures_join<F: std::future::Future<Output = Health>>(
     out
 }
 
+/// Asks every endpoint on its own with `ask`; returns the answers and etcdctl's
+/// "Failed to get the <what> of endpoint ..." lines for those that failed.
+async fn per_endpoint<T, F>(
+    ctx: &Ctx,
+    what: &str,
+    ask: F,
+) -> Result<(Vec<(String, T)>, String), Fail>
+where
+    F: AsyncFn(&Ctx, &oxcd_client::Client) -> Result<T, Fail>,
+{
+    let mut list = Vec::new();
+    let mut failed = String::new();
+    for ep in &endpoints(ctx).await? {
+        let one = single(ctx, ep);
+        let res = match one.client().await {
+            Ok(c) => ask(&one, &c).await,
+            Err(e) => Err(e),
+        };
+        match res {
+            Ok(x) => list.push((ep.clone(), x)),
+            Err(e) => failed.push_str(&format!(
+                "Failed to get the {what} of endpoint {ep} ({})\n",
+                e.msg
+            )),
+        }
+    }
+    Ok((list, failed))
+}
+
+/// Prints what was answered; with failures the exit code is 1 and no "Error:" line
+/// follows (the failure lines already said it), as etcdctl does.
+fn finish(printed: Result<Out, String>, failed: String) -> Result<Out, Fail> {
+    let mut out = printed.map_err(|e| Fail::new(exit::BAD_FEATURE, e))?;
+    if failed.is_empty() {
+        return Ok(out);
+    }
+    out.stderr = failed + &out.stderr;
+    Err(Fail {
+        code: exit::ERROR,
+        msg: String::new(),
+        partial: out,
+    })
+}
+
 fn status(ctx: Ctx) -> Run {
     Box::pin(async move {
-        let eps = endpoints(&ctx).await?;
-        let mut list = Vec::new();
-        let mut failed = String::new();
-        for ep in &eps {
-            let one = single(&ctx, ep);
-            let res = match one.client().await {
-                Ok(c) => one.timed(c.maintenance().status(StatusRequest {})).await,
-                Err(e) => Err(e),
-            };
-            match res {
-                Ok(s) => list.push((ep.clone(), s)),
-                Err(e) => failed.push_str(&format!(
-                    "Failed to get the status of endpoint {ep} ({})\n",
-                    e.msg
-                )),
-            }
-        }
-        let mut out = ctx
-            .printer
-            .status(&list)
-            .map_err(|e| Fail::new(exit::BAD_FEATURE, e))?;
-        if !failed.is_empty() {
-            out.stderr = failed + &out.stderr;
-            return Err(Fail {
-                code: exit::ERROR,
-                msg: String::new(),
-                partial: out,
-            });
-        }
-        Ok::<Out, Fail>(out)
+        let (list, failed) = per_endpoint(
+            &ctx,
+            "status",
+            async |one: &Ctx, c: &oxcd_client::Client| {
+                one.timed(c.maintenance().status(StatusRequest {})).await
+            },
+        )
+        .await?;
+        finish(ctx.printer.status(&list), failed)
     })
 }
 
@@ -209,38 +232,12 @@ fn hashkv(ctx: Ctx) -> Run {
                 ),
             )
         })?;
-        let eps = endpoints(&ctx).await?;
-        let mut list = Vec::new();
-        let mut failed = String::new();
-        for ep in &eps {
-            let one = single(&ctx, ep);
-            let res = match one.client().await {
-                Ok(c) => {
-                    one.timed(c.maintenance().hash_kv(HashKvRequest { revision: rev }))
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            match res {
-                Ok(h) => list.push((ep.clone(), h)),
-                Err(e) => failed.push_str(&format!(
-                    "Failed to get the hash of endpoint {ep} ({})\n",
-                    e.msg
-                )),
-            }
-        }
-        let mut out = ctx
-            .printer
-            .hashkv(&list)
-            .map_err(|e| Fail::new(exit::BAD_FEATURE, e))?;
-        if !failed.is_empty() {
-            out.stderr = failed + &out.stderr;
-            return Err(Fail {
-                code: exit::ERROR,
-                msg: String::new(),
-                partial: out,
-            });
-        }
-        Ok::<Out, Fail>(out)
+        let (list, failed) =
+            per_endpoint(&ctx, "hash", async |one: &Ctx, c: &oxcd_client::Client| {
+                one.timed(c.maintenance().hash_kv(HashKvRequest { revision: rev }))
+                    .await
+            })
+            .await?;
+        finish(ctx.printer.hashkv(&list), failed)
     })
 }
