@@ -85,6 +85,7 @@ pub fn start(s: &Settings) -> Result<Started, StartError> {
             cluster.cluster_id,
             &cluster.peers(),
             raft_slot.clone(),
+            s.peer_faults.clone(),
         ))
     } else {
         Box::new(NoPeers)

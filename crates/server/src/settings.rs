@@ -40,6 +40,8 @@ pub struct Settings {
     pub max_wals: usize,
     /// `--quota-backend-bytes` (0: etcd's default of 2 GiB).
     pub quota_backend_bytes: i64,
+    /// Cut peer links (partition tests only; never set by the binary).
+    pub peer_faults: Option<crate::peer::transport::PeerFaults>,
 }
 
 impl Settings {
@@ -63,6 +65,7 @@ impl Settings {
             pre_vote: true,
             max_wals: 5,
             quota_backend_bytes: 0,
+            peer_faults: None,
         }
     }
 

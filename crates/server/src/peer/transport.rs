@@ -22,10 +22,43 @@ use super::{CLUSTER_ID_KEY, FROM_KEY};
 /// Messages queued per peer before new ones are dropped.
 const QUEUE: usize = 4096;
 
+/// Links to cut, for partition tests: messages from `from` to `to` are dropped as a
+/// network partition would drop them. The server binary never sets one.
+#[derive(Debug, Clone, Default)]
+pub struct PeerFaults {
+    blocked: Arc<std::sync::RwLock<std::collections::HashSet<(u64, u64)>>>,
+}
+
+impl PeerFaults {
+    /// Cuts both directions between `a` and `b`.
+    pub fn cut(&self, a: u64, b: u64) {
+        let mut set = self.blocked.write().unwrap_or_else(|p| p.into_inner());
+        set.insert((a, b));
+        set.insert((b, a));
+    }
+
+    /// Restores every link.
+    pub fn heal(&self) {
+        self.blocked
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    fn is_cut(&self, from: u64, to: u64) -> bool {
+        self.blocked
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&(from, to))
+    }
+}
+
 /// Sends raft messages to peers.
 pub struct PeerTransport {
+    me: u64,
     queues: HashMap<u64, mpsc::Sender<Message>>,
     raft: Arc<OnceLock<RaftHandle>>,
+    faults: Option<PeerFaults>,
 }
 
 impl PeerTransport {
@@ -36,6 +69,7 @@ impl PeerTransport {
         cluster_id: u64,
         peers: &HashMap<u64, String>,
         raft: Arc<OnceLock<RaftHandle>>,
+        faults: Option<PeerFaults>,
     ) -> PeerTransport {
         let mut queues = HashMap::new();
         for (&id, url) in peers {
@@ -43,7 +77,12 @@ impl PeerTransport {
             queues.insert(id, tx);
             tokio::spawn(peer_loop(me, cluster_id, id, url.clone(), rx, raft.clone()));
         }
-        PeerTransport { queues, raft }
+        PeerTransport {
+            me,
+            queues,
+            raft,
+            faults,
+        }
     }
 
     fn unreachable(&self, id: u64) {
@@ -57,6 +96,9 @@ impl Transport for PeerTransport {
     fn send(&mut self, msgs: Vec<Message>) {
         for m in msgs {
             let to = m.to;
+            if self.faults.as_ref().is_some_and(|f| f.is_cut(self.me, to)) {
+                continue;
+            }
             match self.queues.get(&to) {
                 Some(q) => {
                     if q.try_send(m).is_err() {
