@@ -238,7 +238,7 @@ async fn oxcdctl_prints_what_etcdctl_prints() {
         );
         assert_eq!(
             (code, err.as_str()),
-            (2, "Error: context deadline exceeded\n")
+            (1, "Error: context deadline exceeded\n")
         );
     })
     .await

@@ -1,19 +1,21 @@
 //! `move-leader`: hand leadership to another member, asking the current leader.
 
-use oxcd_api::etcdserverpb::{MoveLeaderRequest, StatusRequest};
-
 use super::{Command, Run};
-use crate::{Ctx, Fail, exit};
+use crate::session::Ctx;
+use crate::{Fail, exit, goparse};
 
 /// `move-leader <transferee-member-id>`.
 pub const MOVE_LEADER: Command = Command {
-    words: &["move-leader"],
+    path: &["move-leader"],
+    use_: "move-leader <transferee-member-id>",
+    short: "Transfers leadership to another etcd cluster member.",
+    long: "",
     flags: &[],
-    help: "move-leader - Transfers leadership to another etcd cluster member.\n\nUSAGE:\n\toxcdctl move-leader <transferee-member-id>\n",
-    run: move_leader,
+    persistent: &[],
+    run: Some(move_leader),
 };
 
-fn move_leader(ctx: Ctx) -> Run {
+fn move_leader(mut ctx: Ctx) -> Run {
     Box::pin(async move {
         let args = &ctx.flags.args;
         if args.len() != 1 {
@@ -22,26 +24,15 @@ fn move_leader(ctx: Ctx) -> Run {
                 "move-leader command needs 1 argument",
             ));
         }
-        let target = u64::from_str_radix(&args[0], 16).map_err(|e| {
-            Fail::new(
-                exit::BAD_ARGS,
-                format!("strconv.ParseUint: parsing {:?}: {e}", args[0]),
-            )
-        })?;
-        let eps = ctx.endpoints();
-        for ep in &eps {
-            let one = super::endpoint::single(&ctx, ep);
-            let c = one.client().await?;
-            let st = one.timed(c.maintenance().status(StatusRequest {})).await?;
+        let target = goparse::parse_uint(&args[0], 16).map_err(|e| Fail::new(exit::BAD_ARGS, e))?;
+        let s = ctx.session()?;
+        for ep in &s.endpoints {
+            let c = s.client_for(std::slice::from_ref(ep)).await?;
+            let st = c.status().await?;
             let me = st.header.as_ref().map(|h| h.member_id).unwrap_or(0);
-            if me != 0 && me == st.leader {
-                let resp = one
-                    .timed(
-                        c.maintenance()
-                            .move_leader(MoveLeaderRequest { target_id: target }),
-                    )
-                    .await?;
-                return ctx
+            if me == st.leader {
+                let resp = c.move_leader(target).await?;
+                return s
                     .printer
                     .move_leader(me, target, &resp)
                     .map_err(|e| Fail::new(exit::BAD_FEATURE, e));
@@ -49,7 +40,7 @@ fn move_leader(ctx: Ctx) -> Run {
         }
         Err(Fail::new(
             exit::BAD_ARGS,
-            format!("no leader endpoint given at [{}]", eps.join(" ")),
+            format!("no leader endpoint given at [{}]", s.endpoints.join(" ")),
         ))
     })
 }

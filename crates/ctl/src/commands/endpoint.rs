@@ -1,141 +1,150 @@
-//! `endpoint health` and `endpoint status`, each endpoint asked on its own.
+//! `endpoint health`, `endpoint status` and `endpoint hashkv`: each endpoint asked on its
+//! own; `--cluster` asks every member's client URLs instead of `--endpoints`.
 
 use std::time::Instant;
 
-use oxcd_api::etcdserverpb::HashKvRequest;
-use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
-use oxcd_api::etcdserverpb::{
-    AlarmRequest, AlarmType, MemberListRequest, RangeRequest, StatusRequest,
-};
+use oxcd_api::errors::EtcdError;
+use oxcd_client::{Client, ConnectOptions};
+use tokio::task::JoinSet;
 
 use super::{Command, Run};
-use crate::args::boolean;
+use crate::args::{boolean, int64};
 use crate::output::{Health, Out};
-use crate::{Ctx, Fail, exit};
+use crate::session::{Ctx, Session};
+use crate::{Fail, exit};
+
+/// `endpoint`: prints its help.
+pub const GROUP: Command = Command {
+    path: &["endpoint"],
+    use_: "endpoint <subcommand>",
+    short: "Endpoint related commands",
+    long: "",
+    flags: &[],
+    persistent: &[boolean(
+        "cluster",
+        "use all endpoints from the cluster member list",
+    )],
+    run: None,
+};
 
 /// `endpoint health`.
 pub const HEALTH: Command = Command {
-    words: &["endpoint", "health"],
-    flags: &[boolean("cluster")],
-    help: "endpoint health - Checks the healthiness of endpoints specified in `--endpoints` flag\n\nOPTIONS:\n  --cluster  use all endpoints from the cluster member list\n",
-    run: health,
+    path: &["endpoint", "health"],
+    use_: "health",
+    short: "Checks the healthiness of endpoints specified in `--endpoints` flag",
+    long: "",
+    flags: &[],
+    persistent: &[],
+    run: Some(health),
 };
 
 /// `endpoint status`.
 pub const STATUS: Command = Command {
-    words: &["endpoint", "status"],
-    flags: &[boolean("cluster")],
-    help: "endpoint status - Prints out the status of endpoints specified in `--endpoints` flag\n\nOPTIONS:\n  --cluster  use all endpoints from the cluster member list\n",
-    run: status,
+    path: &["endpoint", "status"],
+    use_: "status",
+    short: "Prints out the status of endpoints specified in `--endpoints` flag",
+    long: "
+When --write-out is set to simple, this command prints out comma-separated status lists for each endpoint.
+The items in the lists are endpoint, ID, version, db size, is leader, is learner, raft term, raft index, raft applied index, errors.
+",
+    flags: &[],
+    persistent: &[],
+    run: Some(status),
 };
 
 /// `endpoint hashkv`.
 pub const HASHKV: Command = Command {
-    words: &["endpoint", "hashkv"],
-    flags: &[boolean("cluster"), crate::args::value("rev", "0")],
-    help: "endpoint hashkv - Prints the KV history hash for each endpoint in --endpoints\n\nOPTIONS:\n  --cluster  use all endpoints from the cluster member list\n  --rev=0  maximum revision to hash (default: all revisions)\n",
-    run: hashkv,
+    path: &["endpoint", "hashkv"],
+    use_: "hashkv",
+    short: "Prints the KV history hash for each endpoint in --endpoints",
+    long: "",
+    flags: &[int64(
+        "rev",
+        "maximum revision to hash (default: all revisions)",
+    )],
+    persistent: &[],
+    run: Some(hashkv),
 };
 
-/// The endpoints to ask: the flag's, or every member's client URLs with `--cluster`.
-async fn endpoints(ctx: &Ctx) -> Result<Vec<String>, Fail> {
+/// The endpoints to ask: `--endpoints`, or with `--cluster` every member's client URLs
+/// (asked without credentials, as etcdctl: listing members needs none).
+async fn endpoints(ctx: &Ctx, s: &Session) -> Result<Vec<String>, Fail> {
     if !ctx.flags.flag("cluster") {
-        return Ok(ctx.endpoints());
+        return Ok(s.endpoints.clone());
     }
-    let c = ctx.client().await?;
-    let members = ctx
-        .timed(c.cluster().member_list(MemberListRequest {
-            linearizable: false,
-        }))
-        .await?;
-    let mut eps: Vec<String> = members
+    let opts = ConnectOptions {
+        credentials: None,
+        ..s.conn.clone()
+    };
+    let members = match Client::connect(&s.endpoints, &opts).await {
+        Ok(c) => c.member_list(false).await,
+        Err(e) => Err(e),
+    }
+    .map_err(|e| {
+        Fail::new(
+            exit::ERROR,
+            format!("failed to fetch endpoints from etcd cluster member list: {e}"),
+        )
+    })?;
+    Ok(members
         .members
         .into_iter()
         .flat_map(|m| m.client_ur_ls)
-        .collect();
-    eps.dedup();
-    Ok(eps)
+        .collect())
 }
 
-/// A context that talks to `ep` only.
-pub fn single(ctx: &Ctx, ep: &str) -> Ctx {
-    let mut flags =
-        crate::args::parse(&[format!("--endpoints={ep}")], crate::GLOBAL).unwrap_or_default();
-    flags.set_if_unset("endpoints", ep.to_string());
-    Ctx {
-        flags,
-        printer: ctx.printer,
-        conn: ctx.conn.clone(),
-    }
-}
-
-async fn check(ctx: &Ctx, ep: &str) -> Health {
-    let one = single(ctx, ep);
+/// One endpoint's health: a linearizable get of `health` (permission denied counts as
+/// healthy: the request went through consensus).
+async fn check(ep: String, opts: ConnectOptions) -> Health {
     let start = Instant::now();
     let mut h = Health {
-        endpoint: ep.to_string(),
+        endpoint: ep.clone(),
         healthy: false,
-        took: Default::default(),
+        took: None,
         error: String::new(),
     };
-    let c = match one.client().await {
+    let c = match Client::connect(std::slice::from_ref(&ep), &opts).await {
         Ok(c) => c,
+        Err(e @ oxcd_client::Error::DeadlineExceeded) => {
+            h.took = Some(start.elapsed());
+            h.error = e.to_string();
+            return h;
+        }
         Err(e) => {
-            h.took = start.elapsed();
-            h.error = e.msg;
+            h.error = e.to_string();
             return h;
         }
     };
-    let got = one
-        .timed(c.kv().range(RangeRequest {
-            key: b"health".to_vec(),
-            ..Default::default()
-        }))
-        .await;
-    h.took = start.elapsed();
+    let start = Instant::now();
+    let got = c.get("health").await;
+    h.took = Some(start.elapsed());
     match got {
         Ok(_) => h.healthy = true,
-        Err(e) if e.msg == oxcd_api::errors::EtcdError::PermissionDenied.message() => {
+        Err(e)
+            if e.status()
+                .is_some_and(|s| s.message() == EtcdError::PermissionDenied.message()) =>
+        {
             h.healthy = true
         }
-        Err(e) => h.error = e.msg,
-    }
-    if h.healthy {
-        let alarms = one
-            .timed(c.maintenance().alarm(AlarmRequest {
-                action: AlarmAction::Get as i32,
-                member_id: 0,
-                alarm: 0,
-            }))
-            .await;
-        match alarms {
-            Ok(a) if !a.alarms.is_empty() => {
-                h.healthy = false;
-                h.error = "Active Alarm(s): ".to_string();
-                for al in a.alarms {
-                    h.error.push_str(match AlarmType::try_from(al.alarm) {
-                        Ok(AlarmType::Nospace) => "NOSPACE ",
-                        Ok(AlarmType::Corrupt) => "CORRUPT ",
-                        _ => "UNKNOWN ",
-                    });
-                }
-            }
-            Ok(_) => {}
-            Err(_) => {
-                h.healthy = false;
-                h.error = "Unable to fetch the alarm list".into();
-            }
-        }
+        Err(e) => h.error = e.to_string(),
     }
     h
 }
 
-fn health(ctx: Ctx) -> Run {
+fn health(mut ctx: Ctx) -> Run {
     Box::pin(async move {
-        let eps = endpoints(&ctx).await?;
-        let checks = eps.iter().map(|ep| check(&ctx, ep));
-        let list: Vec<Health> = futures_join(checks).await;
-        let out = ctx
+        let s = ctx.session()?;
+        let eps = endpoints(&ctx, &s).await?;
+        let mut set = JoinSet::new();
+        for ep in eps {
+            set.spawn(check(ep, s.conn.clone()));
+        }
+        // As etcdctl: in the order the answers come.
+        let mut list = Vec::new();
+        while let Some(h) = set.join_next().await {
+            list.push(h.map_err(|e| Fail::new(exit::ERROR, e.to_string()))?);
+        }
+        let out = s
             .printer
             .health(&list)
             .map_err(|e| Fail::new(exit::BAD_FEATURE, e))?;
@@ -148,96 +157,81 @@ fn health(ctx: Ctx) -> Run {
     })
 }
 
-/// Runs the checks concurrently, keeping the endpoints' order.
-async fn futures_join<F: std::future::Future<Output = Health>>(
-    fs: impl Iterator<Item = F>,
-) -> Vec<Health> {
-    let mut set = Vec::new();
-    for f in fs {
-        set.push(f);
-    }
-    let mut out = Vec::with_capacity(set.len());
-    for f in set {
-        out.push(f.await);
-    }
-    out
-}
-
-/// Asks every endpoint on its own with `ask`; returns the answers and etcdctl's
-/// "Failed to get the <what> of endpoint ..." lines for those that failed.
+/// Asks each endpoint with `ask`; failures are reported on stderr as
+/// `Failed to get the <what> of endpoint <ep> (<error>)` and the rest printed.
 async fn per_endpoint<T, F>(
-    ctx: &Ctx,
+    s: &Session,
+    eps: &[String],
     what: &str,
-    ask: F,
-) -> Result<(Vec<(String, T)>, String), Fail>
+    ask: impl Fn(Client) -> F,
+) -> (Vec<(String, T)>, String, Option<Fail>)
 where
-    F: AsyncFn(&Ctx, &oxcd_client::Client) -> Result<T, Fail>,
+    F: Future<Output = Result<T, oxcd_client::Error>>,
 {
     let mut list = Vec::new();
     let mut failed = String::new();
-    for ep in &endpoints(ctx).await? {
-        let one = single(ctx, ep);
-        let res = match one.client().await {
-            Ok(c) => ask(&one, &c).await,
+    let mut last = None;
+    for ep in eps {
+        let res = match s.client_for(std::slice::from_ref(ep)).await {
+            Ok(c) => ask(c).await.map_err(Fail::from),
             Err(e) => Err(e),
         };
         match res {
-            Ok(x) => list.push((ep.clone(), x)),
-            Err(e) => failed.push_str(&format!(
-                "Failed to get the {what} of endpoint {ep} ({})\n",
-                e.msg
-            )),
+            Ok(r) => list.push((ep.clone(), r)),
+            Err(e) => {
+                let msg = e.msg.clone().unwrap_or_default();
+                failed.push_str(&format!(
+                    "Failed to get the {what} of endpoint {ep} ({msg})\n"
+                ));
+                last = Some(e);
+            }
         }
     }
-    Ok((list, failed))
+    (list, failed, last)
 }
 
-/// Prints what was answered; with failures the exit code is 1 and no "Error:" line
-/// follows (the failure lines already said it), as etcdctl does.
-fn finish(printed: Result<Out, String>, failed: String) -> Result<Out, Fail> {
-    let mut out = printed.map_err(|e| Fail::new(exit::BAD_FEATURE, e))?;
-    if failed.is_empty() {
-        return Ok(out);
-    }
-    out.stderr = failed + &out.stderr;
-    Err(Fail {
-        code: exit::ERROR,
-        msg: String::new(),
-        partial: out,
+fn status(mut ctx: Ctx) -> Run {
+    Box::pin(async move {
+        let s = ctx.session()?;
+        let eps = endpoints(&ctx, &s).await?;
+        let (list, failed, last) =
+            per_endpoint(&s, &eps, "status", |c| async move { c.status().await }).await;
+        let out = s
+            .printer
+            .status(&list)
+            .map_err(|e| Fail::new(exit::BAD_FEATURE, e))?;
+        let out = Out::err(failed).then(out);
+        match last {
+            // etcdctl exits 1 without an `Error:` line here.
+            Some(_) => {
+                let mut f = Fail::silent(exit::ERROR);
+                f.partial = out;
+                Err(f)
+            }
+            None => Ok::<Out, Fail>(out),
+        }
     })
 }
 
-fn status(ctx: Ctx) -> Run {
+fn hashkv(mut ctx: Ctx) -> Run {
     Box::pin(async move {
-        let (list, failed) = per_endpoint(
-            &ctx,
-            "status",
-            async |one: &Ctx, c: &oxcd_client::Client| {
-                one.timed(c.maintenance().status(StatusRequest {})).await
-            },
-        )
-        .await?;
-        finish(ctx.printer.status(&list), failed)
-    })
-}
-
-fn hashkv(ctx: Ctx) -> Run {
-    Box::pin(async move {
-        let rev: i64 = ctx.flags.get("rev").parse().map_err(|_| {
-            Fail::new(
-                exit::BAD_ARGS,
-                format!(
-                    "invalid argument {:?} for \"--rev\" flag",
-                    ctx.flags.get("rev")
-                ),
-            )
-        })?;
-        let (list, failed) =
-            per_endpoint(&ctx, "hash", async |one: &Ctx, c: &oxcd_client::Client| {
-                one.timed(c.maintenance().hash_kv(HashKvRequest { revision: rev }))
-                    .await
-            })
-            .await?;
-        finish(ctx.printer.hashkv(&list), failed)
+        let rev = ctx.flags.int("rev");
+        let s = ctx.session()?;
+        let eps = endpoints(&ctx, &s).await?;
+        let (list, failed, last) =
+            per_endpoint(&s, &eps, "hash", |c| async move { c.hash_kv(rev).await }).await;
+        let out = s
+            .printer
+            .hashkv(&list)
+            .map_err(|e| Fail::new(exit::BAD_FEATURE, e))?;
+        let out = Out::err(failed).then(out);
+        match last {
+            Some(mut f) => {
+                f.code = exit::ERROR;
+                f.partial = out;
+                Err(f)
+            }
+            None => Ok::<Out, Fail>(out),
+        }
     })
 }

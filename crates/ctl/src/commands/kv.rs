@@ -1,82 +1,140 @@
-//! get, put, del, compaction — with etcdctl's argument rules and messages.
+//! get, put, del, compaction — with etcdctl's argument rules, messages and order of
+//! checks (arguments first, then the client, then the request, then the printer).
 
 use std::io::Read;
 
 use oxcd_api::etcdserverpb::range_request::{SortOrder, SortTarget};
-use oxcd_api::etcdserverpb::{CompactionRequest, DeleteRangeRequest, PutRequest, RangeRequest};
+use oxcd_api::etcdserverpb::{DeleteRangeRequest, PutRequest, RangeRequest};
 use oxcd_client::prefix_end;
 
 use super::{Command, Run};
-use crate::args::{Parsed, Spec, boolean, value};
+use crate::args::{Parsed, Spec, boolean, int64, string};
 use crate::output::Format;
-use crate::{Ctx, Fail, exit};
+use crate::session::Ctx;
+use crate::{Fail, exit, goparse};
 
 const GET_FLAGS: &[Spec] = &[
-    value("consistency", "l"),
-    value("order", ""),
-    value("sort-by", ""),
-    value("limit", "0"),
-    boolean("prefix"),
-    boolean("from-key"),
-    value("rev", "0"),
-    boolean("keys-only"),
-    boolean("count-only"),
-    boolean("print-value-only"),
+    string("consistency", "l", "Linearizable(l) or Serializable(s)"),
+    string(
+        "order",
+        "",
+        "Order of results; ASCEND or DESCEND (ASCEND by default)",
+    ),
+    string(
+        "sort-by",
+        "",
+        "Sort target; CREATE, KEY, MODIFY, VALUE, or VERSION",
+    ),
+    int64("limit", "Maximum number of results"),
+    boolean("prefix", "Get keys with matching prefix"),
+    boolean(
+        "from-key",
+        "Get keys that are greater than or equal to the given key using byte compare",
+    ),
+    int64("rev", "Specify the kv revision"),
+    boolean("keys-only", "Get only the keys"),
+    boolean("count-only", "Get only the count"),
+    boolean(
+        "print-value-only",
+        "Only write values when using the \"simple\" output format",
+    ),
 ];
 
 /// `get [options] <key> [range_end]`.
 pub const GET: Command = Command {
-    words: &["get"],
+    path: &["get"],
+    use_: "get [options] <key> [range_end]",
+    short: "Gets the key or a range of keys",
+    long: "",
     flags: GET_FLAGS,
-    help: "get - Gets the key or a range of keys\n\nUSAGE:\n\toxcdctl get [options] <key> [range_end]\n\nOPTIONS:\n  --consistency=\"l\"  Linearizable(l) or Serializable(s)\n  --from-key  Get keys that are greater than or equal to the given key using byte compare\n  --keys-only  Get only the keys\n  --count-only  Get only the count\n  --limit=0  Maximum number of results\n  --order=\"\"  Order of results; ASCEND or DESCEND (ASCEND by default)\n  --prefix  Get keys with matching prefix\n  --print-value-only  Only write values when using the \"simple\" output format\n  --rev=0  Specify the kv revision\n  --sort-by=\"\"  Sort target; CREATE, KEY, MODIFY, VALUE, or VERSION\n",
-    run: get,
+    persistent: &[],
+    run: Some(get),
 };
 
 const PUT_FLAGS: &[Spec] = &[
-    value("lease", "0"),
-    boolean("prev-kv"),
-    boolean("ignore-value"),
-    boolean("ignore-lease"),
+    string(
+        "lease",
+        "0",
+        "lease ID (in hexadecimal) to attach to the key",
+    ),
+    boolean(
+        "prev-kv",
+        "return the previous key-value pair before modification",
+    ),
+    boolean("ignore-value", "updates the key using its current value"),
+    boolean("ignore-lease", "updates the key using its current lease"),
 ];
 
 /// `put [options] <key> <value>` (value from stdin when omitted).
 pub const PUT: Command = Command {
-    words: &["put"],
+    path: &["put"],
+    use_: "put [options] <key> <value> (<value> can also be given from stdin)",
+    short: "Puts the given key into the store",
+    long: "
+Puts the given key into the store.
+
+When <value> begins with '-', <value> is interpreted as a flag.
+Insert '--' for workaround:
+
+$ put <key> -- <value>
+$ put -- <key> <value>
+
+If <value> isn't given as a command line argument and '--ignore-value' is not specified,
+this command tries to read the value from standard input.
+
+If <lease> isn't given as a command line argument and '--ignore-lease' is not specified,
+this command tries to read the value from standard input.
+
+For example,
+$ cat file | put <key>
+will store the content of the file to <key>.
+",
     flags: PUT_FLAGS,
-    help: "put - Puts the given key into the store\n\nUSAGE:\n\toxcdctl put [options] <key> <value> (<value> can also be given from stdin)\n\nOPTIONS:\n  --ignore-lease  updates the key using its current lease\n  --ignore-value  updates the key using its current value\n  --lease=\"0\"  lease ID (in hexadecimal) to attach to the key\n  --prev-kv  return the previous key-value pair before modification\n",
-    run: put,
+    persistent: &[],
+    run: Some(put),
 };
 
-const DEL_FLAGS: &[Spec] = &[boolean("prefix"), boolean("prev-kv"), boolean("from-key")];
+const DEL_FLAGS: &[Spec] = &[
+    boolean("prefix", "delete keys with matching prefix"),
+    boolean("prev-kv", "return deleted key-value pairs"),
+    boolean(
+        "from-key",
+        "delete keys that are greater than or equal to the given key using byte compare",
+    ),
+];
 
 /// `del [options] <key> [range_end]`.
 pub const DEL: Command = Command {
-    words: &["del"],
+    path: &["del"],
+    use_: "del [options] <key> [range_end]",
+    short: "Removes the specified key or range of keys [key, range_end)",
+    long: "",
     flags: DEL_FLAGS,
-    help: "del - Removes the specified key or range of keys [key, range_end)\n\nUSAGE:\n\toxcdctl del [options] <key> [range_end]\n\nOPTIONS:\n  --from-key  delete keys that are greater than or equal to the given key using byte compare\n  --prefix  delete keys with matching prefix\n  --prev-kv  return deleted key-value pairs\n",
-    run: del,
+    persistent: &[],
+    run: Some(del),
 };
 
 /// `compaction [options] <revision>`.
 pub const COMPACTION: Command = Command {
-    words: &["compaction"],
-    flags: &[boolean("physical")],
-    help: "compaction - Compacts the event history in etcd\n\nUSAGE:\n\toxcdctl compaction [options] <revision>\n\nOPTIONS:\n  --physical  'true' to wait for compaction to physically remove all old revisions\n",
-    run: compaction,
+    path: &["compaction"],
+    use_: "compaction [options] <revision>",
+    short: "Compacts the event history in etcd",
+    long: "",
+    flags: &[boolean(
+        "physical",
+        "'true' to wait for compaction to physically remove all old revisions",
+    )],
+    persistent: &[],
+    run: Some(compaction),
 };
 
 fn bad_args(msg: &str) -> Fail {
     Fail::new(exit::BAD_ARGS, msg)
 }
 
-fn int_flag(p: &Parsed, name: &str) -> Result<i64, Fail> {
-    p.get(name).parse().map_err(|_| {
-        bad_args(&format!(
-            "invalid argument {:?} for \"--{name}\" flag",
-            p.get(name)
-        ))
-    })
-}
+const BOTH: &str = "`--prefix` and `--from-key` cannot be set at the same time, choose one";
+const TOO_MANY: &str =
+    "too many arguments, only accept one argument when `--prefix` or `--from-key` is set";
 
 /// Builds a range request from get's arguments (also used by txn).
 pub fn range_request(p: &Parsed) -> Result<RangeRequest, Fail> {
@@ -88,9 +146,7 @@ pub fn range_request(p: &Parsed) -> Result<RangeRequest, Fail> {
     }
     let (prefix, from_key) = (p.flag("prefix"), p.flag("from-key"));
     if prefix && from_key {
-        return Err(bad_args(
-            "`--prefix` and `--from-key` cannot be set at the same time, choose one",
-        ));
+        return Err(bad_args(BOTH));
     }
     let mut r = RangeRequest {
         key: args[0].clone().into_bytes(),
@@ -102,20 +158,21 @@ pub fn range_request(p: &Parsed) -> Result<RangeRequest, Fail> {
         other => {
             return Err(Fail::new(
                 exit::BAD_FEATURE,
-                format!("unknown consistency flag {other:?}"),
+                format!(
+                    "unknown consistency flag {}",
+                    crate::gofmt::quote_str(other)
+                ),
             ));
         }
     }
     if args.len() > 1 {
         if prefix || from_key {
-            return Err(bad_args(
-                "too many arguments, only accept one argument when `--prefix` or `--from-key` is set.",
-            ));
+            return Err(bad_args(TOO_MANY));
         }
         r.range_end = args[1].clone().into_bytes();
     }
-    r.limit = int_flag(p, "limit")?;
-    let rev = int_flag(p, "rev")?;
+    r.limit = p.int("limit");
+    let rev = p.int("rev");
     if rev > 0 {
         r.revision = rev;
     }
@@ -153,7 +210,7 @@ pub fn range_request(p: &Parsed) -> Result<RangeRequest, Fail> {
     r.sort_target = target as i32;
     apply_prefix_or_from_key(&mut r.key, &mut r.range_end, prefix, from_key);
     r.keys_only = p.flag("keys-only");
-    r.count_only = p.flag("count-only");
+    r.count_only = p.knows("count-only") && p.flag("count-only");
     Ok(r)
 }
 
@@ -174,12 +231,16 @@ fn apply_prefix_or_from_key(key: &mut Vec<u8>, end: &mut Vec<u8>, prefix: bool, 
     }
 }
 
-fn get(ctx: Ctx) -> Run {
+fn get(mut ctx: Ctx) -> Run {
     Box::pin(async move {
-        let p = &ctx.flags;
-        let r = range_request(p)?;
-        let mut printer = ctx.printer;
-        if p.flag("print-value-only") {
+        let r = range_request(&ctx.flags)?;
+        let s = ctx.session()?;
+        let resp = s.client().await?.range(r).await?;
+        let mut printer = s.printer;
+        if ctx.flags.flag("count-only") && printer.format != Format::Fields {
+            return Err(bad_args("--count-only is only for `--write-out=fields`"));
+        }
+        if ctx.flags.flag("print-value-only") {
             if printer.format != Format::Simple {
                 return Err(bad_args(
                     "print-value-only is only for `--write-out=simple`",
@@ -187,11 +248,6 @@ fn get(ctx: Ctx) -> Run {
             }
             printer.value_only = true;
         }
-        if r.count_only && printer.format != Format::Fields {
-            return Err(bad_args("--count-only is only for `--write-out=fields`"));
-        }
-        let c = ctx.client().await?;
-        let resp = ctx.timed(c.kv().range(r)).await?;
         printer
             .range(&resp)
             .map_err(|e| Fail::new(exit::BAD_FEATURE, e))
@@ -230,7 +286,7 @@ pub fn put_request(p: &Parsed, stdin: Option<&mut dyn Read>) -> Result<PutReques
             (None, None) => return Err(bad_args(needs)),
         };
     }
-    r.lease = i64::from_str_radix(p.get("lease"), 16)
+    r.lease = goparse::parse_int(p.get("lease"), 16)
         .map_err(|e| bad_args(&format!("bad lease ID ({e}), expecting ID in Hex")))?;
     r.prev_kv = p.flag("prev-kv");
     r.ignore_value = ignore_value;
@@ -238,12 +294,12 @@ pub fn put_request(p: &Parsed, stdin: Option<&mut dyn Read>) -> Result<PutReques
     Ok(r)
 }
 
-fn put(ctx: Ctx) -> Run {
+fn put(mut ctx: Ctx) -> Run {
     Box::pin(async move {
         let r = put_request(&ctx.flags, Some(&mut std::io::stdin()))?;
-        let c = ctx.client().await?;
-        let resp = ctx.timed(c.kv().put(r)).await?;
-        ctx.printer
+        let s = ctx.session()?;
+        let resp = s.client().await?.put_request(r).await?;
+        s.printer
             .put(&resp)
             .map_err(|e| Fail::new(exit::BAD_FEATURE, e))
     })
@@ -259,9 +315,7 @@ pub fn delete_request(p: &Parsed) -> Result<DeleteRangeRequest, Fail> {
     }
     let (prefix, from_key) = (p.flag("prefix"), p.flag("from-key"));
     if prefix && from_key {
-        return Err(bad_args(
-            "`--prefix` and `--from-key` cannot be set at the same time, choose one",
-        ));
+        return Err(bad_args(BOTH));
     }
     let mut r = DeleteRangeRequest {
         key: args[0].clone().into_bytes(),
@@ -269,9 +323,7 @@ pub fn delete_request(p: &Parsed) -> Result<DeleteRangeRequest, Fail> {
     };
     if args.len() > 1 {
         if prefix || from_key {
-            return Err(bad_args(
-                "too many arguments, only accept one argument when `--prefix` or `--from-key` is set.",
-            ));
+            return Err(bad_args(TOO_MANY));
         }
         r.range_end = args[1].clone().into_bytes();
     }
@@ -280,35 +332,27 @@ pub fn delete_request(p: &Parsed) -> Result<DeleteRangeRequest, Fail> {
     Ok(r)
 }
 
-fn del(ctx: Ctx) -> Run {
+fn del(mut ctx: Ctx) -> Run {
     Box::pin(async move {
         let r = delete_request(&ctx.flags)?;
-        let c = ctx.client().await?;
-        let resp = ctx.timed(c.kv().delete_range(r)).await?;
-        ctx.printer
+        let s = ctx.session()?;
+        let resp = s.client().await?.delete_range(r).await?;
+        s.printer
             .del(&resp)
             .map_err(|e| Fail::new(exit::BAD_FEATURE, e))
     })
 }
 
-fn compaction(ctx: Ctx) -> Run {
+fn compaction(mut ctx: Ctx) -> Run {
     Box::pin(async move {
         let p = &ctx.flags;
         if p.args.len() != 1 {
             return Err(bad_args("compaction command needs 1 argument"));
         }
-        let rev: i64 = p.args[0].parse().map_err(|_| {
-            Fail::new(
-                exit::ERROR,
-                format!("strconv.ParseInt: parsing {:?}: invalid syntax", p.args[0]),
-            )
-        })?;
-        let c = ctx.client().await?;
-        let req = CompactionRequest {
-            revision: rev,
-            physical: p.flag("physical"),
-        };
-        ctx.timed(c.kv().compact(req)).await?;
-        Ok(ctx.printer.compaction(rev))
+        let rev = goparse::parse_int(&p.args[0], 10).map_err(|e| Fail::new(exit::ERROR, e))?;
+        let physical = p.flag("physical");
+        let s = ctx.session()?;
+        s.client().await?.compact(rev, physical).await?;
+        Ok(s.printer.compaction(rev))
     })
 }

@@ -1,136 +1,38 @@
 //! `txn`: reads compares, success requests and failure requests from stdin (each block
-//! ends with a blank line), in etcdctl's syntax, e.g. `mod("k") > "5"` then `put k v`.
+//! ends with a blank line), in etcdctl's syntax ([`super::txn_syntax`]), e.g.
+//! `mod("k") > "5"` then `put k v`; prompts for each block with `-i`.
 
 use std::io::BufRead;
 
-use oxcd_api::etcdserverpb::compare::{CompareResult, CompareTarget, TargetUnion};
-use oxcd_api::etcdserverpb::request_op::Request;
-use oxcd_api::etcdserverpb::{Compare, RequestOp, TxnRequest};
+use oxcd_api::etcdserverpb::TxnRequest;
 
-use super::kv::{DEL, GET, PUT, delete_request, put_request, range_request};
+use super::txn_syntax::{parse_compare, parse_request};
 use super::{Command, Run};
-use crate::args::{self, Spec};
-use crate::{Ctx, Fail, exit};
+use crate::args::boolean;
+use crate::session::Ctx;
+use crate::{Fail, exit};
 
 /// `txn [options]`.
 pub const TXN: Command = Command {
-    words: &["txn"],
-    flags: &[Spec {
-        name: "interactive",
-        short: Some('i'),
-        boolean: true,
-        default: "false",
-    }],
-    help: "txn - Txn processes all the requests in one transaction\n\nUSAGE:\n\toxcdctl txn [options]\n\nOPTIONS:\n  -i, --interactive  Input transaction in interactive mode\n\nInput: compares, a blank line, success requests, a blank line, failure requests, a blank line.\n  compare:  <value|mod|create|version|lease>(\"<key>\") <=|!=|<|>> \"<value>\"\n  request:  get|put|del with their flags, e.g. put k v --prev-kv\n",
-    run: txn,
+    path: &["txn"],
+    use_: "txn [options]",
+    short: "Txn processes all the requests in one transaction",
+    long: "",
+    flags: &[boolean("interactive", "Input transaction in interactive mode").short('i')],
+    persistent: &[],
+    run: Some(txn),
 };
-
-fn invalid(msg: String) -> Fail {
-    Fail::new(exit::INVALID_INPUT, msg)
-}
 
 /// Reads one line as Go's `ReadString('\n')` would: a line without its newline is EOF.
 fn read_line(input: &mut dyn BufRead) -> Result<String, Fail> {
-    let mut line = String::new();
+    let mut line = Vec::new();
     input
-        .read_line(&mut line)
-        .map_err(|e| invalid(e.to_string()))?;
-    if !line.ends_with('\n') {
-        return Err(invalid("EOF".into()));
+        .read_until(b'\n', &mut line)
+        .map_err(|e| Fail::new(exit::INVALID_INPUT, e.to_string()))?;
+    if line.last() != Some(&b'\n') {
+        return Err(Fail::new(exit::INVALID_INPUT, "EOF"));
     }
-    Ok(line.trim().to_string())
-}
-
-/// Parses a Go double-quoted string at the start of `s`; returns it and the rest.
-fn quoted(s: &str) -> Option<(String, &str)> {
-    let mut chars = s.strip_prefix('"')?.char_indices();
-    let mut out = String::new();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '"' => return Some((out, &s[i + 2..])),
-            '\\' => match chars.next()?.1 {
-                'n' => out.push('\n'),
-                't' => out.push('\t'),
-                'r' => out.push('\r'),
-                '0' => out.push('\0'),
-                o => out.push(o),
-            },
-            c => out.push(c),
-        }
-    }
-    None
-}
-
-/// Parses `target("key") op "value"`.
-pub fn parse_compare(line: &str) -> Result<Compare, Fail> {
-    let malformed = || invalid(format!("malformed comparison: {line}"));
-    let (target, rest) = line.split_once('(').ok_or_else(malformed)?;
-    let (key, rest) = quoted(rest).ok_or_else(malformed)?;
-    let rest = rest.strip_prefix(')').ok_or_else(malformed)?.trim_start();
-    let (op, rest) = rest.split_once(' ').ok_or_else(malformed)?;
-    let (val, _) = quoted(rest.trim_start()).ok_or_else(malformed)?;
-    let result = match op {
-        "=" => CompareResult::Equal,
-        "!=" => CompareResult::NotEqual,
-        ">" => CompareResult::Greater,
-        "<" => CompareResult::Less,
-        _ => {
-            return Err(invalid(format!(
-                "malformed comparison: {line} (unknown op {op})"
-            )));
-        }
-    };
-    let int = || {
-        val.parse::<i64>()
-            .map_err(|_| invalid(format!("invalid txn compare request: {line}")))
-    };
-    let (t, union) = match target {
-        "ver" | "version" => (CompareTarget::Version, TargetUnion::Version(int()?)),
-        "c" | "create" => (CompareTarget::Create, TargetUnion::CreateRevision(int()?)),
-        "m" | "mod" => (CompareTarget::Mod, TargetUnion::ModRevision(int()?)),
-        "val" | "value" => (
-            CompareTarget::Value,
-            TargetUnion::Value(val.clone().into_bytes()),
-        ),
-        "lease" => (CompareTarget::Lease, TargetUnion::Lease(int()?)),
-        other => {
-            return Err(invalid(format!(
-                "malformed comparison: {line} (unknown target {other})"
-            )));
-        }
-    };
-    Ok(Compare {
-        result: result as i32,
-        target: t as i32,
-        key: key.into_bytes(),
-        target_union: Some(union),
-        range_end: Vec::new(),
-    })
-}
-
-/// Parses one request line as the get, put or del command would.
-pub fn parse_request(line: &str) -> Result<RequestOp, Fail> {
-    let words = args::argify(line);
-    if words.len() < 2 {
-        return Err(invalid(format!("invalid txn compare request: {line}")));
-    }
-    let bad = || invalid(format!("invalid txn request: {line}"));
-    let request = match words[0].as_str() {
-        "get" => Request::RequestRange(range_request(
-            &args::parse(&words[1..], GET.flags).map_err(|_| bad())?,
-        )?),
-        "put" => Request::RequestPut(put_request(
-            &args::parse(&words[1..], PUT.flags).map_err(|_| bad())?,
-            None,
-        )?),
-        "del" => Request::RequestDeleteRange(delete_request(
-            &args::parse(&words[1..], DEL.flags).map_err(|_| bad())?,
-        )?),
-        _ => return Err(bad()),
-    };
-    Ok(RequestOp {
-        request: Some(request),
-    })
+    Ok(String::from_utf8_lossy(&line).trim().to_string())
 }
 
 /// Reads a whole txn from `input`, printing prompts to `prompt` when interactive.
@@ -170,7 +72,7 @@ pub fn read_txn(
     Ok(r)
 }
 
-fn txn(ctx: Ctx) -> Run {
+fn txn(mut ctx: Ctx) -> Run {
     Box::pin(async move {
         if !ctx.flags.args.is_empty() {
             return Err(Fail::new(
@@ -178,15 +80,16 @@ fn txn(ctx: Ctx) -> Run {
                 "txn command does not accept argument",
             ));
         }
+        // etcdctl sets up its client (environment, output format) before reading stdin.
+        let s = ctx.session()?;
         let interactive = ctx.flags.flag("interactive");
         let req = read_txn(
             &mut std::io::stdin().lock(),
             interactive,
             &mut std::io::stdout(),
         )?;
-        let c = ctx.client().await?;
-        let resp = ctx.timed(c.kv().txn(req)).await?;
-        ctx.printer
+        let resp = s.client().await?.txn(req).await?;
+        s.printer
             .txn(&resp)
             .map_err(|e| Fail::new(exit::BAD_FEATURE, e))
     })
@@ -208,10 +111,16 @@ mod tests {
         assert_eq!(r.compare[1].key, b"a b");
         let e = read_txn(&mut "bogus\n\n".as_bytes(), false, &mut Vec::new()).expect_err("error");
         assert_eq!(
-            (e.code, e.msg.as_str()),
-            (exit::INVALID_INPUT, "malformed comparison: bogus")
+            (e.code, e.msg.as_deref()),
+            (exit::INVALID_INPUT, Some("malformed comparison: bogus"))
         );
         let e = read_txn(&mut "\nput k v".as_bytes(), false, &mut Vec::new()).expect_err("error");
-        assert_eq!(e.msg, "EOF");
+        assert_eq!(e.msg.as_deref(), Some("EOF"));
+        let mut prompts = Vec::new();
+        read_txn(&mut "\n\n\n".as_bytes(), true, &mut prompts).expect("empty txn");
+        assert_eq!(
+            String::from_utf8_lossy(&prompts),
+            "compares:\nsuccess requests (get, put, del):\nfailure requests (get, put, del):\n"
+        );
     }
 }

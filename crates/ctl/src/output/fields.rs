@@ -1,4 +1,6 @@
-//! etcdctl's `fields` format: one `"Name" : value` line per field.
+//! etcdctl's `fields` format: one `"Name" : value` line per field, bytes as Go's `%q`.
+
+use std::fmt::Write as _;
 
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
@@ -7,102 +9,100 @@ use oxcd_api::etcdserverpb::{
 };
 use oxcd_api::mvccpb::KeyValue;
 
-use super::go_quote;
+use crate::gofmt::{quote, quote_str};
 
 /// A response header.
-pub fn header(out: &mut String, h: &Option<ResponseHeader>) {
-    hdr(out, h)
-}
-
-fn hdr(out: &mut String, h: &Option<ResponseHeader>) {
+pub fn header(h: &Option<ResponseHeader>) -> String {
     let h = (*h).unwrap_or_default();
-    out.push_str(&format!(
+    format!(
         "\"ClusterID\" : {}\n\"MemberID\" : {}\n\"Revision\" : {}\n\"RaftTerm\" : {}\n",
         h.cluster_id, h.member_id, h.revision, h.raft_term
-    ));
+    )
 }
 
 fn kv(out: &mut String, pfx: &str, kv: &KeyValue) {
-    out.push_str(&format!("\"{pfx}Key\" : {}\n", go_quote(&kv.key)));
-    out.push_str(&format!(
-        "\"{pfx}CreateRevision\" : {}\n",
-        kv.create_revision
-    ));
-    out.push_str(&format!("\"{pfx}ModRevision\" : {}\n", kv.mod_revision));
-    out.push_str(&format!("\"{pfx}Version\" : {}\n", kv.version));
-    out.push_str(&format!("\"{pfx}Value\" : {}\n", go_quote(&kv.value)));
-    out.push_str(&format!("\"{pfx}Lease\" : {}\n", kv.lease));
+    let _ = writeln!(out, "\"{pfx}Key\" : {}", quote(&kv.key));
+    let _ = writeln!(out, "\"{pfx}CreateRevision\" : {}", kv.create_revision);
+    let _ = writeln!(out, "\"{pfx}ModRevision\" : {}", kv.mod_revision);
+    let _ = writeln!(out, "\"{pfx}Version\" : {}", kv.version);
+    let _ = writeln!(out, "\"{pfx}Value\" : {}", quote(&kv.value));
+    let _ = writeln!(out, "\"{pfx}Lease\" : {}", kv.lease);
 }
 
 /// A range response.
-pub fn range(out: &mut String, r: &RangeResponse) {
-    hdr(out, &r.header);
+pub fn range(r: &RangeResponse) -> String {
+    let mut out = header(&r.header);
     for x in &r.kvs {
-        kv(out, "", x);
+        kv(&mut out, "", x);
     }
-    out.push_str(&format!("\"More\" : {}\n\"Count\" : {}\n", r.more, r.count));
+    let _ = write!(out, "\"More\" : {}\n\"Count\" : {}\n", r.more, r.count);
+    out
 }
 
 /// A put response.
-pub fn put(out: &mut String, r: &PutResponse) {
-    hdr(out, &r.header);
+pub fn put(r: &PutResponse) -> String {
+    let mut out = header(&r.header);
     if let Some(p) = &r.prev_kv {
-        kv(out, "Prev", p);
+        kv(&mut out, "Prev", p);
     }
+    out
 }
 
 /// A delete response.
-pub fn del(out: &mut String, r: &DeleteRangeResponse) {
-    hdr(out, &r.header);
-    out.push_str(&format!("\"Deleted\" : {}\n", r.deleted));
+pub fn del(r: &DeleteRangeResponse) -> String {
+    let mut out = header(&r.header);
+    let _ = writeln!(out, "\"Deleted\" : {}", r.deleted);
     for p in &r.prev_kvs {
-        kv(out, "Prev", p);
+        kv(&mut out, "Prev", p);
     }
+    out
 }
 
 /// A txn response.
-pub fn txn(out: &mut String, r: &TxnResponse) {
-    hdr(out, &r.header);
-    out.push_str(&format!("\"Succeeded\" : {}\n", r.succeeded));
+pub fn txn(r: &TxnResponse) -> String {
+    let mut out = header(&r.header);
+    let _ = writeln!(out, "\"Succeeded\" : {}", r.succeeded);
     for op in &r.responses {
         match &op.response {
-            Some(Response::ResponseRange(x)) => range(out, x),
-            Some(Response::ResponsePut(x)) => put(out, x),
-            Some(Response::ResponseDeleteRange(x)) => del(out, x),
-            Some(Response::ResponseTxn(x)) => out.push_str(&format!(
-                "\"Unknown\" : {}\n",
-                go_quote(format!("{x:?}").as_bytes())
-            )),
+            Some(Response::ResponseRange(x)) => out.push_str(&range(x)),
+            Some(Response::ResponsePut(x)) => out.push_str(&put(x)),
+            Some(Response::ResponseDeleteRange(x)) => out.push_str(&del(x)),
+            Some(Response::ResponseTxn(x)) => {
+                let _ = writeln!(out, "\"Unknown\" : {}", quote_str(&format!("{x:?}")));
+            }
             None => {}
         }
     }
+    out
 }
 
 /// One endpoint's status.
-pub fn status(out: &mut String, ep: &str, r: &StatusResponse) {
-    hdr(out, &r.header);
-    out.push_str(&format!(
-        "\"Version\" : {}\n",
-        go_quote(r.version.as_bytes())
-    ));
-    out.push_str(&format!(
+pub fn status(ep: &str, r: &StatusResponse) -> String {
+    let mut out = header(&r.header);
+    let _ = writeln!(out, "\"Version\" : {}", quote_str(&r.version));
+    let _ = write!(
+        out,
         "\"DBSize\" : {}\n\"Leader\" : {}\n\"IsLearner\" : {}\n",
         r.db_size, r.leader, r.is_learner
-    ));
-    out.push_str(&format!(
+    );
+    let _ = write!(
+        out,
         "\"RaftIndex\" : {}\n\"RaftTerm\" : {}\n\"RaftAppliedIndex\" : {}\n",
         r.raft_index, r.raft_term, r.raft_applied_index
-    ));
-    out.push_str(&format!("\"Errors\" : [{}]\n", r.errors.join(" ")));
-    out.push_str(&format!("\"Endpoint\" : {}\n\n", go_quote(ep.as_bytes())));
+    );
+    let _ = writeln!(out, "\"Errors\" : [{}]", r.errors.join(" "));
+    let _ = write!(out, "\"Endpoint\" : {}\n\n", quote_str(ep));
+    out
 }
 
 /// One endpoint's HashKV.
-pub fn hashkv(out: &mut String, ep: &str, r: &HashKvResponse) {
-    hdr(out, &r.header);
-    out.push_str(&format!(
+pub fn hashkv(ep: &str, r: &HashKvResponse) -> String {
+    let mut out = header(&r.header);
+    let _ = write!(
+        out,
         "\"Endpoint\" : {}\n\"Hash\" : {}\n\n",
-        go_quote(ep.as_bytes()),
+        quote_str(ep),
         r.hash
-    ));
+    );
+    out
 }

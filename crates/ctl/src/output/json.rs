@@ -5,18 +5,16 @@
 use base64::Engine;
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
-    DeleteRangeResponse, HashKvResponse, PutResponse, RangeResponse, ResponseHeader,
-    StatusResponse, TxnResponse,
+    DeleteRangeResponse, HashKvResponse, MoveLeaderResponse, PutResponse, RangeResponse,
+    ResponseHeader, StatusResponse, TxnResponse,
 };
 use oxcd_api::mvccpb::KeyValue;
+
+use crate::gofmt::json_string as quote;
 
 /// Builds one JSON object, skipping zero values like Go's `omitempty`.
 #[derive(Default)]
 pub struct Obj(Vec<String>);
-
-fn quote(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
-}
 
 impl Obj {
     /// A number, omitted when zero.
@@ -174,7 +172,16 @@ pub fn hashkv(r: &HashKvResponse) -> String {
         .done()
 }
 
-/// A JSON string.
-pub fn string(s: &str) -> String {
-    quote(s)
+/// A move-leader response.
+pub fn move_leader(r: &MoveLeaderResponse) -> String {
+    Obj::default().raw("header", header(&r.header)).done()
+}
+
+/// A list of `{"Endpoint":..., "<field>":...}`, as `endpoint status` and `hashkv` print.
+pub fn endpoint_list<T>(list: &[(String, T)], field: &str, f: fn(&T) -> String) -> String {
+    let items: Vec<String> = list
+        .iter()
+        .map(|(ep, r)| format!("{{\"Endpoint\":{},\"{field}\":{}}}", quote(ep), f(r)))
+        .collect();
+    format!("[{}]\n", items.join(","))
 }

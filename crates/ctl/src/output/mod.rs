@@ -1,22 +1,22 @@
 //! Output formats, as etcdctl prints them: `simple`, `json`, `fields`, `table`,
 //! `protobuf`. Every printer returns what goes to stdout and to stderr, so commands stay
-//! testable and the exact bytes are decided here only.
+//! testable and the exact bytes are decided here only. A format etcdctl lacks for a
+//! response is refused with its message (`table not supported as output format`).
 
 pub mod fields;
 pub mod json;
+pub mod simple;
 pub mod table;
 
 use std::time::Duration;
 
-use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
-    DeleteRangeResponse, PutResponse, RangeResponse, StatusResponse, TxnResponse,
+    DeleteRangeResponse, HashKvResponse, MoveLeaderResponse, PutResponse, RangeResponse,
+    StatusResponse, TxnResponse,
 };
-use oxcd_api::etcdserverpb::{HashKvResponse, MoveLeaderResponse};
-use oxcd_api::mvccpb::KeyValue;
 use prost::Message;
 
-use crate::humanize;
+use crate::gofmt;
 
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,71 +35,102 @@ pub enum Format {
 
 impl Format {
     /// Parses `-w`.
-    pub fn parse(s: &str) -> Result<Format, String> {
-        Ok(match s {
+    pub fn parse(s: &str) -> Option<Format> {
+        Some(match s {
             "simple" => Format::Simple,
             "json" => Format::Json,
             "fields" => Format::Fields,
             "table" => Format::Table,
             "protobuf" => Format::Protobuf,
-            other => return Err(format!("unknown output format {other:?}")),
+            _ => return None,
         })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Format::Simple => "simple",
+            Format::Json => "json",
+            Format::Fields => "fields",
+            Format::Table => "table",
+            Format::Protobuf => "protobuf",
+        }
+    }
+
+    /// etcdctl's refusal of this format for a response it cannot print.
+    pub fn unsupported(self) -> String {
+        format!("{} not supported as output format", self.name())
     }
 }
 
-/// What a command prints.
+/// What a command prints: writes to stdout and stderr, in the order etcdctl makes them.
 #[derive(Debug, Default)]
 pub struct Out {
-    /// To stdout.
-    pub stdout: Vec<u8>,
-    /// To stderr.
-    pub stderr: String,
+    parts: Vec<(Stream, Vec<u8>)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
 }
 
 impl Out {
-    fn text(s: String) -> Out {
+    /// Text for stdout.
+    pub fn text(s: String) -> Out {
+        Out::bytes(s.into_bytes())
+    }
+
+    /// Bytes for stdout.
+    pub fn bytes(b: Vec<u8>) -> Out {
         Out {
-            stdout: s.into_bytes(),
-            stderr: String::new(),
+            parts: vec![(Stream::Stdout, b)],
         }
     }
-}
 
-/// The error etcdctl gives for table output where it has none.
-pub const TABLE_UNSUPPORTED: &str = "table not supported as output format";
-
-/// Go's `%q` for bytes: printable ASCII as is, common escapes, `\x..` otherwise.
-pub fn go_quote(b: &[u8]) -> String {
-    let mut out = String::from("\"");
-    match std::str::from_utf8(b) {
-        Ok(s) => {
-            for c in s.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    '\t' => out.push_str("\\t"),
-                    '\r' => out.push_str("\\r"),
-                    c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                        out.push_str(&format!("\\x{:02x}", c as u32))
-                    }
-                    c => out.push(c),
-                }
-            }
-        }
-        Err(_) => {
-            for &x in b {
-                match x {
-                    b'"' => out.push_str("\\\""),
-                    b'\\' => out.push_str("\\\\"),
-                    0x20..=0x7e => out.push(x as char),
-                    _ => out.push_str(&format!("\\x{x:02x}")),
-                }
-            }
+    /// Text for stderr.
+    pub fn err(s: impl Into<String>) -> Out {
+        Out {
+            parts: vec![(Stream::Stderr, s.into().into_bytes())],
         }
     }
-    out.push('"');
-    out
+
+    /// This, then `next`.
+    pub fn then(mut self, next: Out) -> Out {
+        self.parts.extend(next.parts);
+        self
+    }
+
+    fn collect(&self, stream: Stream) -> Vec<u8> {
+        self.parts
+            .iter()
+            .filter(|(s, _)| *s == stream)
+            .flat_map(|(_, b)| b.iter().copied())
+            .collect()
+    }
+
+    /// Everything for stdout.
+    pub fn stdout(&self) -> Vec<u8> {
+        self.collect(Stream::Stdout)
+    }
+
+    /// Everything for stderr.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.collect(Stream::Stderr)).into_owned()
+    }
+
+    /// Writes it out, in order.
+    pub fn write(&self) {
+        use std::io::Write;
+        for (s, b) in &self.parts {
+            let _ = match s {
+                Stream::Stdout => {
+                    let mut o = std::io::stdout();
+                    o.write_all(b).and_then(|_| o.flush())
+                }
+                Stream::Stderr => std::io::stderr().write_all(b),
+            };
+        }
+    }
 }
 
 /// One endpoint's health, as `endpoint health` measures it.
@@ -109,10 +140,16 @@ pub struct Health {
     pub endpoint: String,
     /// Whether it answered.
     pub healthy: bool,
-    /// How long it took.
-    pub took: Duration,
+    /// How long it took; `None` when no client could be made (etcdctl prints "").
+    pub took: Option<Duration>,
     /// Why not, if not.
     pub error: String,
+}
+
+impl Health {
+    fn took(&self) -> String {
+        self.took.map(gofmt::duration).unwrap_or_default()
+    }
 }
 
 /// Prints responses in one format.
@@ -126,121 +163,60 @@ pub struct Printer {
     pub value_only: bool,
 }
 
+fn pb(msg: &impl Message) -> Out {
+    Out::bytes(msg.encode_to_vec())
+}
+
 impl Printer {
-    fn bytes(&self, b: &[u8]) -> String {
-        if self.hex {
-            b.iter().map(|x| format!("\\x{x:02x}")).collect()
-        } else {
-            String::from_utf8_lossy(b).into_owned()
-        }
-    }
-
-    fn simple_kv(&self, out: &mut String, kv: &KeyValue, value_only: bool) {
-        if !value_only {
-            out.push_str(&self.bytes(&kv.key));
-            out.push('\n');
-        }
-        out.push_str(&self.bytes(&kv.value));
-        out.push('\n');
-    }
-
-    fn simple_range(&self, out: &mut String, r: &RangeResponse) {
-        for kv in &r.kvs {
-            self.simple_kv(out, kv, self.value_only);
-        }
-    }
-
-    fn simple_put(&self, out: &mut String, r: &PutResponse) {
-        out.push_str("OK\n");
-        if let Some(p) = &r.prev_kv {
-            self.simple_kv(out, p, false);
-        }
-    }
-
-    fn simple_del(&self, out: &mut String, r: &DeleteRangeResponse) {
-        out.push_str(&format!("{}\n", r.deleted));
-        for p in &r.prev_kvs {
-            self.simple_kv(out, p, false);
-        }
-    }
-
-    fn simple_txn(&self, out: &mut String, r: &TxnResponse) {
-        out.push_str(if r.succeeded {
-            "SUCCESS\n"
-        } else {
-            "FAILURE\n"
-        });
-        for op in &r.responses {
-            out.push('\n');
-            match &op.response {
-                Some(Response::ResponseRange(x)) => self.simple_range(out, x),
-                Some(Response::ResponsePut(x)) => self.simple_put(out, x),
-                Some(Response::ResponseDeleteRange(x)) => self.simple_del(out, x),
-                Some(Response::ResponseTxn(x)) => {
-                    out.push_str(&format!("unexpected response {x:?}\n"))
-                }
-                None => {}
-            }
-        }
-    }
-
-    fn pb(msg: &impl Message) -> Out {
-        Out {
-            stdout: msg.encode_to_vec(),
-            stderr: String::new(),
+    fn simple(&self) -> simple::Simple {
+        simple::Simple {
+            hex: self.hex,
+            value_only: self.value_only,
         }
     }
 
     /// `get`.
     pub fn range(&self, r: &RangeResponse) -> Result<Out, String> {
-        let mut s = String::new();
-        match self.format {
-            Format::Simple => self.simple_range(&mut s, r),
-            Format::Json => s = json::range(r) + "\n",
-            Format::Fields => fields::range(&mut s, r),
-            Format::Protobuf => return Ok(Self::pb(r)),
-            Format::Table => return Err(TABLE_UNSUPPORTED.into()),
-        }
-        Ok(Out::text(s))
+        Ok(match self.format {
+            Format::Simple => Out::bytes(self.simple().range(r)),
+            Format::Json => Out::text(json::range(r) + "\n"),
+            Format::Fields => Out::text(fields::range(r)),
+            Format::Protobuf => pb(r),
+            Format::Table => return Err(self.format.unsupported()),
+        })
     }
 
     /// `put`.
     pub fn put(&self, r: &PutResponse) -> Result<Out, String> {
-        let mut s = String::new();
-        match self.format {
-            Format::Simple => self.simple_put(&mut s, r),
-            Format::Json => s = json::put(r) + "\n",
-            Format::Fields => fields::put(&mut s, r),
-            Format::Protobuf => return Ok(Self::pb(r)),
-            Format::Table => return Err(TABLE_UNSUPPORTED.into()),
-        }
-        Ok(Out::text(s))
+        Ok(match self.format {
+            Format::Simple => Out::bytes(self.simple().put(r)),
+            Format::Json => Out::text(json::put(r) + "\n"),
+            Format::Fields => Out::text(fields::put(r)),
+            Format::Protobuf => pb(r),
+            Format::Table => return Err(self.format.unsupported()),
+        })
     }
 
     /// `del`.
     pub fn del(&self, r: &DeleteRangeResponse) -> Result<Out, String> {
-        let mut s = String::new();
-        match self.format {
-            Format::Simple => self.simple_del(&mut s, r),
-            Format::Json => s = json::del(r) + "\n",
-            Format::Fields => fields::del(&mut s, r),
-            Format::Protobuf => return Ok(Self::pb(r)),
-            Format::Table => return Err(TABLE_UNSUPPORTED.into()),
-        }
-        Ok(Out::text(s))
+        Ok(match self.format {
+            Format::Simple => Out::bytes(self.simple().del(r)),
+            Format::Json => Out::text(json::del(r) + "\n"),
+            Format::Fields => Out::text(fields::del(r)),
+            Format::Protobuf => pb(r),
+            Format::Table => return Err(self.format.unsupported()),
+        })
     }
 
     /// `txn`.
     pub fn txn(&self, r: &TxnResponse) -> Result<Out, String> {
-        let mut s = String::new();
-        match self.format {
-            Format::Simple => self.simple_txn(&mut s, r),
-            Format::Json => s = json::txn(r) + "\n",
-            Format::Fields => fields::txn(&mut s, r),
-            Format::Protobuf => return Ok(Self::pb(r)),
-            Format::Table => return Err(TABLE_UNSUPPORTED.into()),
-        }
-        Ok(Out::text(s))
+        Ok(match self.format {
+            Format::Simple => Out::bytes(self.simple().txn(r)),
+            Format::Json => Out::text(json::txn(r) + "\n"),
+            Format::Fields => Out::text(fields::txn(r)),
+            Format::Protobuf => pb(r),
+            Format::Table => return Err(self.format.unsupported()),
+        })
     }
 
     /// `compaction` (every format prints the same line, as etcdctl).
@@ -270,7 +246,7 @@ impl Printer {
                     ep.clone(),
                     format!("{id:x}"),
                     s.version.clone(),
-                    humanize::bytes(s.db_size.max(0) as u64),
+                    gofmt::bytes(s.db_size.max(0) as u64),
                     (s.leader == id).to_string(),
                     s.is_learner.to_string(),
                     s.raft_term.to_string(),
@@ -280,54 +256,13 @@ impl Printer {
                 ]
             })
             .collect();
-        let s = match self.format {
+        Ok(Out::text(match self.format {
             Format::Simple => rows.iter().map(|r| r.join(", ") + "\n").collect(),
             Format::Table => table::render(&HEADER, &rows),
-            Format::Json => {
-                let items: Vec<String> = list
-                    .iter()
-                    .map(|(ep, st)| {
-                        format!(
-                            "{{\"Endpoint\":{},\"Status\":{}}}",
-                            json::string(ep),
-                            json::status(st)
-                        )
-                    })
-                    .collect();
-                format!("[{}]\n", items.join(","))
-            }
-            Format::Fields => {
-                let mut s = String::new();
-                for (ep, st) in list {
-                    fields::status(&mut s, ep, st);
-                }
-                s
-            }
-            Format::Protobuf => return Err("protobuf is not supported for endpoint status".into()),
-        };
-        Ok(Out::text(s))
-    }
-
-    /// `move-leader`.
-    pub fn move_leader(&self, from: u64, to: u64, r: &MoveLeaderResponse) -> Result<Out, String> {
-        let s = match self.format {
-            Format::Simple | Format::Table => {
-                format!("Leadership transferred from {from:x} to {to:x}\n")
-            }
-            Format::Json => format!(
-                "{}\n",
-                json::Obj::default()
-                    .raw("header", json::header(&r.header))
-                    .done()
-            ),
-            Format::Fields => {
-                let mut s = String::new();
-                fields::header(&mut s, &r.header);
-                s
-            }
-            Format::Protobuf => return Ok(Self::pb(r)),
-        };
-        Ok(Out::text(s))
+            Format::Json => json::endpoint_list(list, "Status", json::status),
+            Format::Fields => list.iter().map(|(ep, st)| fields::status(ep, st)).collect(),
+            Format::Protobuf => return Err(self.format.unsupported()),
+        }))
     }
 
     /// `endpoint hashkv`.
@@ -336,48 +271,38 @@ impl Printer {
             .iter()
             .map(|(ep, h)| vec![ep.clone(), h.hash.to_string()])
             .collect();
-        let s = match self.format {
+        Ok(Out::text(match self.format {
             Format::Simple => rows.iter().map(|r| r.join(", ") + "\n").collect(),
             Format::Table => table::render(&["endpoint", "hash"], &rows),
-            Format::Json => {
-                let items: Vec<String> = list
-                    .iter()
-                    .map(|(ep, h)| {
-                        format!(
-                            "{{\"Endpoint\":{},\"HashKV\":{}}}",
-                            json::string(ep),
-                            json::hashkv(h)
-                        )
-                    })
-                    .collect();
-                format!("[{}]\n", items.join(","))
+            Format::Json => json::endpoint_list(list, "HashKV", json::hashkv),
+            Format::Fields => list.iter().map(|(ep, h)| fields::hashkv(ep, h)).collect(),
+            Format::Protobuf => return Err(self.format.unsupported()),
+        }))
+    }
+
+    /// `move-leader`: etcdctl has no `fields` or `table` form for it.
+    pub fn move_leader(&self, from: u64, to: u64, r: &MoveLeaderResponse) -> Result<Out, String> {
+        Ok(match self.format {
+            Format::Simple => {
+                Out::text(format!("Leadership transferred from {from:x} to {to:x}\n"))
             }
-            Format::Fields => {
-                let mut s = String::new();
-                for (ep, h) in list {
-                    fields::hashkv(&mut s, ep, h);
-                }
-                s
-            }
-            Format::Protobuf => return Err("protobuf is not supported for endpoint hashkv".into()),
-        };
-        Ok(Out::text(s))
+            Format::Json => Out::text(json::move_leader(r) + "\n"),
+            Format::Protobuf => pb(r),
+            Format::Fields | Format::Table => return Err(self.format.unsupported()),
+        })
     }
 
     /// `endpoint health`; simple output goes to stderr, as etcdctl's does.
     pub fn health(&self, list: &[Health]) -> Result<Out, String> {
-        let took = |h: &Health| humanize::go_duration(h.took);
         Ok(match self.format {
-            Format::Simple => Out {
-                stdout: Vec::new(),
-                stderr: list
-                    .iter()
+            Format::Simple => Out::err(
+                list.iter()
                     .map(|h| {
                         if h.healthy {
                             format!(
                                 "{} is healthy: successfully committed proposal: took = {}\n",
                                 h.endpoint,
-                                took(h)
+                                h.took()
                             )
                         } else {
                             format!(
@@ -386,8 +311,8 @@ impl Printer {
                             )
                         }
                     })
-                    .collect(),
-            },
+                    .collect::<String>(),
+            ),
             Format::Table => {
                 let rows: Vec<Vec<String>> = list
                     .iter()
@@ -395,7 +320,7 @@ impl Printer {
                         vec![
                             h.endpoint.clone(),
                             h.healthy.to_string(),
-                            took(h),
+                            h.took(),
                             h.error.clone(),
                         ]
                     })
@@ -409,12 +334,17 @@ impl Printer {
                 let items: Vec<String> = list
                     .iter()
                     .map(|h| {
-                        json::Obj::default()
-                            .str("endpoint", &h.endpoint)
-                            .bool("health", h.healthy)
-                            .str("took", &took(h))
-                            .str("error", &h.error)
-                            .done()
+                        format!(
+                            "{{\"endpoint\":{},\"health\":{},\"took\":{}{}}}",
+                            gofmt::json_string(&h.endpoint),
+                            h.healthy,
+                            gofmt::json_string(&h.took()),
+                            if h.error.is_empty() {
+                                String::new()
+                            } else {
+                                format!(",\"error\":{}", gofmt::json_string(&h.error))
+                            }
+                        )
                     })
                     .collect();
                 Out::text(format!("[{}]\n", items.join(",")))
@@ -424,15 +354,15 @@ impl Printer {
                     .map(|h| {
                         format!(
                             "\"Endpoint\" : {}\n\"Health\" : {}\n\"Took\" : {}\n\"Error\" : {}\n\n",
-                            go_quote(h.endpoint.as_bytes()),
+                            gofmt::quote_str(&h.endpoint),
                             h.healthy,
-                            took(h),
+                            h.took(),
                             h.error
                         )
                     })
                     .collect(),
             ),
-            Format::Protobuf => return Err("protobuf is not supported for endpoint health".into()),
+            Format::Protobuf => return Err(self.format.unsupported()),
         })
     }
 }

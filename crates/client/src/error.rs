@@ -1,0 +1,79 @@
+//! Client errors, printed as etcd's Go client (clientv3) prints them, because etcdctl's
+//! users and scripts read those texts.
+
+/// A client error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No endpoint could be reached within the dial timeout, or a call ran out of time.
+    #[error("context deadline exceeded")]
+    DeadlineExceeded,
+    /// An endpoint string is not usable.
+    #[error("invalid endpoint {0:?}: {1}")]
+    BadEndpoint(String, String),
+    /// TLS was asked for; this client speaks plain HTTP/2 only so far.
+    #[error("TLS is not supported yet by oxcd-client (endpoint {0})")]
+    TlsUnsupported(String),
+    /// The auth token the server returned cannot be sent as gRPC metadata.
+    #[error("invalid auth token from server")]
+    BadToken,
+    /// The server answered with an error.
+    #[error("{}", status_text(.0))]
+    Status(#[from] tonic::Status),
+}
+
+impl Error {
+    /// The server's status, if the server answered.
+    pub fn status(&self) -> Option<&tonic::Status> {
+        match self {
+            Error::Status(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Go's name of a gRPC code (`codes.Code.String()`).
+fn code_name(code: tonic::Code) -> String {
+    match code {
+        tonic::Code::Cancelled => "Canceled".to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// How clientv3 shows a status: the bare message for etcd's own errors (it maps them to
+/// typed errors by their text), `context deadline exceeded` for deadlines, and gRPC's
+/// `rpc error: code = ... desc = ...` for anything else.
+fn status_text(s: &tonic::Status) -> String {
+    if oxcd_api::errors::EtcdError::from_message(s.message()).is_some() {
+        s.message().to_string()
+    } else if s.code() == tonic::Code::DeadlineExceeded {
+        "context deadline exceeded".to_string()
+    } else {
+        format!(
+            "rpc error: code = {} desc = {}",
+            code_name(s.code()),
+            s.message()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_like_clientv3() {
+        let e = Error::from(tonic::Status::invalid_argument(
+            "etcdserver: key is not provided",
+        ));
+        assert_eq!(e.to_string(), "etcdserver: key is not provided");
+        let e = Error::from(tonic::Status::cancelled("gone"));
+        assert_eq!(e.to_string(), "rpc error: code = Canceled desc = gone");
+        let e = Error::from(tonic::Status::unavailable("no route"));
+        assert_eq!(
+            e.to_string(),
+            "rpc error: code = Unavailable desc = no route"
+        );
+        let e = Error::from(tonic::Status::deadline_exceeded("slow"));
+        assert_eq!(e.to_string(), "context deadline exceeded");
+    }
+}

@@ -1,0 +1,99 @@
+//! etcdctl's `simple` format: keys and values as raw bytes on their own lines (`\x..`
+//! per byte with `--hex`), `OK` for puts, the count for deletes, `SUCCESS`/`FAILURE`
+//! then each response for txns.
+
+use oxcd_api::etcdserverpb::response_op::Response;
+use oxcd_api::etcdserverpb::{DeleteRangeResponse, PutResponse, RangeResponse, TxnResponse};
+use oxcd_api::mvccpb::KeyValue;
+
+/// The simple printer's options.
+pub struct Simple {
+    /// `--hex`.
+    pub hex: bool,
+    /// `--print-value-only`.
+    pub value_only: bool,
+}
+
+impl Simple {
+    fn line(&self, out: &mut Vec<u8>, b: &[u8]) {
+        if self.hex {
+            for x in b {
+                out.extend_from_slice(format!("\\x{x:02x}").as_bytes());
+            }
+        } else {
+            out.extend_from_slice(b);
+        }
+        out.push(b'\n');
+    }
+
+    fn kv(&self, out: &mut Vec<u8>, kv: &KeyValue, value_only: bool) {
+        if !value_only {
+            self.line(out, &kv.key);
+        }
+        self.line(out, &kv.value);
+    }
+
+    fn range_into(&self, out: &mut Vec<u8>, r: &RangeResponse) {
+        for kv in &r.kvs {
+            self.kv(out, kv, self.value_only);
+        }
+    }
+
+    fn put_into(&self, out: &mut Vec<u8>, r: &PutResponse) {
+        out.extend_from_slice(b"OK\n");
+        if let Some(p) = &r.prev_kv {
+            self.kv(out, p, false);
+        }
+    }
+
+    fn del_into(&self, out: &mut Vec<u8>, r: &DeleteRangeResponse) {
+        out.extend_from_slice(format!("{}\n", r.deleted).as_bytes());
+        for p in &r.prev_kvs {
+            self.kv(out, p, false);
+        }
+    }
+
+    /// `get`.
+    pub fn range(&self, r: &RangeResponse) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.range_into(&mut out, r);
+        out
+    }
+
+    /// `put`.
+    pub fn put(&self, r: &PutResponse) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.put_into(&mut out, r);
+        out
+    }
+
+    /// `del`.
+    pub fn del(&self, r: &DeleteRangeResponse) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.del_into(&mut out, r);
+        out
+    }
+
+    /// `txn`.
+    pub fn txn(&self, r: &TxnResponse) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(if r.succeeded {
+            b"SUCCESS\n"
+        } else {
+            b"FAILURE\n"
+        });
+        for op in &r.responses {
+            out.push(b'\n');
+            match &op.response {
+                Some(Response::ResponseRange(x)) => self.range_into(&mut out, x),
+                Some(Response::ResponsePut(x)) => self.put_into(&mut out, x),
+                Some(Response::ResponseDeleteRange(x)) => self.del_into(&mut out, x),
+                Some(Response::ResponseTxn(x)) => {
+                    out.extend_from_slice(format!("unexpected response {x:?}\n").as_bytes())
+                }
+                None => {}
+            }
+        }
+        out
+    }
+}

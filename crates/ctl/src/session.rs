@@ -1,0 +1,140 @@
+//! What a command needs once its own arguments are checked, set up in etcdctl's order
+//! (`clientConfigFromCmd`): `ETCDCTL_*` variables, endpoints, TLS and auth flags, the
+//! output format; then the connection.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use oxcd_client::{Client, ConnectOptions, Credentials};
+
+use crate::args::Parsed;
+use crate::commands::{self, Command};
+use crate::output::{Format, Printer};
+use crate::{Fail, env, exit};
+
+/// A command about to run: its flags (and positional arguments).
+pub struct Ctx {
+    /// Parsed flags, global and the command's.
+    pub flags: Parsed,
+    /// The command.
+    pub cmd: &'static Command,
+}
+
+/// A command's client settings and printer.
+pub struct Session {
+    /// The printer for `--write-out` and `--hex`.
+    pub printer: Printer,
+    /// Connection options.
+    pub conn: ConnectOptions,
+    /// The endpoints, in order.
+    pub endpoints: Vec<String>,
+}
+
+impl Ctx {
+    /// Reads the environment and the global flags into a [`Session`], failing as etcdctl
+    /// fails for each.
+    pub fn session(&mut self) -> Result<Session, Fail> {
+        let inherited = commands::inherited_flags(self.cmd.path);
+        let warnings = env::apply(&mut self.flags, &inherited, &env::vars())?;
+        eprint!("{warnings}");
+        let f = &self.flags;
+        if !f.get("discovery-srv").is_empty() {
+            return Err(Fail::new(
+                exit::BAD_FEATURE,
+                "--discovery-srv: DNS discovery is not supported yet by oxcdctl",
+            ));
+        }
+        let endpoints = f.list("endpoints");
+        for tls in ["cert", "key", "cacert"] {
+            if f.is_set(tls) && f.get(tls).is_empty() {
+                return Err(Fail::new(
+                    exit::BAD_ARGS,
+                    format!("empty string is passed to --{tls} option"),
+                ));
+            }
+        }
+        for tls in ["cert", "key", "cacert"] {
+            if !f.get(tls).is_empty() {
+                return Err(Fail::new(
+                    exit::BAD_FEATURE,
+                    format!("--{tls}: TLS is not supported yet by oxcdctl"),
+                ));
+            }
+        }
+        let credentials = credentials(f)?;
+        let format = Format::parse(f.get("write-out"))
+            .ok_or_else(|| Fail::new(exit::BAD_FEATURE, "unsupported output format"))?;
+        Ok(Session {
+            printer: Printer {
+                format,
+                hex: f.flag("hex"),
+                value_only: false,
+            },
+            conn: ConnectOptions {
+                dial_timeout: f.duration("dial-timeout"),
+                request_timeout: f.duration("command-timeout"),
+                keepalive_time: f.duration("keepalive-time"),
+                keepalive_timeout: f.duration("keepalive-timeout"),
+                credentials,
+            },
+            endpoints,
+        })
+    }
+}
+
+/// `--user name[:password]` and `--password`, prompting when no password is given.
+fn credentials(f: &Parsed) -> Result<Option<Credentials>, Fail> {
+    let user = f.get("user");
+    if user.is_empty() {
+        return Ok(None);
+    }
+    let password = f.get("password");
+    let (user, password) = if !password.is_empty() {
+        (user.to_string(), password.to_string())
+    } else if let Some((u, p)) = user.split_once(':') {
+        (u.to_string(), p.to_string())
+    } else {
+        (user.to_string(), ask_password()?)
+    };
+    Ok(Some(Credentials { user, password }))
+}
+
+/// Prompts `Password: ` and reads a line, without echo when stdin is a terminal; as
+/// etcdctl's prompt, ends the line after the answer and trims spaces from it.
+fn ask_password() -> Result<String, Fail> {
+    print!("Password: ");
+    let _ = std::io::stdout().flush();
+    let tty = std::io::stdin().is_terminal();
+    let stty = |arg: &str| {
+        if tty {
+            let _ = std::process::Command::new("stty")
+                .arg(arg)
+                .stdin(std::process::Stdio::inherit())
+                .status();
+        }
+    };
+    stty("-echo");
+    let mut line = String::new();
+    let read = std::io::stdin().lock().read_line(&mut line);
+    stty("echo");
+    println!();
+    read.map_err(|e| Fail::new(exit::ERROR, e.to_string()))?;
+    Ok(line.trim().to_string())
+}
+
+impl Session {
+    /// Connects to the first endpoint that answers.
+    pub async fn client(&self) -> Result<Client, Fail> {
+        self.client_for(&self.endpoints).await
+    }
+
+    /// Connects to the first of `endpoints` that answers. A refused authentication is
+    /// etcdctl's "bad connection" (exit 2); an unreachable cluster is a plain error.
+    pub async fn client_for(&self, endpoints: &[String]) -> Result<Client, Fail> {
+        Client::connect(endpoints, &self.conn)
+            .await
+            .map_err(|e| match e {
+                oxcd_client::Error::Status(_) => Fail::new(exit::BAD_CONNECTION, e.to_string()),
+                other => Fail::from(other),
+            })
+    }
+}
