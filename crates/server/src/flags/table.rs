@@ -8,8 +8,10 @@ pub enum Kind {
     Str,
     /// `true`/`false`; `--flag` alone means true.
     Bool,
-    /// Unsigned integer.
+    /// Unsigned integer (Go `uint`, 64 bits).
     Uint,
+    /// Unsigned 32-bit integer (etcd's `Uint32Value`, which reports strconv's own error).
+    Uint32,
     /// Signed integer.
     Int,
     /// A Go duration (`5s`, `2h`).
@@ -81,13 +83,15 @@ pub const FLAGS: &[Flag] = &[
     f("backend-batch-limit", "0", Int, NoEffect),
     f("max-txn-ops", "128", Uint, Supported),
     f("max-request-bytes", "1572864", Uint, Supported),
-    f("max-concurrent-streams", "4294967295", Uint, NoEffect),
+    f("max-concurrent-streams", "4294967295", Uint32, NoEffect),
     f("grpc-keepalive-min-time", "5s", Duration, NoEffect),
     f("grpc-keepalive-interval", "2h0m0s", Duration, NoEffect),
     f("grpc-keepalive-timeout", "20s", Duration, NoEffect),
     f("socket-reuse-port", "false", Bool, NotYet),
     f("socket-reuse-address", "false", Bool, NotYet),
     f("unsafe-no-fsync", "false", Bool, NotYet),
+    f("raft-read-timeout", "5s", Duration, NoEffect),
+    f("raft-write-timeout", "5s", Duration, NoEffect),
     // Clustering
     f(
         "initial-advertise-peer-urls",
@@ -121,6 +125,8 @@ pub const FLAGS: &[Flag] = &[
     // Security
     f("cert-file", "", Str, NotYet),
     f("key-file", "", Str, NotYet),
+    f("client-cert-file", "", Str, NotYet),
+    f("client-key-file", "", Str, NotYet),
     f("client-cert-auth", "false", Bool, NotYet),
     f("client-crl-file", "", Str, NotYet),
     f("client-cert-allowed-hostname", "", Str, NotYet),
@@ -129,6 +135,8 @@ pub const FLAGS: &[Flag] = &[
     f("self-signed-cert-validity", "1", Uint, NotYet),
     f("peer-cert-file", "", Str, NotYet),
     f("peer-key-file", "", Str, NotYet),
+    f("peer-client-cert-file", "", Str, NotYet),
+    f("peer-client-key-file", "", Str, NotYet),
     f("peer-client-cert-auth", "false", Bool, NotYet),
     f("peer-trusted-ca-file", "", Str, NotYet),
     f("peer-cert-allowed-cn", "", Str, NotYet),
@@ -146,6 +154,8 @@ pub const FLAGS: &[Flag] = &[
     f("auth-token-ttl", "300", Uint, NotYet),
     // Profiling, monitoring, logging
     f("enable-pprof", "false", Bool, NotYet),
+    // oxcd has no HTTP/JSON gateway: `false` is what it does anyway.
+    f("enable-grpc-gateway", "true", Bool, NoEffect),
     f("metrics", "basic", Str, Supported),
     f("listen-metrics-urls", "", Urls, NotYet),
     f("logger", "zap", Str, Supported),
@@ -299,6 +309,24 @@ pub const FLAGS: &[Flag] = &[
     // Meta
     f("config-file", "", Str, Supported),
     f("version", "false", Bool, Supported),
+];
+
+/// Flags of etcd v2 that etcd 3.5 still accepts (without an argument) and ignores with a
+/// warning (`ignored` in etcdmain/config.go).
+pub const IGNORED: &[&str] = &[
+    "cluster-active-size",
+    "cluster-remove-delay",
+    "cluster-sync-interval",
+    "config",
+    "force",
+    "max-result-buffer",
+    "max-retry-attempts",
+    "peer-heartbeat-interval",
+    "peer-election-timeout",
+    "retry-interval",
+    "snapshot",
+    "v",
+    "vv",
 ];
 
 /// Looks a flag up by name.

@@ -66,7 +66,7 @@ fn go_flag_syntax() {
     );
     assert_eq!(
         load_with(&["--pre-vote=maybe"], &[]).unwrap_err().0,
-        "invalid boolean value \"maybe\" for flag -pre-vote: parse error"
+        "invalid boolean value \"maybe\" for -pre-vote: parse error"
     );
     assert_eq!(
         load_with(&["stray"], &[]).unwrap_err().0,
