@@ -19,7 +19,7 @@ pub mod logger;
 pub mod node;
 pub mod persist;
 
-pub use raft::prelude::{ConfState, Entry, EntryType, HardState, Message, Snapshot};
+pub use raft::prelude::{ConfState, Entry, EntryType, HardState, Message, MessageType, Snapshot};
 
 /// Errors from the raft driver.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,12 @@
 //! Backend commits are not synced on their own (the WAL is durable); every
 //! [`DURABLE_EVERY`], before a log compaction and at shutdown the commit is made durable.
 //! A backend failure stops the member: it never skips an entry.
+//!
+//! A snapshot from the leader replaces the whole state: the peer service has already
+//! written it to `member/snap/<index>.snapdata`; it is installed in one backend
+//! transaction and entries at or below its index are skipped from then on.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -15,7 +20,8 @@ use oxcd_api::errors::EtcdError;
 use oxcd_api::oxcdpb::InternalRequest;
 use oxcd_mvcc::Store;
 use oxcd_raft::node::{Event, RaftHandle};
-use oxcd_raft::{Entry, EntryType};
+use oxcd_raft::{Entry, EntryType, Snapshot};
+use oxcd_storage::snapshot::{list_snapshots, snapshot_path};
 use prost::Message as _;
 use tokio::sync::watch;
 
@@ -39,6 +45,8 @@ pub struct ApplyLoop {
     pub applied: watch::Sender<u64>,
     /// Compact the raft log every this many applied entries (`--snapshot-count`).
     pub snapshot_count: u64,
+    /// Where received snapshots are kept until installed (`member/snap`).
+    pub snap_dir: PathBuf,
 }
 
 impl ApplyLoop {
@@ -66,20 +74,28 @@ impl ApplyLoop {
             dirty: false,
             snapshot_index: self.store.consistent_index(),
         };
+        self.remove_snapshot_files(state.applied);
         loop {
             match self.events.recv_timeout(DURABLE_EVERY) {
                 Ok(Event::Committed(mut entries)) => {
                     // Take whatever else is already queued: one backend commit for all.
+                    let mut snapshot = None;
                     while entries.len() < 10_000 {
                         match self.events.try_recv() {
                             Ok(Event::Committed(more)) => entries.extend(more),
-                            Ok(Event::Snapshot(_)) => return Err(SNAPSHOT_UNSUPPORTED.into()),
+                            Ok(Event::Snapshot(s)) => {
+                                snapshot = Some(s);
+                                break;
+                            }
                             Err(_) => break,
                         }
                     }
                     self.apply_entries(&mut state, &entries)?;
+                    if let Some(s) = snapshot {
+                        self.install(&mut state, &s)?;
+                    }
                 }
-                Ok(Event::Snapshot(_)) => return Err(SNAPSHOT_UNSUPPORTED.into()),
+                Ok(Event::Snapshot(s)) => self.install(&mut state, &s)?,
                 Err(RecvTimeoutError::Timeout) => {
                     if state.dirty {
                         self.commit_durable(&mut state)?;
@@ -147,6 +163,60 @@ impl ApplyLoop {
         Ok(())
     }
 
+    /// Replaces the state with the snapshot raft accepted, from the file the peer service
+    /// received it into.
+    fn install(&self, state: &mut State, snap: &Snapshot) -> Result<(), String> {
+        let index = snap.get_metadata().index;
+        if index <= state.applied {
+            self.remove_snapshot_files(state.applied);
+            return Ok(());
+        }
+        let path = snapshot_path(&self.snap_dir, index);
+        if !path.exists() {
+            return Err(format!(
+                "raft holds a snapshot at index {index} but {} is missing and the backend is at index {}: the backend lost data",
+                path.display(),
+                state.applied
+            ));
+        }
+        let started = Instant::now();
+        let (got, term) = self
+            .store
+            .install_snapshot(&path)
+            .map_err(|e| e.to_string())?;
+        if got != index {
+            return Err(format!(
+                "snapshot file {} holds index {got}, raft expected {index}",
+                path.display()
+            ));
+        }
+        tracing::info!(
+            index,
+            term,
+            revision = self.store.current_rev(),
+            took_ms = started.elapsed().as_millis() as u64,
+            "installed the leader's snapshot"
+        );
+        state.applied = index;
+        state.term = term;
+        state.snapshot_index = index;
+        state.dirty = false;
+        state.durable_at = Instant::now();
+        self.remove_snapshot_files(index);
+        self.applied.send_replace(index);
+        let _ = self.raft.applied(index);
+        Ok(())
+    }
+
+    /// Deletes received snapshot files the backend already covers.
+    fn remove_snapshot_files(&self, applied: u64) {
+        for (index, path) in list_snapshots(&self.snap_dir).unwrap_or_default() {
+            if index <= applied {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+
     /// After a durable commit at `state.applied`: compact the raft log when due.
     fn after_durable(&self, state: &mut State) {
         state.durable_at = Instant::now();
@@ -158,9 +228,6 @@ impl ApplyLoop {
         }
     }
 }
-
-const SNAPSHOT_UNSUPPORTED: &str =
-    "received a raft snapshot: installing snapshots from a leader is not supported yet";
 
 struct State {
     applied: u64,

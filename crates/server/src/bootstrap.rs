@@ -84,6 +84,7 @@ pub fn start(s: &Settings) -> Result<Started, StartError> {
             cluster.me,
             cluster.cluster_id,
             &cluster.peers(),
+            store.clone(),
             raft_slot.clone(),
             s.peer_faults.clone(),
         ))
@@ -101,6 +102,7 @@ pub fn start(s: &Settings) -> Result<Started, StartError> {
         waiters: waiters.clone(),
         applied: applied_tx,
         snapshot_count: s.snapshot_count.max(1),
+        snap_dir: s.snap_dir(),
     }
     .spawn()
     .map_err(|e| StartError::Other(format!("spawn apply thread: {e}")))?;

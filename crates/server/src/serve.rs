@@ -76,9 +76,11 @@ pub async fn run(
     let mut servers = Vec::new();
     if member.id.members.len() > 1 {
         // Peers must reach us before a leader can be elected: serve them first.
-        let peer_router =
-            tonic::service::Routes::new(PeerServer::new(PeerService::new(member.raft.clone())))
-                .into_axum_router();
+        let peer_router = tonic::service::Routes::new(
+            PeerServer::new(PeerService::new(member.raft.clone(), settings.snap_dir()))
+                .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
+        )
+        .into_axum_router();
         for url in &settings.listen_peer_urls {
             let addr = listen_addr(url)?;
             let l = TcpListener::bind(addr)

@@ -78,7 +78,12 @@ impl Settings {
 
     /// The backend file (etcd's path, so operators find it where they expect).
     pub fn backend_path(&self) -> PathBuf {
-        self.data_dir.join("member").join("snap").join("db")
+        self.snap_dir().join("db")
+    }
+
+    /// Where snapshots received from the leader wait to be installed.
+    pub fn snap_dir(&self) -> PathBuf {
+        self.data_dir.join("member").join("snap")
     }
 
     /// The backend quota in bytes: etcd's 2 GiB default when unset (0 or less).

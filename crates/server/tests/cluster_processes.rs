@@ -57,11 +57,39 @@ fn flags(p: &Plan, i: usize) -> Vec<String> {
     ]
 }
 
-fn start_all(dir: &Path, p: &Plan) -> Vec<OxcdProcess> {
+fn start_all(dir: &Path, p: &Plan, extra: &[&str]) -> Vec<OxcdProcess> {
     let pending: Vec<_> = (0..3)
-        .map(|i| OxcdProcess::spawn(&dir.join(format!("m{i}")), p.client_ports[i], &flags(p, i)))
+        .map(|i| {
+            let mut f = flags(p, i);
+            f.extend(extra.iter().map(|x| x.to_string()));
+            OxcdProcess::spawn(&dir.join(format!("m{i}")), p.client_ports[i], &f)
+        })
         .collect();
     pending.into_iter().map(|x| x.wait_ready()).collect()
+}
+
+/// The index (in `urls`) of the leader and the raft term, as member 0 reports them.
+async fn leader_and_term(urls: &[String]) -> (usize, u64) {
+    let mut c0 = Client::connect([urls[0].clone()], None)
+        .await
+        .expect("connect");
+    let st = c0.status().await.expect("status");
+    let ids = member_ids(urls).await;
+    let leader = ids
+        .iter()
+        .position(|id| *id == st.leader())
+        .expect("a leader among the three");
+    (leader, st.raft_term())
+}
+
+/// HashKV of every member at `rev`.
+async fn hashes_at(urls: &[String], rev: i64) -> Vec<u32> {
+    let mut hashes = Vec::new();
+    for u in urls {
+        let mut c = Client::connect([u.clone()], None).await.expect("connect");
+        hashes.push(c.hash_kv(rev).await.expect("hashkv").hash());
+    }
+    hashes
 }
 
 /// Every key and value a member holds, read locally.
@@ -84,23 +112,9 @@ async fn contents(url: &str) -> Vec<(Vec<u8>, Vec<u8>, i64)> {
 async fn kill_9_the_leader_under_load() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = plan();
-    let mut procs = start_all(dir.path(), &p);
+    let mut procs = start_all(dir.path(), &p, &[]);
     let urls: Vec<String> = procs.iter().map(|x| x.url.clone()).collect();
-    // Find the leader.
-    let mut c0 = Client::connect([urls[0].clone()], None)
-        .await
-        .expect("connect");
-    let st = c0.status().await.expect("status");
-    let mut leader = None;
-    for (i, u) in urls.iter().enumerate() {
-        let mut c = Client::connect([u.clone()], None).await.expect("connect");
-        let h = c.status().await.expect("status");
-        if h.header().map(|x| x.member_id()) == Some(st.leader()) {
-            leader = Some(i);
-        }
-    }
-    let leader = leader.expect("a leader among the three");
-    let term_before = st.raft_term();
+    let (leader, term_before) = leader_and_term(&urls).await;
 
     // Writers on the two followers keep writing through the kill.
     let acked = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
@@ -186,11 +200,7 @@ async fn kill_9_the_leader_under_load() {
     }
     // etcd's HashKV at one revision is the same on every member.
     let rev = st_after.header().expect("header").revision();
-    let mut hashes = Vec::new();
-    for u in urls.iter().chain([&back.url]) {
-        let mut c = Client::connect([u.clone()], None).await.expect("connect");
-        hashes.push(c.hash_kv(rev).await.expect("hashkv").hash());
-    }
+    let hashes = hashes_at(&urls, rev).await;
     assert!(
         hashes.iter().all(|h| *h == hashes[0]),
         "HashKV differs across members: {hashes:?}"
@@ -215,7 +225,7 @@ async fn kill_9_the_leader_under_load() {
 async fn lose_two_of_three_then_recover_without_an_operator() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = plan();
-    let mut procs = start_all(dir.path(), &p);
+    let mut procs = start_all(dir.path(), &p, &[]);
     let urls: Vec<String> = procs.iter().map(|x| x.url.clone()).collect();
     let mut c = Client::connect([urls[0].clone()], None)
         .await
@@ -302,7 +312,7 @@ async fn lose_two_of_three_then_recover_without_an_operator() {
 async fn stop_all_start_all_keeps_identity_and_data() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = plan();
-    let procs = start_all(dir.path(), &p);
+    let procs = start_all(dir.path(), &p, &[]);
     let urls: Vec<String> = procs.iter().map(|x| x.url.clone()).collect();
     let mut c = Client::connect([urls[1].clone()], None)
         .await
@@ -323,7 +333,7 @@ async fn stop_all_start_all_keeps_identity_and_data() {
     let before = contents(&urls[0]).await;
     drop(c);
     drop(procs); // SIGKILL all three
-    let procs = start_all(dir.path(), &p);
+    let procs = start_all(dir.path(), &p, &[]);
     let mut c = Client::connect([urls[2].clone()], None)
         .await
         .expect("connect");
@@ -361,4 +371,147 @@ async fn member_ids(urls: &[String]) -> Vec<u64> {
         );
     }
     ids
+}
+
+/// Writes `n` keys `k/<i>` through `url` with `clients` concurrent clients.
+async fn write_many(url: &str, n: usize, clients: usize) {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (url, next) = (url.to_string(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut c = Client::connect([url], None).await.expect("connect");
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return;
+                }
+                c.put(format!("k/{i:06}"), format!("value-{i}"), None)
+                    .await
+                    .expect("put");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("writer");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follower_away_for_50000_writes_catches_up_by_snapshot_without_an_election() {
+    const WRITES: usize = 50_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = plan();
+    // A snapshot every 2,000 entries: the log the leader keeps (5,000 entries behind its
+    // last snapshot) ends far above where the stopped follower is.
+    let mut procs = start_all(dir.path(), &p, &["--snapshot-count", "2000"]);
+    let urls: Vec<String> = procs.iter().map(|x| x.url.clone()).collect();
+    let (leader, term_before) = leader_and_term(&urls).await;
+    let away = (leader + 1) % 3;
+    procs[away].child.kill().expect("kill -9 the follower");
+    let _ = procs[away].child.wait();
+
+    let started = Instant::now();
+    write_many(&urls[leader], WRITES, 64).await;
+    eprintln!(
+        "{WRITES} writes in {:?} with one follower down",
+        started.elapsed()
+    );
+
+    let mut f = flags(&p, away);
+    f.extend(["--snapshot-count".to_string(), "2000".to_string()]);
+    let back_at = Instant::now();
+    procs[away] = OxcdProcess::start_with(
+        &dir.path().join(format!("m{away}")),
+        p.client_ports[away],
+        &f,
+    );
+    let mut c = Client::connect([urls[away].clone()], None)
+        .await
+        .expect("connect");
+    loop {
+        let n = c
+            .get(
+                "k/",
+                Some(
+                    GetOptions::new()
+                        .with_prefix()
+                        .with_count_only()
+                        .with_serializable(),
+                ),
+            )
+            .await
+            .expect("count on the returning member")
+            .count();
+        if n as usize == WRITES {
+            break;
+        }
+        assert!(
+            back_at.elapsed() < Duration::from_secs(60),
+            "the returning member holds {n} of {WRITES} keys after a minute\nits log: {:#?}\nthe leader's: {:#?}",
+            procs[away].logged("snapshot"),
+            procs[leader].logged("snapshot")
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let caught_up = back_at.elapsed();
+    let installed = procs[away].logged("installed the leader's snapshot");
+    let sent = procs[leader].logged("sent a snapshot");
+    eprintln!("caught up {caught_up:?} after restart\n  {installed:?}\n  {sent:?}");
+    assert!(
+        !installed.is_empty(),
+        "the follower caught up without a snapshot"
+    );
+    assert!(!sent.is_empty(), "the leader logged no snapshot sent");
+
+    // No election: same leader, same term, on every member.
+    for u in &urls {
+        let mut c = Client::connect([u.clone()], None).await.expect("connect");
+        let st = c.status().await.expect("status");
+        assert_eq!(st.raft_term(), term_before, "term changed on {u}");
+    }
+    assert_eq!(leader_and_term(&urls).await, (leader, term_before));
+
+    let mut cl = Client::connect([urls[leader].clone()], None)
+        .await
+        .expect("connect");
+    let rev = cl
+        .put("after", "1", None)
+        .await
+        .expect("put after catch-up")
+        .header()
+        .expect("h")
+        .revision();
+    let reference = contents(&urls[leader]).await;
+    for (i, u) in urls.iter().enumerate() {
+        let mut c = Client::connect([u.clone()], None).await.expect("connect");
+        if let Err(e) = c.get("after", None).await {
+            panic!(
+                "linearizable read on member {i} ({u}): {e}\nits errors: {:#?}",
+                procs[i].logged("error")
+            );
+        }
+        assert_eq!(contents(u).await, reference, "data on {u}");
+    }
+    let hashes = hashes_at(&urls, rev).await;
+    assert!(
+        hashes.iter().all(|h| *h == hashes[0]),
+        "HashKV differs: {hashes:?}"
+    );
+    assert_eq!(reference.len(), WRITES + 1);
+
+    // The installed snapshot is durable: after another kill -9 the member restarts from
+    // it and its WAL, with the same data.
+    procs[away].child.kill().expect("kill -9 again");
+    let _ = procs[away].child.wait();
+    procs[away] = OxcdProcess::start_with(
+        &dir.path().join(format!("m{away}")),
+        p.client_ports[away],
+        &f,
+    );
+    let mut c = Client::connect([urls[away].clone()], None)
+        .await
+        .expect("connect");
+    c.get("after", None).await.expect("linearizable read");
+    assert_eq!(contents(&urls[away]).await, reference, "data after restart");
 }

@@ -15,6 +15,7 @@
 pub mod backend;
 pub mod lock;
 pub mod schema;
+pub mod snapshot;
 pub mod wal;
 
 /// Errors from storage. Every variant names the file involved where there is one.

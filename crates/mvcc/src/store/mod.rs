@@ -52,6 +52,8 @@ pub struct Store {
     index: RwLock<IndexState>,
     current_rev: AtomicI64,
     consistent_index: AtomicU64,
+    /// Held shared by readers, exclusively while a snapshot replaces the state.
+    gate: RwLock<()>,
 }
 
 fn decode_kv(rev: Revision, bytes: &[u8]) -> Result<KeyValue> {
@@ -73,50 +75,71 @@ fn read_rows<T: ReadableTable<&'static [u8], &'static [u8]>>(
     Ok(kvs)
 }
 
+/// Reads the applied state's position and rebuilds the key index from the rows.
+fn load(backend: &Backend) -> Result<(IndexState, i64, u64)> {
+    let tx = backend.begin_read()?;
+    let meta_u64 = |k: &str| -> Result<u64> {
+        let v = Backend::read_meta(&tx, k).map_err(|e| backend.err(e))?;
+        Ok(v.and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+            .unwrap_or(0))
+    };
+    let consistent_index = meta_u64(schema::META_CONSISTENT_INDEX)?;
+    let compact_rev = Backend::read_meta(&tx, schema::META_FINISHED_COMPACT)
+        .map_err(|e| backend.err(e))?
+        .and_then(|b| Revision::from_bytes(&b))
+        .map(|(r, _)| r.main)
+        .unwrap_or(0);
+    let mut tree = TreeIndex::default();
+    let mut current = 1i64;
+    let table = tx.open_table(schema::KEY).map_err(|e| backend.err(e))?;
+    for row in table.iter().map_err(|e| backend.err(e))? {
+        let (k, v) = row.map_err(|e| backend.err(e))?;
+        let (rev, tombstone) = Revision::from_bytes(k.value())
+            .ok_or_else(|| MvccError::Corrupt(Revision::default(), "bad row key".into()))?;
+        let kv = decode_kv(rev, v.value())?;
+        if tombstone {
+            tree.tombstone(&kv.key, rev);
+        } else {
+            tree.restore_put(
+                &kv.key,
+                rev,
+                Revision::new(kv.create_revision, 0),
+                kv.version,
+            );
+        }
+        current = current.max(rev.main);
+    }
+    current = current.max(compact_rev);
+    drop(table);
+    Ok((IndexState { tree, compact_rev }, current, consistent_index))
+}
+
 impl Store {
     /// Opens the store and rebuilds the key index from the backend's rows.
     pub fn open(backend: Arc<Backend>) -> Result<Store> {
-        let tx = backend.begin_read()?;
-        let meta_u64 = |k: &str| -> Result<u64> {
-            let v = Backend::read_meta(&tx, k).map_err(|e| backend.err(e))?;
-            Ok(v.and_then(|b| b.try_into().ok())
-                .map(u64::from_le_bytes)
-                .unwrap_or(0))
-        };
-        let consistent_index = meta_u64(schema::META_CONSISTENT_INDEX)?;
-        let compact_rev = Backend::read_meta(&tx, schema::META_FINISHED_COMPACT)
-            .map_err(|e| backend.err(e))?
-            .and_then(|b| Revision::from_bytes(&b))
-            .map(|(r, _)| r.main)
-            .unwrap_or(0);
-        let mut tree = TreeIndex::default();
-        let mut current = 1i64;
-        let table = tx.open_table(schema::KEY).map_err(|e| backend.err(e))?;
-        for row in table.iter().map_err(|e| backend.err(e))? {
-            let (k, v) = row.map_err(|e| backend.err(e))?;
-            let (rev, tombstone) = Revision::from_bytes(k.value())
-                .ok_or_else(|| MvccError::Corrupt(Revision::default(), "bad row key".into()))?;
-            let kv = decode_kv(rev, v.value())?;
-            if tombstone {
-                tree.tombstone(&kv.key, rev);
-            } else {
-                tree.restore_put(
-                    &kv.key,
-                    rev,
-                    Revision::new(kv.create_revision, 0),
-                    kv.version,
-                );
-            }
-            current = current.max(rev.main);
-        }
-        current = current.max(compact_rev);
-        drop(table);
+        let (index, current, consistent_index) = load(&backend)?;
         Ok(Store {
             backend,
-            index: RwLock::new(IndexState { tree, compact_rev }),
+            index: RwLock::new(index),
             current_rev: AtomicI64::new(current),
             consistent_index: AtomicU64::new(consistent_index),
+            gate: RwLock::new(()),
         })
+    }
+
+    /// Replaces the whole state with the snapshot file at `path` (received from the
+    /// leader) and rebuilds the index. Readers wait meanwhile; none sees a mix of the old
+    /// index and the new rows. Returns the raft (index, term) of the new state.
+    pub fn install_snapshot(&self, path: &std::path::Path) -> Result<(u64, u64)> {
+        let _exclusive = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        let position = self.backend.install(path)?;
+        let (index, current, consistent_index) = load(&self.backend)?;
+        *self.index_write() = index;
+        self.current_rev.store(current, Ordering::Release);
+        self.consistent_index
+            .store(consistent_index, Ordering::Release);
+        Ok(position)
     }
 
     fn index_read(&self) -> RwLockReadGuard<'_, IndexState> {
@@ -168,6 +191,7 @@ impl Store {
 
     /// Reads `range` at a committed revision.
     pub fn range(&self, range: KeyRange<'_>, opts: RangeOptions) -> Result<RangeResult> {
+        let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
         let rev = self.current_rev();
         let (found, count) = self.lookup(range, opts, rev)?;
         if found.is_empty() {
@@ -191,6 +215,7 @@ impl Store {
     /// Same rows and rules as etcd, so the hash equals etcd's for the same history.
     /// Returns (hash, compact revision, revision).
     pub fn hash_kv(&self, rev: i64) -> Result<(u32, i64, i64)> {
+        let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
         let (compact_rev, rev, keep) = {
             let idx = self.index_read();
             let cur = self.current_rev();

@@ -102,6 +102,7 @@ enum Command {
     Compact(u64),
     TransferLeader(u64),
     Unreachable(u64),
+    SnapshotSent { to: u64, ok: bool },
     Campaign,
     Stop,
 }
@@ -205,6 +206,12 @@ impl RaftHandle {
         let _ = self.send(Command::Unreachable(id));
     }
 
+    /// Reports how sending a snapshot to `to` ended (raft resumes replicating to it, or
+    /// retries the snapshot later).
+    pub fn report_snapshot(&self, to: u64, ok: bool) {
+        let _ = self.send(Command::SnapshotSent { to, ok });
+    }
+
     /// Starts an election now (used by tests and single-member bootstrap).
     pub fn campaign(&self) -> Result<(), RaftError> {
         self.send(Command::Campaign)
@@ -243,12 +250,22 @@ pub fn start(
     transport: impl Transport,
 ) -> Result<(RaftHandle, Receiver<Event>, RaftThread), RaftError> {
     let (wal, log, meta) = open_log(&cfg)?;
+    // A snapshot installed in the WAL but not yet in the backend (a crash in between):
+    // the state machine installs it first, from the file it was received into.
+    let (snap_start, pending_install) = {
+        let core = log.rl();
+        let pending = (cfg.applied < core.start.0)
+            .then(|| core.snapshot.clone())
+            .flatten();
+        (core.start.0, pending)
+    };
+    let applied = cfg.applied.max(snap_start);
     let status = Arc::new(RaftStatus::default());
     let raft_cfg = Config {
         id: cfg.id,
         election_tick: cfg.election_ticks.max(2),
         heartbeat_tick: 1,
-        applied: cfg.applied,
+        applied,
         max_size_per_msg: 1 << 20,
         max_inflight_msgs: 256,
         check_quorum: true,
@@ -267,7 +284,7 @@ pub fn start(
         status
             .last_index
             .store(core.last_index(), Ordering::Release);
-        status.applied.store(cfg.applied, Ordering::Release);
+        status.applied.store(applied, Ordering::Release);
     }
     let (tx, rx) = mpsc::channel();
     // Bounded: a slow state machine slows raft down instead of growing memory.
@@ -293,8 +310,11 @@ pub fn start(
         pending_reads: Vec::new(),
         reads_in_flight: HashMap::new(),
         next_read_ctx: 1,
-        applied: cfg.applied,
+        applied,
     };
+    if let Some(snap) = pending_install {
+        l.emit(Event::Snapshot(snap))?;
+    }
     let thread = std::thread::Builder::new()
         .name("raft".into())
         .spawn(move || {
@@ -350,9 +370,16 @@ fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError>
     if let Some((_, b)) = &replay.snapshot {
         let sm = persist::decode_snapshot_meta(b)?;
         core.apply_snapshot(&sm);
+        core.snapshot = Some(snapshot_of(sm));
     }
     if let Some(b) = &replay.hard_state {
         core.hard_state = persist::decode_hard_state(b)?;
+        // A snapshot is committed state; the hard state synced with it may be older.
+        core.hard_state.commit = core.hard_state.commit.max(core.start.0);
+        if core.hard_state.term < core.start.1 {
+            core.hard_state.term = core.start.1;
+            core.hard_state.vote = 0;
+        }
     }
     let mut entries = Vec::with_capacity(replay.entries.len());
     for (index, data) in &replay.entries {
@@ -372,15 +399,14 @@ fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError>
         }
         core.hard_state.commit = cfg.applied;
     }
-    if cfg.applied < core.start.0 {
-        return Err(RaftError::Decode(format!(
-            "the backend is at applied index {} but the WAL in {} starts after {}: the backend lost data",
-            cfg.applied,
-            cfg.wal_dir.display(),
-            core.start.0
-        )));
-    }
     Ok((wal, LogStore::new(core), meta))
+}
+
+/// A snapshot carrying only its position: the data travels separately, from the backend.
+fn snapshot_of(meta: SnapshotMetadata) -> Snapshot {
+    let mut s = Snapshot::default();
+    s.set_metadata(meta);
+    s
 }
 
 struct Loop<T: Transport> {
@@ -453,6 +479,9 @@ impl<T: Transport> Loop<T> {
                 }
             }
             Command::Applied(index) => {
+                // A state machine restored from a snapshot may be ahead of what this
+                // member has seen committed; raft learns it as the commit index catches up.
+                let index = index.min(self.node.raft.raft_log.committed);
                 if index > self.applied {
                     self.applied = index;
                     self.node.advance_apply_to(index);
@@ -461,6 +490,14 @@ impl<T: Transport> Loop<T> {
             Command::Compact(index) => self.compact(index)?,
             Command::TransferLeader(to) => self.node.transfer_leader(to),
             Command::Unreachable(id) => self.node.report_unreachable(id),
+            Command::SnapshotSent { to, ok } => {
+                let status = if ok {
+                    raft::SnapshotStatus::Finish
+                } else {
+                    raft::SnapshotStatus::Failure
+                };
+                self.node.report_snapshot(to, status);
+            }
             Command::Campaign => {
                 let _ = self.node.campaign();
             }
@@ -489,7 +526,11 @@ impl<T: Transport> Loop<T> {
         self.wal
             .mark_snapshot(index, &persist::encode_snapshot_meta(&meta));
         self.wal.sync()?;
-        self.log.wl().compact(drop_to);
+        {
+            let mut core = self.log.wl();
+            core.compact(drop_to);
+            core.snapshot = Some(snapshot_of(meta));
+        }
         let removed = self.wal.purge(index, self.max_wals)?;
         tracing::info!(index, removed_segments = removed, "raft: compacted log");
         Ok(())
@@ -521,9 +562,18 @@ impl<T: Transport> Loop<T> {
             let snap = rd.snapshot().clone();
             let meta = snap.get_metadata().clone();
             self.wal
-                .mark_snapshot(meta.index, &persist::encode_snapshot_meta(&meta));
+                .install_snapshot(meta.index, &persist::encode_snapshot_meta(&meta));
             self.wal.sync()?;
-            self.log.wl().apply_snapshot(&meta);
+            {
+                let mut core = self.log.wl();
+                core.apply_snapshot(&meta);
+                core.snapshot = Some(snap.clone());
+            }
+            tracing::info!(
+                index = meta.index,
+                term = meta.term,
+                "raft: installed a snapshot from the leader"
+            );
             self.emit(Event::Snapshot(snap))?;
         }
         let committed = rd.take_committed_entries();

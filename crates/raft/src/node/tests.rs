@@ -121,3 +121,39 @@ fn compaction_keeps_replay_after_applied() {
     h.stop();
     thread.join().expect("join").expect("clean stop");
 }
+
+#[test]
+fn a_snapshot_installed_in_the_wal_but_not_the_backend_is_handed_over_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (h, events, thread) = start(cfg(dir.path(), 0), NoPeers).expect("start");
+    propose_and_apply(&h, &events, 3);
+    h.stop();
+    thread.join().expect("join").expect("clean stop");
+    drop(events);
+    // As if a leader's snapshot at 100 was recorded and the member died before the
+    // state machine installed it.
+    let (mut wal, _) = Wal::open(&dir.path().join("wal"), DEFAULT_SEGMENT_SIZE).expect("open");
+    let mut meta = SnapshotMetadata {
+        index: 100,
+        term: 1,
+        ..Default::default()
+    };
+    meta.set_conf_state(ConfState {
+        voters: vec![1],
+        ..Default::default()
+    });
+    wal.install_snapshot(100, &persist::encode_snapshot_meta(&meta));
+    wal.sync().expect("sync");
+    drop(wal);
+    let (h, events, thread) = start(cfg(dir.path(), 4), NoPeers).expect("restart");
+    match events.recv_timeout(Duration::from_secs(5)).expect("event") {
+        Event::Snapshot(s) => assert_eq!(s.get_metadata().index, 100),
+        Event::Committed(e) => panic!("expected the snapshot first, got entries {e:?}"),
+    }
+    h.applied(100).expect("applied");
+    let got = propose_and_apply(&h, &events, 2);
+    assert_eq!(got.len(), 2);
+    assert!(h.status().last_index() > 100);
+    h.stop();
+    thread.join().expect("join").expect("clean stop");
+}

@@ -9,3 +9,6 @@ pub mod transport;
 pub const CLUSTER_ID_KEY: &str = "x-oxcd-cluster-id";
 /// Metadata key carrying the sender's member id (hex).
 pub const FROM_KEY: &str = "x-oxcd-from";
+/// Largest snapshot chunk a member sends or accepts: a chunk holds about 1 MiB of
+/// dump plus at most one whole row, which can be as large as a request.
+pub const MAX_SNAPSHOT_CHUNK: usize = 256 << 20;

@@ -1,10 +1,16 @@
 //! The receiving side of peer traffic: checks the cluster id, steps messages into raft.
+//! A snapshot is written to `member/snap/` and synced before raft hears of it, so that
+//! raft never accepts a snapshot whose data could be lost. One is received at a time.
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::oxcdpb::peer_server::Peer;
-use oxcd_api::oxcdpb::{PeerAck, RaftEnvelope};
+use std::path::PathBuf;
+
+use oxcd_api::oxcdpb::{PeerAck, RaftEnvelope, SnapshotChunk};
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::persist::decode_message;
+use oxcd_storage::snapshot::SnapshotFile;
+use tokio::sync::{Mutex, mpsc};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::{CLUSTER_ID_KEY, FROM_KEY};
@@ -12,13 +18,78 @@ use super::{CLUSTER_ID_KEY, FROM_KEY};
 /// The Peer service of one member.
 pub struct PeerService {
     raft: RaftHandle,
+    snap_dir: PathBuf,
+    receiving: Mutex<()>,
 }
 
 impl PeerService {
-    /// A Peer service feeding `raft`.
-    pub fn new(raft: RaftHandle) -> PeerService {
-        PeerService { raft }
+    /// A Peer service feeding `raft`, receiving snapshots into `snap_dir`.
+    pub fn new(raft: RaftHandle, snap_dir: PathBuf) -> PeerService {
+        PeerService {
+            raft,
+            snap_dir,
+            receiving: Mutex::new(()),
+        }
     }
+
+    /// Checks the sender's cluster id; returns the sender's member id.
+    fn admit<T>(&self, req: &Request<T>) -> Result<u64, Status> {
+        let local = self.raft.cluster_id();
+        let remote = hex_meta(req, CLUSTER_ID_KEY);
+        let from = hex_meta(req, FROM_KEY).unwrap_or(0);
+        if remote != Some(local) {
+            tracing::error!(
+                local_cluster_id = %format!("{local:x}"),
+                remote_cluster_id = %remote.map(|r| format!("{r:x}")).unwrap_or_else(|| "none".into()),
+                remote_member_id = %format!("{from:x}"),
+                "rejected a peer stream: cluster ID mismatch"
+            );
+            return Err(EtcdError::ClusterIdMismatch.into());
+        }
+        Ok(from)
+    }
+}
+
+/// Writes chunks to a snapshot file on a blocking thread; returns the finished path.
+async fn receive_into(
+    dir: PathBuf,
+    index: u64,
+    first: Vec<u8>,
+    stream: &mut Streaming<SnapshotChunk>,
+) -> Result<(PathBuf, u64), Status> {
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(4);
+    let writer = tokio::task::spawn_blocking(move || -> Result<(PathBuf, u64), String> {
+        let mut file = SnapshotFile::create(&dir, index).map_err(|e| e.to_string())?;
+        let mut bytes = 0u64;
+        while let Some(chunk) = rx.blocking_recv() {
+            bytes += chunk.len() as u64;
+            file.write(&chunk).map_err(|e| e.to_string())?;
+        }
+        Ok((file.finish().map_err(|e| e.to_string())?, bytes))
+    });
+    let mut res = Ok(());
+    if !first.is_empty() && tx.send(first).await.is_err() {
+        res = Err(Status::internal("snapshot writer stopped"));
+    }
+    while res.is_ok() {
+        match stream.message().await {
+            Ok(Some(c)) => {
+                if tx.send(c.data).await.is_err() {
+                    res = Err(Status::internal("snapshot writer stopped"));
+                }
+            }
+            Ok(None) => break,
+            Err(e) => res = Err(e),
+        }
+    }
+    drop(tx);
+    let written = writer
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(Status::internal);
+    // A broken stream leaves no file behind (SnapshotFile removes an unfinished one).
+    res?;
+    written
 }
 
 fn hex_meta<T>(req: &Request<T>, key: &str) -> Option<u64> {
@@ -34,18 +105,7 @@ impl Peer for PeerService {
         &self,
         req: Request<Streaming<RaftEnvelope>>,
     ) -> Result<Response<PeerAck>, Status> {
-        let local = self.raft.cluster_id();
-        let remote = hex_meta(&req, CLUSTER_ID_KEY);
-        let from = hex_meta(&req, FROM_KEY).unwrap_or(0);
-        if remote != Some(local) {
-            tracing::error!(
-                local_cluster_id = %format!("{local:x}"),
-                remote_cluster_id = %remote.map(|r| format!("{r:x}")).unwrap_or_else(|| "none".into()),
-                remote_member_id = %format!("{from:x}"),
-                "rejected a peer stream: cluster ID mismatch"
-            );
-            return Err(EtcdError::ClusterIdMismatch.into());
-        }
+        let from = self.admit(&req)?;
         let mut stream = req.into_inner();
         while let Some(env) = stream.message().await? {
             match decode_message(&env.message) {
@@ -59,6 +119,39 @@ impl Peer for PeerService {
                 }
             }
         }
+        Ok(Response::new(PeerAck {}))
+    }
+
+    async fn snapshot(
+        &self,
+        req: Request<Streaming<SnapshotChunk>>,
+    ) -> Result<Response<PeerAck>, Status> {
+        let from = self.admit(&req)?;
+        let Ok(_one) = self.receiving.try_lock() else {
+            return Err(Status::unavailable("a snapshot is already being received"));
+        };
+        let mut stream = req.into_inner();
+        let first = stream
+            .message()
+            .await?
+            .ok_or_else(|| Status::invalid_argument("empty snapshot stream"))?;
+        let msg = decode_message(&first.message)
+            .map_err(|e| Status::invalid_argument(format!("bad snapshot message: {e}")))?;
+        let index = msg.get_snapshot().get_metadata().index;
+        let started = std::time::Instant::now();
+        let (path, bytes) =
+            receive_into(self.snap_dir.clone(), index, first.data, &mut stream).await?;
+        tracing::info!(
+            from = %format!("{from:x}"),
+            index,
+            bytes,
+            took_ms = started.elapsed().as_millis() as u64,
+            file = %path.display(),
+            "received a snapshot"
+        );
+        self.raft
+            .step(msg)
+            .map_err(|_| Status::from(EtcdError::Stopped))?;
         Ok(Response::new(PeerAck {}))
     }
 }

@@ -4,16 +4,21 @@
 //! message is dropped and raft is told the peer is unreachable (raft resends what
 //! matters). While a peer is down, queued messages are discarded rather than delivered
 //! stale later.
+//!
+//! A MsgSnapshot goes its own way: a task per snapshot dumps the backend and streams it
+//! on a separate `Snapshot` call, so heartbeats on the raft stream keep flowing, then
+//! reports the outcome to raft. At most one snapshot per peer is in flight.
 
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use oxcd_api::oxcdpb::RaftEnvelope;
 use oxcd_api::oxcdpb::peer_client::PeerClient;
-use oxcd_raft::Message;
+use oxcd_api::oxcdpb::{RaftEnvelope, SnapshotChunk};
+use oxcd_mvcc::Store;
 use oxcd_raft::node::{RaftHandle, Transport};
 use oxcd_raft::persist::encode_message;
+use oxcd_raft::{Message, MessageType};
 use tokio::sync::mpsc;
 use tonic::transport::Endpoint;
 
@@ -21,6 +26,8 @@ use super::{CLUSTER_ID_KEY, FROM_KEY};
 
 /// Messages queued per peer before new ones are dropped.
 const QUEUE: usize = 4096;
+/// Bytes of backend dump per snapshot chunk.
+const SNAPSHOT_CHUNK: usize = 1 << 20;
 
 /// Links to cut, for partition tests: messages from `from` to `to` are dropped as a
 /// network partition would drop them. The server binary never sets one.
@@ -56,18 +63,26 @@ impl PeerFaults {
 /// Sends raft messages to peers.
 pub struct PeerTransport {
     me: u64,
+    cluster_id: u64,
     queues: HashMap<u64, mpsc::Sender<Message>>,
+    urls: HashMap<u64, String>,
+    store: Arc<Store>,
+    snapshots_in_flight: Arc<Mutex<HashSet<u64>>>,
     raft: Arc<OnceLock<RaftHandle>>,
     faults: Option<PeerFaults>,
+    /// The runtime the tasks run on (`send` is called from the raft thread).
+    runtime: tokio::runtime::Handle,
 }
 
 impl PeerTransport {
     /// Starts one sending task per peer (`id -> peer URL`) on the current runtime. The
-    /// raft handle, for unreachable reports, is set once raft has started.
+    /// raft handle, for unreachable reports, is set once raft has started. Snapshots are
+    /// dumped from `store`.
     pub fn start(
         me: u64,
         cluster_id: u64,
         peers: &HashMap<u64, String>,
+        store: Arc<Store>,
         raft: Arc<OnceLock<RaftHandle>>,
         faults: Option<PeerFaults>,
     ) -> PeerTransport {
@@ -79,10 +94,60 @@ impl PeerTransport {
         }
         PeerTransport {
             me,
+            cluster_id,
             queues,
+            urls: peers.clone(),
+            store,
+            snapshots_in_flight: Arc::default(),
             raft,
             faults,
+            runtime: tokio::runtime::Handle::current(),
         }
+    }
+
+    /// Starts streaming a snapshot to `m.to`, unless one is already on its way.
+    fn send_snapshot(&self, m: Message) {
+        let to = m.to;
+        let Some(url) = self.urls.get(&to).cloned() else {
+            return;
+        };
+        {
+            let mut busy = self
+                .snapshots_in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if !busy.insert(to) {
+                return;
+            }
+        }
+        let link = Link {
+            me: self.me,
+            cluster_id: self.cluster_id,
+            url,
+        };
+        let store = self.store.clone();
+        let raft = self.raft.clone();
+        let busy = self.snapshots_in_flight.clone();
+        self.runtime.spawn(async move {
+            let started = std::time::Instant::now();
+            let res = stream_snapshot(&link, store, m).await;
+            match &res {
+                Ok((index, bytes)) => tracing::info!(
+                    peer = %format!("{to:x}"),
+                    index,
+                    bytes,
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "sent a snapshot"
+                ),
+                Err(e) => {
+                    tracing::warn!(peer = %format!("{to:x}"), "sending a snapshot failed: {e}")
+                }
+            }
+            busy.lock().unwrap_or_else(|p| p.into_inner()).remove(&to);
+            if let Some(r) = raft.get() {
+                r.report_snapshot(to, res.is_ok());
+            }
+        });
     }
 
     fn unreachable(&self, id: u64) {
@@ -97,6 +162,10 @@ impl Transport for PeerTransport {
         for m in msgs {
             let to = m.to;
             if self.faults.as_ref().is_some_and(|f| f.is_cut(self.me, to)) {
+                continue;
+            }
+            if m.msg_type == MessageType::MsgSnapshot {
+                self.send_snapshot(m);
                 continue;
             }
             match self.queues.get(&to) {
@@ -128,14 +197,16 @@ async fn peer_loop(
         }
     };
     let mut logged_down = false;
+    let link = Link {
+        me,
+        cluster_id,
+        url: url.clone(),
+    };
     loop {
-        let Ok(endpoint) = Endpoint::from_shared(url.clone()) else {
+        let Some(endpoint) = link.endpoint() else {
             tracing::error!(peer = %format!("{id:x}"), url, "invalid peer URL; not sending to it");
             return;
         };
-        let endpoint = endpoint
-            .connect_timeout(Duration::from_millis(500))
-            .tcp_nodelay(true);
         let channel = match endpoint.connect().await {
             Ok(c) => c,
             Err(e) => {
@@ -160,11 +231,7 @@ async fn peer_loop(
             logged_down = false;
         }
         let (tx, rx) = mpsc::channel::<RaftEnvelope>(QUEUE);
-        let mut req = tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx));
-        if let (Ok(c), Ok(f)) = (format!("{cluster_id:x}").parse(), format!("{me:x}").parse()) {
-            req.metadata_mut().insert(CLUSTER_ID_KEY, c);
-            req.metadata_mut().insert(FROM_KEY, f);
-        }
+        let req = link.request(tokio_stream::wrappers::ReceiverStream::new(rx));
         let mut client = PeerClient::new(channel);
         let mut call = tokio::spawn(async move { client.raft(req).await });
         loop {
@@ -190,5 +257,88 @@ async fn peer_loop(
             }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Where one peer is and who we are to it.
+struct Link {
+    me: u64,
+    cluster_id: u64,
+    url: String,
+}
+
+impl Link {
+    fn endpoint(&self) -> Option<Endpoint> {
+        Some(
+            Endpoint::from_shared(self.url.clone())
+                .ok()?
+                .connect_timeout(Duration::from_millis(500))
+                .tcp_nodelay(true),
+        )
+    }
+
+    /// A request carrying our cluster and member id.
+    fn request<T>(&self, body: T) -> tonic::Request<T> {
+        let mut req = tonic::Request::new(body);
+        let (c, f) = (self.cluster_id, self.me);
+        if let (Ok(c), Ok(f)) = (format!("{c:x}").parse(), format!("{f:x}").parse()) {
+            req.metadata_mut().insert(CLUSTER_ID_KEY, c);
+            req.metadata_mut().insert(FROM_KEY, f);
+        }
+        req
+    }
+}
+
+/// Dumps the backend and streams it with `m` to the peer. The snapshot's position is
+/// moved up to the dump's: the dump is taken now, at or after the compaction raft knows
+/// of, and its position must describe its data exactly. Returns (index, bytes sent).
+async fn stream_snapshot(
+    link: &Link,
+    store: Arc<Store>,
+    mut m: Message,
+) -> Result<(u64, u64), String> {
+    let dump = store.backend().dump().map_err(|e| e.to_string())?;
+    let (index, term) = dump.position().map_err(|e| e.to_string())?;
+    let meta = m.mut_snapshot().mut_metadata();
+    if index < meta.index {
+        return Err(format!(
+            "the backend is at index {index}, behind the snapshot at {}",
+            meta.index
+        ));
+    }
+    meta.index = index;
+    meta.term = term;
+    let (tx, rx) = mpsc::channel::<SnapshotChunk>(4);
+    tx.send(SnapshotChunk {
+        message: encode_message(&m),
+        data: Vec::new(),
+    })
+    .await
+    .map_err(|_| "snapshot stream closed".to_string())?;
+    let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = sent.clone();
+    let writer = tokio::task::spawn_blocking(move || {
+        dump.write_to(SNAPSHOT_CHUNK, |data| {
+            counter.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            tx.blocking_send(SnapshotChunk {
+                message: Vec::new(),
+                data,
+            })
+            .is_ok()
+        })
+    });
+    let endpoint = link.endpoint().ok_or("invalid peer URL")?;
+    let channel = endpoint.connect().await.map_err(|e| e.to_string())?;
+    let mut client = PeerClient::new(channel).max_encoding_message_size(super::MAX_SNAPSHOT_CHUNK);
+    let req = link.request(tokio_stream::wrappers::ReceiverStream::new(rx));
+    client
+        .snapshot(req)
+        .await
+        .map_err(|s| s.message().to_string())?;
+    match writer.await {
+        Ok(Ok(true)) => Ok((index, sent.load(std::sync::atomic::Ordering::Relaxed))),
+        Ok(Ok(false)) => Err("the peer stopped reading".into()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }

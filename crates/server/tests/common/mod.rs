@@ -113,6 +113,8 @@ pub struct OxcdProcess {
     pub child: std::process::Child,
     /// Its client URL.
     pub url: String,
+    /// Every line it has logged so far.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl OxcdProcess {
@@ -146,6 +148,8 @@ impl OxcdProcess {
             .expect("spawn oxcd");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = std::sync::mpsc::channel();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep = log.clone();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             // Keep reading to the end so the child never blocks on a full pipe.
@@ -158,10 +162,11 @@ impl OxcdProcess {
                 {
                     let _ = tx.send(());
                 }
+                keep.lock().unwrap_or_else(|p| p.into_inner()).push(line);
             }
         });
         Pending {
-            proc: OxcdProcess { child, url },
+            proc: OxcdProcess { child, url, log },
             ready: rx,
         }
     }
@@ -180,6 +185,19 @@ impl Pending {
             .recv_timeout(std::time::Duration::from_secs(30))
             .expect("oxcd did not log readiness");
         self.proc
+    }
+}
+
+impl OxcdProcess {
+    /// The log lines containing `text`.
+    pub fn logged(&self, text: &str) -> Vec<String> {
+        self.log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|l| l.contains(text))
+            .cloned()
+            .collect()
     }
 }
 

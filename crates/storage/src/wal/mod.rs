@@ -293,6 +293,14 @@ impl Wal {
         self.hard_state = Some(data.to_vec());
     }
 
+    /// Buffers the installation of a snapshot received from the leader: the log restarts
+    /// after `index` and every entry recorded before is void.
+    pub fn install_snapshot(&mut self, index: u64, data: &[u8]) {
+        self.push(RecordKind::SnapshotInstall, &snapshot_payload(index, data));
+        self.snapshot = Some((index, data.to_vec()));
+        self.last_index = index;
+    }
+
     /// Buffers a snapshot mark: entries up to `index` are held by the backend.
     pub fn mark_snapshot(&mut self, index: u64, data: &[u8]) {
         self.push(RecordKind::Snapshot, &snapshot_payload(index, data));
@@ -500,9 +508,12 @@ fn replay_segment(
             RecordKind::Crc => {}
             RecordKind::Metadata => replay.metadata = rec.payload.to_vec(),
             RecordKind::HardState => replay.hard_state = Some(rec.payload.to_vec()),
-            RecordKind::Snapshot => {
+            RecordKind::Snapshot | RecordKind::SnapshotInstall => {
                 let (index, data) = split_indexed(rec.payload)
                     .ok_or_else(|| corrupt(off, "short snapshot record".into()))?;
+                if rec.kind == RecordKind::SnapshotInstall {
+                    replay.entries.clear();
+                }
                 replay.snapshot = Some((index, data.to_vec()));
             }
             RecordKind::Entry => {

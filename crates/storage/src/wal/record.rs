@@ -24,6 +24,9 @@ pub enum RecordKind {
     HardState = 4,
     /// A snapshot mark: entries up to this index live in the backend (encoded by the caller).
     Snapshot = 5,
+    /// A snapshot received from the leader replaced the whole log: entries recorded
+    /// before it are void, whatever their index (same payload as `Snapshot`).
+    SnapshotInstall = 6,
 }
 
 impl RecordKind {
@@ -34,6 +37,7 @@ impl RecordKind {
             3 => RecordKind::Entry,
             4 => RecordKind::HardState,
             5 => RecordKind::Snapshot,
+            6 => RecordKind::SnapshotInstall,
             _ => return None,
         })
     }

@@ -173,3 +173,27 @@ fn metadata_is_readable_without_replay() {
         Some(&b"identity"[..])
     );
 }
+
+#[test]
+fn installed_snapshot_voids_earlier_entries() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    let mut wal = Wal::create(&dir, b"m", 4096).expect("create");
+    // A follower holds 1..=50, some of them never committed, then receives a snapshot
+    // at 40 from a leader whose log differs: everything before it is void.
+    write_entries(&mut wal, 1..=50);
+    wal.install_snapshot(40, b"snap");
+    wal.sync().expect("sync");
+    drop(wal);
+    let (mut wal, replay) = open(&dir);
+    assert_eq!(replay.snapshot, Some((40, b"snap".to_vec())));
+    assert!(replay.entries.is_empty(), "stale 41..=50 are gone");
+    // Far beyond the old log: the next entries follow the snapshot.
+    wal.install_snapshot(5000, b"snap2");
+    write_entries(&mut wal, 5001..=5010);
+    drop(wal);
+    let (_, replay) = open(&dir);
+    assert_eq!(replay.snapshot, Some((5000, b"snap2".to_vec())));
+    assert_eq!(replay.entries.first().map(|e| e.0), Some(5001));
+    assert_eq!(replay.entries.len(), 10);
+}
