@@ -15,6 +15,7 @@
 pub mod apply;
 pub mod apply_loop;
 pub mod bootstrap;
+pub mod corrupt;
 pub mod flags;
 pub mod grpc_compat;
 pub mod http;

@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::bootstrap::{self, StartError};
+use crate::corrupt;
 use crate::member::Member;
 use crate::peer::service::PeerService;
 use crate::settings::Settings;
@@ -77,8 +78,12 @@ pub async fn run(
     if member.id.members.len() > 1 {
         // Peers must reach us before a leader can be elected: serve them first.
         let peer_router = tonic::service::Routes::new(
-            PeerServer::new(PeerService::new(member.raft.clone(), settings.snap_dir()))
-                .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
+            PeerServer::new(PeerService::new(
+                member.raft.clone(),
+                member.store.clone(),
+                settings.snap_dir(),
+            ))
+            .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
         )
         .into_axum_router();
         for url in &settings.listen_peer_urls {
@@ -96,6 +101,20 @@ pub async fn run(
     }
     // As etcd: serve clients once the member has joined a leader and replayed its log.
     wait_until_ready(&member, &started.raft_thread, &started.apply_thread).await?;
+    if settings.initial_corrupt_check
+        && let Err(e) = corrupt::initial_check(&member).await
+    {
+        let _ = stop_tx.send(true);
+        stop_member(&member);
+        return Err(ServeError::Fatal(e));
+    }
+    if !settings.corrupt_check_time.is_zero() {
+        tokio::spawn(corrupt::periodic(
+            member.clone(),
+            settings.corrupt_check_time,
+            stop_rx.clone(),
+        ));
+    }
     let router = services::routes(member.clone())
         .into_axum_router()
         .merge(http::routes(member.clone()))

@@ -40,6 +40,10 @@ pub struct Settings {
     pub max_wals: usize,
     /// `--quota-backend-bytes` (0: etcd's default of 2 GiB).
     pub quota_backend_bytes: i64,
+    /// `--experimental-initial-corrupt-check`: compare HashKV with peers before serving.
+    pub initial_corrupt_check: bool,
+    /// `--experimental-corrupt-check-time` (zero: off): the leader compares periodically.
+    pub corrupt_check_time: Duration,
     /// Cut peer links (partition tests only; never set by the binary).
     pub peer_faults: Option<crate::peer::transport::PeerFaults>,
 }
@@ -63,6 +67,8 @@ impl Settings {
             heartbeat: Duration::from_millis(100),
             election_timeout: Duration::from_millis(1000),
             pre_vote: true,
+            initial_corrupt_check: false,
+            corrupt_check_time: Duration::ZERO,
             max_wals: 5,
             quota_backend_bytes: 0,
             peer_faults: None,

@@ -3,64 +3,12 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{InProc, free_port};
+use common::InProc;
+use common::cluster::{cluster_of, configure, leader_index, three, three_with};
 use etcd_client::GetOptions;
 use oxcd_server::peer::transport::PeerFaults;
-
-/// Starts three members named m0..m2 in `dir`, all at once (each waits for a leader).
-async fn three(dir: &Path) -> (Vec<InProc>, Vec<u16>) {
-    three_with(dir, None).await
-}
-
-/// As [`three`], with peer links that a test can cut.
-async fn three_with(dir: &Path, faults: Option<PeerFaults>) -> (Vec<InProc>, Vec<u16>) {
-    let peers: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let cluster: Vec<(String, Vec<String>)> = (0..3)
-        .map(|i| {
-            (
-                format!("m{i}"),
-                vec![format!("http://127.0.0.1:{}", peers[i])],
-            )
-        })
-        .collect();
-    let start = |i: usize| {
-        let cluster = cluster.clone();
-        let faults = faults.clone();
-        InProc::start(dir.join(format!("m{i}")), move |s| {
-            s.peer_faults = faults;
-            configure(s, i, &cluster)
-        })
-    };
-    let (a, b, c) = tokio::join!(start(0), start(1), start(2));
-    (vec![a, b, c], peers)
-}
-
-fn configure(s: &mut oxcd_server::settings::Settings, i: usize, cluster: &[(String, Vec<String>)]) {
-    s.name = format!("m{i}");
-    s.peer_urls = cluster[i].1.clone();
-    s.listen_peer_urls = cluster[i].1.clone();
-    s.initial_cluster = cluster.to_vec();
-}
-
-async fn leader_index(members: &[InProc]) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        for (i, m) in members.iter().enumerate() {
-            let mut c = m.client().await;
-            if let Ok(st) = c.status().await
-                && st.leader() != 0
-                && st.leader() == st.header().map(|h| h.member_id()).unwrap_or(0)
-            {
-                return i;
-            }
-        }
-        assert!(Instant::now() < deadline, "no leader elected");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_members_replicate_and_survive_losing_the_leader() {
@@ -160,14 +108,7 @@ async fn three_members_replicate_and_survive_losing_the_leader() {
     );
 
     // The old leader comes back with its data and catches up as itself.
-    let cluster: Vec<(String, Vec<String>)> = (0..3)
-        .map(|i| {
-            (
-                format!("m{i}"),
-                vec![format!("http://127.0.0.1:{}", peers[i])],
-            )
-        })
-        .collect();
+    let cluster = cluster_of(&peers);
     let back = InProc::start(old_dir, move |s| configure(s, li, &cluster)).await;
     let mut cb = back.client().await;
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -1095,11 +1095,7 @@ fn unbuilt_features_are_refused_from_every_source() {
     let cases: &[Case] = &[
         (&["--auto-tls"], &[], "--auto-tls"),
         (&["--enable-v2"], &[], "--enable-v2"),
-        (
-            &["--experimental-initial-corrupt-check"],
-            &[],
-            "--experimental-initial-corrupt-check",
-        ),
+        (&["--unsafe-no-fsync"], &[], "--unsafe-no-fsync"),
         (
             &["--auto-compaction-retention", "1h"],
             &[],

@@ -22,6 +22,9 @@ pub const META_SCHEDULED_COMPACT: &str = "scheduledCompactRev";
 /// Prefix of the published attributes of each member: `member_attributes/<id hex>` ->
 /// encoded `oxcdpb.MemberAttributes`.
 pub const META_MEMBER_ATTRIBUTES_PREFIX: &str = "member_attributes/";
+/// Prefix of raised alarms: `alarm/<member id, 16 hex digits>/<etcdserverpb.AlarmType
+/// number>` -> empty. Replicated, so every member refuses the same requests.
+pub const META_ALARM_PREFIX: &str = "alarm/";
 /// Raft conf state of the applied log (encoded by oxcd-raft).
 pub const META_CONF_STATE: &str = "conf_state";
 

@@ -398,6 +398,35 @@ impl<'s> ApplyBatch<'s> {
         Ok(())
     }
 
+    /// Deletes a meta value (nothing if absent).
+    pub fn delete_meta(&mut self, key: &str) -> Result<()> {
+        let backend = &self.store.backend;
+        let mut meta = self
+            .tx
+            .open_table(schema::META)
+            .map_err(|e| backend.err(e))?;
+        meta.remove(key).map_err(|e| backend.err(e))?;
+        Ok(())
+    }
+
+    /// Every meta key starting with `prefix`, as this batch sees them, in key order.
+    pub fn meta_keys(&self, prefix: &str) -> Result<Vec<String>> {
+        let backend = &self.store.backend;
+        let meta = self
+            .tx
+            .open_table(schema::META)
+            .map_err(|e| backend.err(e))?;
+        let mut out = Vec::new();
+        for row in meta.range::<&str>(prefix..).map_err(|e| backend.err(e))? {
+            let (k, _) = row.map_err(|e| backend.err(e))?;
+            if !k.value().starts_with(prefix) {
+                break;
+            }
+            out.push(k.value().to_string());
+        }
+        Ok(out)
+    }
+
     /// Commits the batch with the raft position it brings the store to, then publishes
     /// its revision to readers. `durable` forces an fsync of the backend.
     pub fn commit(self, index: u64, term: u64, durable: bool) -> Result<i64> {

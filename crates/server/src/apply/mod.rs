@@ -5,6 +5,7 @@
 //! nothing and consumes no revision; every member fails it the same way. A backend error
 //! is not deterministic: it is returned as [`ApplyError::Storage`] and the member stops.
 
+pub mod alarms;
 pub mod range;
 pub mod txn;
 
@@ -29,6 +30,8 @@ pub enum Applied {
     Compaction(CompactionResponse),
     /// A member's published attributes were recorded.
     MemberAttributes,
+    /// An alarm request: the alarms it concerns.
+    Alarm(Vec<oxcd_api::etcdserverpb::AlarmMember>),
 }
 
 /// Why applying failed.
@@ -65,7 +68,14 @@ fn storage_err(e: MvccError) -> ApplyError {
 
 /// Applies one replicated operation in `batch`.
 pub fn apply(batch: &mut ApplyBatch<'_>, op: &Op) -> Result<Applied, ApplyError> {
+    if matches!(
+        op,
+        Op::Put(_) | Op::DeleteRange(_) | Op::Txn(_) | Op::Compaction(_)
+    ) {
+        alarms::check_writable(batch)?;
+    }
     match op {
+        Op::Alarm(a) => alarms::apply(batch, a),
         Op::Compaction(c) => compact(batch, c),
         Op::MemberAttributes(a) => {
             let key = format!(

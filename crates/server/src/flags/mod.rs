@@ -751,6 +751,12 @@ impl Config {
         s.pre_vote = self.bool("pre-vote");
         s.max_wals = self.uint("max-wals") as usize;
         s.quota_backend_bytes = self.int("quota-backend-bytes");
+        s.initial_corrupt_check = self.bool("experimental-initial-corrupt-check");
+        s.corrupt_check_time = ["experimental-corrupt-check-time", "corrupt-check-time"]
+            .iter()
+            .filter_map(|f| self.duration(f))
+            .max()
+            .unwrap_or_default();
         s
     }
 }

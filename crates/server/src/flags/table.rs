@@ -179,8 +179,13 @@ pub const FLAGS: &[Flag] = &[
     f("proxy-write-timeout", "5000", Uint, NotYet),
     f("proxy-read-timeout", "0", Uint, NotYet),
     // Experimental (3.5 names) and their 3.6 successors
-    f("experimental-initial-corrupt-check", "false", Bool, NotYet),
-    f("experimental-corrupt-check-time", "0s", Duration, NotYet),
+    f(
+        "experimental-initial-corrupt-check",
+        "false",
+        Bool,
+        Supported,
+    ),
+    f("experimental-corrupt-check-time", "0s", Duration, Supported),
     f(
         "experimental-compact-hash-check-enabled",
         "false",
@@ -302,7 +307,7 @@ pub const FLAGS: &[Flag] = &[
     ),
     f("feature-gates", "", Str, NotYet),
     f("watch-progress-notify-interval", "10m0s", Duration, NotYet),
-    f("corrupt-check-time", "0s", Duration, NotYet),
+    f("corrupt-check-time", "0s", Duration, Supported),
     f("compact-hash-check-time", "1m0s", Duration, NotYet),
     f("snapshot-catchup-entries", "5000", Uint, NotYet),
     f("force-new-cluster", "false", Bool, NotYet),

@@ -6,7 +6,12 @@ use oxcd_api::errors::EtcdError;
 use oxcd_api::oxcdpb::peer_server::Peer;
 use std::path::PathBuf;
 
-use oxcd_api::oxcdpb::{PeerAck, RaftEnvelope, SnapshotChunk};
+use std::sync::{Arc, Weak};
+
+use oxcd_api::oxcdpb::{
+    PeerAck, PeerHashKvRequest, PeerHashKvResponse, RaftEnvelope, SnapshotChunk,
+};
+use oxcd_mvcc::Store;
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::persist::decode_message;
 use oxcd_storage::snapshot::SnapshotFile;
@@ -18,15 +23,20 @@ use super::{CLUSTER_ID_KEY, FROM_KEY};
 /// The Peer service of one member.
 pub struct PeerService {
     raft: RaftHandle,
+    /// Weak: peers keep connections open past a member's shutdown, and the backend
+    /// must close when the member stops.
+    store: Weak<Store>,
     snap_dir: PathBuf,
     receiving: Mutex<()>,
 }
 
 impl PeerService {
-    /// A Peer service feeding `raft`, receiving snapshots into `snap_dir`.
-    pub fn new(raft: RaftHandle, snap_dir: PathBuf) -> PeerService {
+    /// A Peer service feeding `raft`, receiving snapshots into `snap_dir`, hashing
+    /// `store` for corruption checks.
+    pub fn new(raft: RaftHandle, store: Arc<Store>, snap_dir: PathBuf) -> PeerService {
         PeerService {
             raft,
+            store: Arc::downgrade(&store),
             snap_dir,
             receiving: Mutex::new(()),
         }
@@ -153,5 +163,27 @@ impl Peer for PeerService {
             .step(msg)
             .map_err(|_| Status::from(EtcdError::Stopped))?;
         Ok(Response::new(PeerAck {}))
+    }
+
+    async fn hash_kv(
+        &self,
+        req: Request<PeerHashKvRequest>,
+    ) -> Result<Response<PeerHashKvResponse>, Status> {
+        self.admit(&req)?;
+        let store = self
+            .store
+            .upgrade()
+            .ok_or_else(|| Status::from(EtcdError::Stopped))?;
+        let revision = store.current_rev();
+        let (hash, compact_revision, hash_revision) = store
+            .hash_kv(req.into_inner().revision)
+            .map_err(crate::apply::mvcc_err)?;
+        Ok(Response::new(PeerHashKvResponse {
+            member_id: self.raft.id(),
+            revision,
+            compact_revision,
+            hash,
+            hash_revision,
+        }))
     }
 }

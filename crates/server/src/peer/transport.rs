@@ -261,14 +261,14 @@ async fn peer_loop(
 }
 
 /// Where one peer is and who we are to it.
-struct Link {
-    me: u64,
-    cluster_id: u64,
-    url: String,
+pub(crate) struct Link {
+    pub(crate) me: u64,
+    pub(crate) cluster_id: u64,
+    pub(crate) url: String,
 }
 
 impl Link {
-    fn endpoint(&self) -> Option<Endpoint> {
+    pub(crate) fn endpoint(&self) -> Option<Endpoint> {
         Some(
             Endpoint::from_shared(self.url.clone())
                 .ok()?
@@ -278,7 +278,7 @@ impl Link {
     }
 
     /// A request carrying our cluster and member id.
-    fn request<T>(&self, body: T) -> tonic::Request<T> {
+    pub(crate) fn request<T>(&self, body: T) -> tonic::Request<T> {
         let mut req = tonic::Request::new(body);
         let (c, f) = (self.cluster_id, self.me);
         if let (Ok(c), Ok(f)) = (format!("{c:x}").parse(), format!("{f:x}").parse()) {

@@ -1,4 +1,5 @@
-//! The Maintenance service: status and alarms so far; the rest answers Unimplemented.
+//! The Maintenance service: status, alarms, hashes and leader moves; the rest answers
+//! Unimplemented.
 
 use std::sync::Arc;
 
@@ -12,7 +13,10 @@ use oxcd_api::etcdserverpb::{
 use oxcd_api::etcdserverpb::{MoveLeaderRequest, MoveLeaderResponse};
 use tonic::{Request, Response, Status};
 
+use crate::apply::{Applied, alarms};
 use crate::member::Member;
+use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
+use oxcd_api::oxcdpb::internal_request::Op;
 
 /// The Maintenance service.
 pub struct MaintenanceService {
@@ -43,7 +47,11 @@ impl Maintenance for MaintenanceService {
             raft_index: st.commit(),
             raft_term: st.term(),
             raft_applied_index: m.applied_index(),
-            errors: Vec::new(),
+            errors: alarms::raised(&m.store)
+                .unwrap_or_default()
+                .iter()
+                .map(alarms::describe)
+                .collect(),
             db_size_in_use: db_size,
             is_learner: false,
         }))
@@ -103,12 +111,21 @@ impl Maintenance for MaintenanceService {
         }))
     }
 
-    async fn alarm(&self, _req: Request<AlarmRequest>) -> Result<Response<AlarmResponse>, Status> {
-        // No alarm can be raised yet (quota and corruption checks come later): list is empty.
+    async fn alarm(&self, req: Request<AlarmRequest>) -> Result<Response<AlarmResponse>, Status> {
         let m = &self.member;
+        let req = req.into_inner();
+        let alarms = if req.action() == AlarmAction::Get {
+            m.read_barrier().await?;
+            alarms::raised(&m.store)?
+        } else {
+            match m.propose(Op::Alarm(req)).await? {
+                Applied::Alarm(a) => a,
+                _ => Vec::new(),
+            }
+        };
         Ok(Response::new(AlarmResponse {
             header: Some(m.header(m.store.current_rev())),
-            alarms: Vec::new(),
+            alarms,
         }))
     }
 }

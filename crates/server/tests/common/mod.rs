@@ -1,6 +1,8 @@
 //! In-process members on real loopback sockets, for tests that talk gRPC to them.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -21,6 +23,17 @@ pub struct InProc {
 impl InProc {
     /// Starts a member in `data_dir` on a free loopback port.
     pub async fn start(data_dir: PathBuf, tweak: impl FnOnce(&mut Settings)) -> InProc {
+        match Self::try_start(data_dir, tweak).await {
+            Ok(m) => m,
+            Err(e) => panic!("member failed to start: {e}"),
+        }
+    }
+
+    /// As [`InProc::start`]; Err is why the member stopped before serving.
+    pub async fn try_start(
+        data_dir: PathBuf,
+        tweak: impl FnOnce(&mut Settings),
+    ) -> Result<InProc, String> {
         let mut s = Settings::new("default", data_dir.clone());
         let url = format!("http://127.0.0.1:{}", free_port());
         s.listen_client_urls = vec![url.clone()];
@@ -41,14 +54,19 @@ impl InProc {
         ));
         let addr = match ready_rx.await {
             Ok(addr) => addr,
-            Err(_) => panic!("member failed to start: {:?}", task.await),
+            Err(_) => {
+                return Err(match task.await {
+                    Ok(Err(e)) => e.to_string(),
+                    other => format!("{other:?}"),
+                });
+            }
         };
-        InProc {
+        Ok(InProc {
             addr,
             data_dir,
             stop: Some(stop_tx),
             task: Some(task),
-        }
+        })
     }
 
     /// The endpoint string for clients.

@@ -1,0 +1,196 @@
+//! Corruption detection between members: one member's backend is altered on purpose
+//! while it is stopped. With `--experimental-initial-corrupt-check` it refuses to serve;
+//! with `--experimental-corrupt-check-time` the leader raises the CORRUPT alarm and every
+//! member then refuses writes with "etcdserver: corrupt cluster".
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::InProc;
+use common::cluster::{cluster_of, configure, leader_index, three_tweaked};
+use etcd_client::{AlarmAction, AlarmOptions, AlarmType, GetOptions};
+use oxcd_api::mvccpb::KeyValue;
+use oxcd_storage::backend::Backend;
+use oxcd_storage::backend::redb::ReadableTable;
+use oxcd_storage::schema;
+use prost::Message;
+
+/// Rewrites the value of the newest row of `key` in a stopped member's backend, keeping
+/// the row well-formed: only a hash comparison can tell.
+fn alter_value(data_dir: &Path, key: &[u8]) {
+    let backend = Backend::open(&data_dir.join("member/snap/db")).expect("open backend");
+    let tx = backend.begin_write().expect("write");
+    {
+        let mut t = tx.open_table(schema::KEY).expect("key table");
+        let mut target = None;
+        for row in t.iter().expect("iter") {
+            let (k, v) = row.expect("row");
+            let kv = KeyValue::decode(v.value()).expect("decode");
+            if kv.key == key {
+                target = Some((k.value().to_vec(), kv));
+            }
+        }
+        let (row_key, mut kv) = target.expect("row for key");
+        kv.value = b"bit rot".to_vec();
+        t.insert(row_key.as_slice(), kv.encode_to_vec().as_slice())
+            .expect("rewrite");
+    }
+    backend.commit(tx, true).expect("commit");
+}
+
+/// Writes `n` keys through member 0 and waits until every member holds them.
+async fn load(members: &[InProc], n: usize) {
+    let mut c = members[0].client().await;
+    for i in 0..n {
+        c.put(format!("k{i:02}"), format!("v{i}"), None)
+            .await
+            .expect("put");
+    }
+    for m in members {
+        let mut c = m.client().await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while c
+            .get(
+                "k",
+                Some(
+                    GetOptions::new()
+                        .with_prefix()
+                        .with_serializable()
+                        .with_count_only(),
+                ),
+            )
+            .await
+            .expect("count")
+            .count()
+            < n as i64
+        {
+            assert!(Instant::now() < deadline, "a member did not catch up");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_check_refuses_a_member_whose_data_differs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut members, peers) = three_tweaked(dir.path(), |_| {}).await;
+    load(&members, 20).await;
+    let cluster = cluster_of(&peers);
+    let li = leader_index(&members).await;
+    let victim = (li + 1) % 3;
+    let healthy = (li + 2) % 3;
+
+    // A healthy member restarted with the check passes it and serves.
+    let m = members.remove(healthy.max(victim));
+    let n = members.remove(healthy.min(victim));
+    let (h, v) = if healthy > victim { (m, n) } else { (n, m) };
+    let (h_dir, v_dir) = (h.data_dir.clone(), v.data_dir.clone());
+    h.stop().await;
+    let c2 = cluster.clone();
+    let h = InProc::start(h_dir, move |s| {
+        configure(s, healthy, &c2);
+        s.initial_corrupt_check = true;
+    })
+    .await;
+
+    // The altered one is refused, with etcd's error, and does not serve.
+    v.stop().await;
+    alter_value(&v_dir, b"k07");
+    let c3 = cluster.clone();
+    let refused = InProc::try_start(v_dir, move |s| {
+        configure(s, victim, &c3);
+        s.initial_corrupt_check = true;
+    })
+    .await;
+    let err = refused.err().expect("a corrupt member must not start");
+    assert!(
+        err.ends_with("found data inconsistency with peers"),
+        "unexpected error: {err}"
+    );
+    eprintln!("refused: {err}");
+    // The other two keep serving writes.
+    h.client().await.put("after", "1", None).await.expect("put");
+    h.stop().await;
+    for m in members {
+        m.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn periodic_check_raises_the_corrupt_alarm_and_writes_stop() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let every = Duration::from_millis(200);
+    let (mut members, peers) =
+        three_tweaked(dir.path(), move |s| s.corrupt_check_time = every).await;
+    load(&members, 20).await;
+    let li = leader_index(&members).await;
+    let victim = (li + 1) % 3;
+    let victim_id = members[victim]
+        .client()
+        .await
+        .status()
+        .await
+        .expect("status")
+        .header()
+        .expect("h")
+        .member_id();
+    let v = members.remove(victim);
+    let v_dir = v.data_dir.clone();
+    v.stop().await;
+    alter_value(&v_dir, b"k03");
+    let cluster = cluster_of(&peers);
+    let v = InProc::start(v_dir, move |s| {
+        configure(s, victim, &cluster);
+        s.corrupt_check_time = every;
+    })
+    .await;
+    members.insert(victim, v);
+
+    // The leader finds it and raises CORRUPT for that member.
+    let mut c = members[li].client().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let alarms = loop {
+        let r = c
+            .alarm(AlarmAction::Get, AlarmType::None, None)
+            .await
+            .expect("alarm list");
+        if !r.alarms().is_empty() {
+            break r.alarms().to_vec();
+        }
+        assert!(Instant::now() < deadline, "no alarm raised");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(alarms.len(), 1);
+    assert_eq!(alarms[0].member_id(), victim_id);
+    assert_eq!(alarms[0].alarm(), AlarmType::Corrupt);
+
+    // Every member now refuses writes with etcd's error; reads still answer.
+    for m in &members {
+        let mut c = m.client().await;
+        let err = c.put("x", "y", None).await.expect_err("write refused");
+        assert!(
+            err.to_string().contains("etcdserver: corrupt cluster"),
+            "unexpected: {err}"
+        );
+        c.get("k00", None).await.expect("reads still answer");
+        let st = c.status().await.expect("status");
+        assert_eq!(
+            st.errors(),
+            [format!("memberID:{victim_id} alarm:CORRUPT ")],
+            "status lists the alarm"
+        );
+    }
+    // An operator can disarm it (and the next check raises it again while the data differs).
+    let mut opts = AlarmOptions::new();
+    opts.with_member(victim_id);
+    let r = c
+        .alarm(AlarmAction::Deactivate, AlarmType::Corrupt, Some(opts))
+        .await
+        .expect("disarm");
+    assert_eq!(r.alarms().len(), 1);
+    for m in members {
+        m.stop().await;
+    }
+}
