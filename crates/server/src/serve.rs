@@ -68,6 +68,11 @@ pub async fn run(
             .map_err(|e| ServeError::Listen(format!("listen tcp {addr}: bind: {e}")))?;
         listeners.push(l);
     }
+    if !oxcd_storage::wal::Wal::exists(&settings.wal_dir()) {
+        crate::peer::remote::check_fresh_member(&settings)
+            .await
+            .map_err(StartError::Other)?;
+    }
     let s = settings.clone();
     let started = tokio::task::spawn_blocking(move || bootstrap::start(&s))
         .await

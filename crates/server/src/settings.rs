@@ -22,6 +22,8 @@ pub struct Settings {
     pub listen_peer_urls: Vec<String>,
     /// `--initial-cluster`: every member's name and peer URLs (used only to bootstrap).
     pub initial_cluster: Vec<(String, Vec<String>)>,
+    /// `--initial-cluster-state existing` (false: `new`).
+    pub initial_cluster_existing: bool,
     /// `--initial-cluster-token`.
     pub initial_cluster_token: String,
     /// `--max-txn-ops`.
@@ -60,6 +62,7 @@ impl Settings {
             peer_urls: vec!["http://localhost:2380".into()],
             listen_peer_urls: vec!["http://localhost:2380".into()],
             initial_cluster: vec![(name.to_string(), vec!["http://localhost:2380".into()])],
+            initial_cluster_existing: false,
             initial_cluster_token: "etcd-cluster".into(),
             max_txn_ops: 128,
             max_request_bytes: 1536 * 1024,

@@ -166,3 +166,34 @@ async fn second_process_on_a_data_dir_in_use_is_refused() {
         .expect("first member still writes");
     drop(first);
 }
+
+#[test]
+fn joining_an_existing_cluster_nobody_answers_for_fails_fast() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (free_port(), free_port());
+    let client = format!("http://127.0.0.1:{}", free_port());
+    let o = run(oxcd_command().args([
+        "--name",
+        "a",
+        "--data-dir",
+        &dir.path().join("a").to_string_lossy(),
+        "--listen-client-urls",
+        &client,
+        "--advertise-client-urls",
+        &client,
+        "--listen-peer-urls",
+        &format!("http://127.0.0.1:{a}"),
+        "--initial-advertise-peer-urls",
+        &format!("http://127.0.0.1:{a}"),
+        "--initial-cluster",
+        &format!("a=http://127.0.0.1:{a},b=http://127.0.0.1:{b}"),
+        "--initial-cluster-state",
+        "existing",
+    ]));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cannot fetch cluster info from peer urls"),
+        "{}",
+        stderr(&o)
+    );
+}

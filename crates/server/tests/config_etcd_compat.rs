@@ -1109,11 +1109,6 @@ fn unbuilt_features_are_refused_from_every_source() {
         (&["--auth-token", "jwt"], &[], "--auth-token"),
         (&["--discovery-srv", "example.com"], &[], "--discovery-srv"),
         (
-            &["--initial-cluster-state", "existing"],
-            &[],
-            "--initial-cluster-state",
-        ),
-        (
             &["--log-outputs", "/var/log/etcd.log"],
             &[],
             "--log-outputs",

@@ -285,11 +285,6 @@ fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigE
             }
         }
     }
-    if cfg.str("initial-cluster-state") == "existing" {
-        return Err(err(
-            "--initial-cluster-state=existing is not supported yet by oxcd (joining a cluster comes with replication)",
-        ));
-    }
     if cfg.str("metrics") == "extensive" {
         return Err(err(
             "--metrics=\"extensive\" is not supported yet by oxcd (no gRPC histograms); remove it or set it to \"basic\"",
@@ -751,6 +746,7 @@ impl Config {
         s.pre_vote = self.bool("pre-vote");
         s.max_wals = self.uint("max-wals") as usize;
         s.quota_backend_bytes = self.int("quota-backend-bytes");
+        s.initial_cluster_existing = self.str("initial-cluster-state") == "existing";
         s.initial_corrupt_check = self.bool("experimental-initial-corrupt-check");
         s.corrupt_check_time = ["experimental-corrupt-check-time", "corrupt-check-time"]
             .iter()

@@ -2,6 +2,7 @@
 //! ([`transport`]: one sending task and stream per peer) and the receiving service
 //! ([`service`]). Streams carry the cluster id; a member of another cluster is refused.
 
+pub mod remote;
 pub mod service;
 pub mod transport;
 

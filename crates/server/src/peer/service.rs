@@ -9,12 +9,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
 use oxcd_api::oxcdpb::{
-    PeerAck, PeerHashKvRequest, PeerHashKvResponse, RaftEnvelope, SnapshotChunk,
+    MemberAttributes, MemberList, PeerAck, PeerHashKvRequest, PeerHashKvResponse,
+    PeerMembersRequest, PeerMembersResponse, RaftEnvelope, SnapshotChunk,
 };
 use oxcd_mvcc::Store;
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::persist::decode_message;
 use oxcd_storage::snapshot::SnapshotFile;
+use prost::Message as _;
 use tokio::sync::{Mutex, mpsc};
 use tonic::{Request, Response, Status, Streaming};
 
@@ -184,6 +186,31 @@ impl Peer for PeerService {
             compact_revision,
             hash,
             hash_revision,
+        }))
+    }
+
+    async fn members(
+        &self,
+        _req: Request<PeerMembersRequest>,
+    ) -> Result<Response<PeerMembersResponse>, Status> {
+        let store = self
+            .store
+            .upgrade()
+            .ok_or_else(|| Status::from(EtcdError::Stopped))?;
+        let members = MemberList::decode(self.raft.members())
+            .map(|l| l.members)
+            .unwrap_or_default();
+        let published = store
+            .read_meta_prefix(oxcd_storage::schema::META_MEMBER_ATTRIBUTES_PREFIX)
+            .map_err(crate::apply::mvcc_err)?
+            .iter()
+            .filter_map(|(_, v)| MemberAttributes::decode(v.as_slice()).ok())
+            .map(|a| a.id)
+            .collect();
+        Ok(Response::new(PeerMembersResponse {
+            cluster_id: self.raft.cluster_id(),
+            members,
+            published,
         }))
     }
 }
