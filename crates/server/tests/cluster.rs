@@ -83,20 +83,7 @@ async fn three_members_replicate_and_survive_losing_the_leader() {
     old.stop().await;
     let started = Instant::now();
     let mut c = members[0].client().await;
-    loop {
-        let put = tokio::time::timeout(
-            Duration::from_millis(300),
-            c.put("after", "leader-loss", None),
-        )
-        .await;
-        if matches!(put, Ok(Ok(_))) {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no progress after leader loss"
-        );
-    }
+    common::first_write_after(&mut c, "after", started).await;
     eprintln!(
         "writes resumed {:?} after stopping the leader",
         started.elapsed()
@@ -104,7 +91,7 @@ async fn three_members_replicate_and_survive_losing_the_leader() {
     let mut c1 = members[1].client().await;
     assert_eq!(
         c1.get("after", None).await.expect("get").kvs()[0].value(),
-        b"leader-loss"
+        b"x"
     );
 
     // The old leader comes back with its data and catches up as itself.
@@ -303,23 +290,7 @@ async fn partitioned_leader_yields_to_the_majority_and_rejoins_quietly() {
     });
     // The majority elects and serves.
     let mut mc = members[majority[0]].client().await;
-    let elected = loop {
-        // A put forwarded to the unreachable old leader waits for the request timeout
-        // (as in etcd); probe with fresh puts instead.
-        let put = tokio::time::timeout(
-            Duration::from_millis(300),
-            mc.put("during", "majority", None),
-        )
-        .await;
-        if matches!(put, Ok(Ok(_))) {
-            break cut_at.elapsed();
-        }
-        assert!(
-            cut_at.elapsed() < Duration::from_secs(10),
-            "the majority did not elect"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let elected = common::first_write_after(&mut mc, "during", cut_at).await;
     let (failed, took) = minority_read.await.expect("join");
     assert!(
         failed,

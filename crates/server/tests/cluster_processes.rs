@@ -149,17 +149,7 @@ async fn kill_9_the_leader_under_load() {
         .map(|(_, u)| u.clone())
         .expect("survivor");
     let mut probe = Client::connect([survivor], None).await.expect("connect");
-    let resumed = loop {
-        let put =
-            tokio::time::timeout(Duration::from_millis(300), probe.put("probe", "x", None)).await;
-        if matches!(put, Ok(Ok(_))) {
-            break killed_at.elapsed();
-        }
-        assert!(
-            killed_at.elapsed() < Duration::from_secs(10),
-            "writes did not resume after the leader died"
-        );
-    };
+    let resumed = common::first_write_after(&mut probe, "probe", killed_at).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Relaxed);
     for w in writers {

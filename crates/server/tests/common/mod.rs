@@ -225,3 +225,25 @@ impl Drop for OxcdProcess {
         let _ = self.child.wait();
     }
 }
+
+/// Retries a fresh put of `key` (each bounded to 300 ms: a put forwarded to an unreachable
+/// leader waits for the request timeout, as in etcd) until one succeeds; returns how long
+/// after `since` that was. Panics after 10 s.
+pub async fn first_write_after(
+    c: &mut etcd_client::Client,
+    key: &str,
+    since: std::time::Instant,
+) -> std::time::Duration {
+    use std::time::Duration;
+    loop {
+        let put = tokio::time::timeout(Duration::from_millis(300), c.put(key, "x", None)).await;
+        if matches!(put, Ok(Ok(_))) {
+            return since.elapsed();
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(10),
+            "no write succeeded within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
