@@ -58,7 +58,17 @@ fn flags(p: &Plan, i: usize) -> Vec<String> {
 }
 
 fn start_all(dir: &Path, p: &Plan, extra: &[&str]) -> Vec<OxcdProcess> {
-    let pending: Vec<_> = (0..3)
+    start_members(dir, p, 0..3, extra)
+}
+
+/// Starts members `which` together (each waits for a leader) and waits until all serve.
+fn start_members(
+    dir: &Path,
+    p: &Plan,
+    which: std::ops::Range<usize>,
+    extra: &[&str],
+) -> Vec<OxcdProcess> {
+    let pending: Vec<_> = which
         .map(|i| {
             let mut f = flags(p, i);
             f.extend(extra.iter().map(|x| x.to_string()));
@@ -67,6 +77,17 @@ fn start_all(dir: &Path, p: &Plan, extra: &[&str]) -> Vec<OxcdProcess> {
         .collect();
     pending.into_iter().map(|x| x.wait_ready()).collect()
 }
+
+/// Starts (or restarts) member `i` alone and waits until it serves.
+fn start_one(dir: &Path, p: &Plan, i: usize, extra: &[&str]) -> OxcdProcess {
+    let mut f = flags(p, i);
+    f.extend(extra.iter().map(|x| x.to_string()));
+    OxcdProcess::start_with(&dir.join(format!("m{i}")), p.client_ports[i], &f)
+}
+
+/// A snapshot every 2,000 entries: the log a leader keeps (5,000 entries behind its last
+/// snapshot) soon ends above where a stopped member is.
+const SNAPSHOT_EVERY_2000: &[&str] = &["--snapshot-count", "2000"];
 
 /// The index (in `urls`) of the leader and the raft term, as member 0 reports them.
 async fn leader_and_term(urls: &[String]) -> (usize, u64) {
@@ -166,11 +187,7 @@ async fn kill_9_the_leader_under_load() {
     );
 
     // The killed member restarts with its data dir and catches up.
-    let back = OxcdProcess::start_with(
-        &dir.path().join(format!("m{leader}")),
-        p.client_ports[leader],
-        &flags(&p, leader),
-    );
+    let back = start_one(dir.path(), &p, leader, &[]);
     let mut cb = Client::connect([back.url.clone()], None)
         .await
         .expect("connect");
@@ -266,16 +283,7 @@ async fn lose_two_of_three_then_recover_without_an_operator() {
     assert_eq!(r.count(), 50);
     // The two come back with their data dirs: the cluster heals by itself.
     let t = Instant::now();
-    let pending: Vec<_> = (1..3)
-        .map(|i| {
-            OxcdProcess::spawn(
-                &dir.path().join(format!("m{i}")),
-                p.client_ports[i],
-                &flags(&p, i),
-            )
-        })
-        .collect();
-    procs.extend(pending.into_iter().map(|x| x.wait_ready()));
+    procs.extend(start_members(dir.path(), &p, 1..3, &[]));
     c.put("after", "healed", None)
         .await
         .expect("writes work again");
@@ -392,9 +400,7 @@ async fn follower_away_for_50000_writes_catches_up_by_snapshot_without_an_electi
     const WRITES: usize = 50_000;
     let dir = tempfile::tempdir().expect("tempdir");
     let p = plan();
-    // A snapshot every 2,000 entries: the log the leader keeps (5,000 entries behind its
-    // last snapshot) ends far above where the stopped follower is.
-    let mut procs = start_all(dir.path(), &p, &["--snapshot-count", "2000"]);
+    let mut procs = start_all(dir.path(), &p, SNAPSHOT_EVERY_2000);
     let urls: Vec<String> = procs.iter().map(|x| x.url.clone()).collect();
     let (leader, term_before) = leader_and_term(&urls).await;
     let away = (leader + 1) % 3;
@@ -408,14 +414,8 @@ async fn follower_away_for_50000_writes_catches_up_by_snapshot_without_an_electi
         started.elapsed()
     );
 
-    let mut f = flags(&p, away);
-    f.extend(["--snapshot-count".to_string(), "2000".to_string()]);
     let back_at = Instant::now();
-    procs[away] = OxcdProcess::start_with(
-        &dir.path().join(format!("m{away}")),
-        p.client_ports[away],
-        &f,
-    );
+    procs[away] = start_one(dir.path(), &p, away, SNAPSHOT_EVERY_2000);
     let mut c = Client::connect([urls[away].clone()], None)
         .await
         .expect("connect");
@@ -494,11 +494,7 @@ async fn follower_away_for_50000_writes_catches_up_by_snapshot_without_an_electi
     // it and its WAL, with the same data.
     procs[away].child.kill().expect("kill -9 again");
     let _ = procs[away].child.wait();
-    procs[away] = OxcdProcess::start_with(
-        &dir.path().join(format!("m{away}")),
-        p.client_ports[away],
-        &f,
-    );
+    procs[away] = start_one(dir.path(), &p, away, SNAPSHOT_EVERY_2000);
     let mut c = Client::connect([urls[away].clone()], None)
         .await
         .expect("connect");
