@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::InProc;
 use common::cluster::{cluster_of, configure, leader_index, three_tweaked};
-use etcd_client::{AlarmAction, AlarmOptions, AlarmType, GetOptions};
+use etcd_client::{AlarmAction, AlarmType, GetOptions};
 use oxcd_api::mvccpb::KeyValue;
 use oxcd_storage::backend::Backend;
 use oxcd_storage::backend::redb::ReadableTable;
@@ -182,14 +182,26 @@ async fn periodic_check_raises_the_corrupt_alarm_and_writes_stop() {
             "status lists the alarm"
         );
     }
-    // An operator can disarm it (and the next check raises it again while the data differs).
-    let mut opts = AlarmOptions::new();
-    opts.with_member(victim_id);
-    let r = c
-        .alarm(AlarmAction::Deactivate, AlarmType::Corrupt, Some(opts))
-        .await
-        .expect("disarm");
-    assert_eq!(r.alarms().len(), 1);
+    // etcdctl sees it as it would on etcd, and an operator disarms it with etcdctl.
+    let etcdctl = |args: &[&str]| {
+        let out = std::process::Command::new("/usr/bin/etcdctl")
+            .env("ETCDCTL_API", "3")
+            .arg("--endpoints")
+            .arg(members[li].endpoint())
+            .args(args)
+            .output()
+            .expect("etcdctl (apt-get install -y etcd-client)");
+        assert!(out.status.success(), "etcdctl {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(
+        etcdctl(&["alarm", "list"]),
+        format!("memberID:{victim_id} alarm:CORRUPT \n")
+    );
+    assert_eq!(
+        etcdctl(&["alarm", "disarm"]),
+        format!("memberID:{victim_id} alarm:CORRUPT \n")
+    );
     for m in members {
         m.stop().await;
     }
