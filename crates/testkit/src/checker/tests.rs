@@ -1,0 +1,330 @@
+use super::*;
+use crate::history::{Op, Operation, Outcome, Response};
+use crate::model::{Model, mix};
+
+#[derive(Default)]
+struct H(Vec<Operation>);
+
+impl H {
+    fn op(&mut self, client: usize, op: Op, t: (u64, u64), outcome: Outcome) -> &mut H {
+        let id = self.0.len();
+        self.0.push(Operation {
+            id,
+            client,
+            op,
+            invoke: t.0,
+            complete: t.1,
+            outcome,
+        });
+        self
+    }
+}
+
+fn put(k: &str, v: &str) -> Op {
+    Op::Put {
+        key: k.into(),
+        value: v.into(),
+    }
+}
+fn get(k: &str) -> Op {
+    Op::Get {
+        key: k.into(),
+        serializable: false,
+    }
+}
+fn sget(k: &str) -> Op {
+    Op::Get {
+        key: k.into(),
+        serializable: true,
+    }
+}
+fn wrote(rev: i64) -> Outcome {
+    Outcome::Ok(Response::Write { rev })
+}
+fn got(rev: i64, kv: Option<(&str, i64)>) -> Outcome {
+    Outcome::Ok(Response::Get {
+        rev,
+        kv: kv.map(|(v, r)| (v.to_string(), r)),
+    })
+}
+fn lost() -> Outcome {
+    Outcome::Indeterminate("timed out".into())
+}
+
+#[test]
+fn sequential_history_is_accepted() {
+    let mut h = H::default();
+    h.op(0, put("a", "1"), (0, 10), wrote(2))
+        .op(0, get("a"), (11, 20), got(2, Some(("1", 2))))
+        .op(
+            0,
+            Op::Delete { key: "a".into() },
+            (21, 30),
+            Outcome::Ok(Response::Delete { rev: 3, deleted: 1 }),
+        )
+        .op(0, get("a"), (31, 40), got(3, None));
+    let s = check(&h.0).expect("linearizable");
+    assert_eq!(s.linearized, 4);
+    assert_eq!(s.final_rev, 3);
+}
+
+#[test]
+fn concurrent_writes_in_either_order_are_accepted() {
+    let mut h = H::default();
+    // b was sent later but committed first: fine, they overlap.
+    h.op(0, put("a", "1"), (0, 100), wrote(3))
+        .op(1, put("b", "1"), (10, 50), wrote(2))
+        .op(2, get("a"), (110, 120), got(3, Some(("1", 3))));
+    check(&h.0).expect("linearizable");
+}
+
+#[test]
+fn stale_read_is_rejected() {
+    let mut h = H::default();
+    h.op(0, put("a", "1"), (0, 10), wrote(2))
+        .op(1, get("a"), (20, 30), got(1, None));
+    let v = check(&h.0).expect_err("stale read");
+    assert!(v.reason.contains("not linearizable"), "{}", v.reason);
+    assert!(v.window.iter().any(|o| o.id == 1));
+}
+
+#[test]
+fn lost_write_is_rejected() {
+    let mut h = H::default();
+    h.op(0, put("a", "1"), (0, 10), wrote(2))
+        .op(0, put("b", "1"), (11, 20), wrote(3))
+        .op(1, get("a"), (30, 40), got(3, None));
+    check(&h.0).expect_err("lost write");
+}
+
+#[test]
+fn fractured_txn_is_rejected_linearizable_and_serializable() {
+    let multi = Op::MultiPut {
+        kvs: vec![("x".into(), "1".into()), ("y".into(), "1".into())],
+    };
+    let half = Outcome::Ok(Response::Range {
+        rev: 2,
+        kvs: vec![("x".into(), "1".into(), 2)],
+    });
+    for serializable in [false, true] {
+        let mut h = H::default();
+        h.op(0, multi.clone(), (0, 10), wrote(2)).op(
+            1,
+            Op::Range {
+                prefix: String::new(),
+                serializable,
+            },
+            (20, 30),
+            half.clone(),
+        );
+        check(&h.0).expect_err("fractured");
+    }
+}
+
+#[test]
+fn duplicated_revision_is_rejected() {
+    let mut h = H::default();
+    h.op(0, put("a", "1"), (0, 10), wrote(2))
+        .op(1, put("b", "1"), (0, 10), wrote(2));
+    let v = check(&h.0).expect_err("duplicate");
+    assert!(v.reason.contains("two write requests"), "{}", v.reason);
+}
+
+#[test]
+fn indeterminate_writes_may_or_may_not_have_happened() {
+    // Observed: it happened.
+    let mut h = H::default();
+    h.op(0, put("a", "1"), (0, 10), lost())
+        .op(1, get("a"), (50, 60), got(2, Some(("1", 2))));
+    check(&h.0).expect("happened");
+    // Never observed, and another write took revision 2: it did not happen (or later).
+    let mut h = H::default();
+    h.op(0, put("a", "1"), (0, 10), lost())
+        .op(1, put("b", "1"), (20, 30), wrote(2))
+        .op(1, get("a"), (40, 50), got(2, None));
+    check(&h.0).expect("did not happen");
+    // But it cannot have happened before it was sent.
+    let mut h = H::default();
+    h.op(1, get("a"), (0, 5), got(2, Some(("1", 2))))
+        .op(0, put("a", "1"), (10, 20), lost());
+    check(&h.0).expect_err("read from the future");
+}
+
+#[test]
+fn compare_and_set_cannot_both_succeed() {
+    let cas = |v: &str| Op::CasValue {
+        key: "a".into(),
+        expect: None,
+        value: v.into(),
+    };
+    let ok = |rev| {
+        Outcome::Ok(Response::Cas {
+            rev,
+            succeeded: true,
+        })
+    };
+    let mut h = H::default();
+    h.op(0, cas("1"), (0, 10), ok(2))
+        .op(1, cas("2"), (0, 10), ok(3));
+    check(&h.0).expect_err("both created the key");
+    let mut h = H::default();
+    h.op(0, cas("1"), (0, 10), ok(2)).op(
+        1,
+        cas("2"),
+        (0, 10),
+        Outcome::Ok(Response::Cas {
+            rev: 2,
+            succeeded: false,
+        }),
+    );
+    check(&h.0).expect("one won");
+}
+
+#[test]
+fn serializable_reads_need_a_state_that_existed() {
+    let mut h = H::default();
+    h.op(0, put("a", "1"), (0, 10), wrote(2))
+        .op(0, put("a", "2"), (11, 20), wrote(3))
+        // Stale but real: fine.
+        .op(1, sget("a"), (30, 40), got(2, Some(("1", 2))));
+    check(&h.0).expect("stale serializable read is allowed");
+    let mut h = H::default();
+    h.op(0, put("a", "1"), (0, 10), wrote(2))
+        .op(1, sget("a"), (30, 40), got(2, Some(("9", 2))));
+    check(&h.0).expect_err("never held");
+    let mut h = H::default();
+    h.op(0, put("a", "1"), (0, 10), wrote(2))
+        .op(1, sget("a"), (30, 40), got(7, None));
+    check(&h.0).expect_err("future revision");
+}
+
+/// A correct history of `n` operations by `clients` concurrent clients: each operation
+/// takes effect at a point inside its interval, in that order.
+pub fn generated(n: usize, clients: usize, seed: u64) -> Vec<Operation> {
+    let mut rng = seed;
+    let mut rand = |m: u64| {
+        rng = mix(rng.wrapping_add(0x9e37_79b9_7f4a_7c15));
+        rng % m.max(1)
+    };
+    let mut model = Model::default();
+    let mut free = vec![0u64; clients];
+    let mut at = 0u64;
+    let mut out = Vec::with_capacity(n);
+    for id in 0..n {
+        at += 1 + rand(5);
+        let c = (0..clients).min_by_key(|c| free[*c]).unwrap_or(0);
+        at = at.max(free[c]);
+        let invoke = free[c] + rand(at - free[c] + 1);
+        let key = format!("k{}", rand(20));
+        let op = match rand(10) {
+            0..=2 => put(&key, &format!("v{id}")),
+            3..=4 => get(&key),
+            5 => sget(&key),
+            6 => Op::Delete { key },
+            7 => Op::CasModRev {
+                expect: model.get(&key).map(|(_, r)| *r).unwrap_or(0),
+                key,
+                value: format!("v{id}"),
+            },
+            8 => Op::MultiPut {
+                kvs: vec![(key, format!("v{id}")), ("k0".into(), format!("w{id}"))],
+            },
+            _ => Op::Range {
+                prefix: "k1".into(),
+                serializable: false,
+            },
+        };
+        let resp = match &op {
+            Op::Get { key, .. } => Response::Get {
+                rev: model.rev(),
+                kv: model.get(key).cloned(),
+            },
+            Op::Range { prefix, .. } => Response::Range {
+                rev: model.rev(),
+                kvs: model.range(prefix),
+            },
+            Op::Delete { key } => {
+                let deleted = i64::from(model.get(key).is_some());
+                let _ = model.step(&op, None);
+                Response::Delete {
+                    rev: model.rev(),
+                    deleted,
+                }
+            }
+            Op::CasModRev { key, expect, .. } => {
+                let holds = model.get(key).map(|(_, r)| *r).unwrap_or(0) == *expect;
+                let _ = model.step(&op, None);
+                Response::Cas {
+                    rev: model.rev(),
+                    succeeded: holds,
+                }
+            }
+            _ => {
+                let _ = model.step(&op, None);
+                Response::Write { rev: model.rev() }
+            }
+        };
+        let complete = at + rand(40);
+        free[c] = complete + 1;
+        let outcome = if op.is_write() && rand(100) == 0 {
+            Outcome::Indeterminate("timed out".into())
+        } else {
+            Outcome::Ok(resp)
+        };
+        out.push(Operation {
+            id,
+            client: c,
+            op,
+            invoke,
+            complete,
+            outcome,
+        });
+    }
+    out
+}
+
+#[test]
+fn generated_concurrent_histories_are_accepted() {
+    for seed in 0..20 {
+        let h = generated(2_000, 8, seed);
+        if let Err(v) = check(&h) {
+            panic!("seed {seed}: {}", v.reason);
+        }
+    }
+}
+
+#[test]
+fn a_changed_response_in_a_generated_history_is_caught() {
+    let mut h = generated(2_000, 8, 7);
+    // Make one linearizable get answer as if a write never happened.
+    let i = h
+        .iter()
+        .position(|o| {
+            matches!(
+                o.op,
+                Op::Get {
+                    serializable: false,
+                    ..
+                }
+            ) && matches!(o.outcome, Outcome::Ok(Response::Get { kv: Some(_), .. }))
+        })
+        .expect("a get that found something");
+    if let Outcome::Ok(Response::Get { kv, .. }) = &mut h[i].outcome {
+        *kv = None;
+    }
+    check(&h).expect_err("tampered");
+}
+
+#[test]
+fn a_large_history_checks() {
+    let h = generated(100_000, 16, 42);
+    let started = std::time::Instant::now();
+    let s = check(&h).expect("linearizable");
+    eprintln!(
+        "checked {} operations ({} linearized, {} serializable reads) in {:?}",
+        h.len(),
+        s.linearized,
+        s.serializable,
+        started.elapsed()
+    );
+}

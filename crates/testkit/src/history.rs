@@ -1,0 +1,111 @@
+//! A recorded history: what each client asked, when, and what it got back.
+
+use serde::{Deserialize, Serialize};
+
+/// A request as the workload issued it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// Put `key` = `value`.
+    Put { key: String, value: String },
+    /// Get one key.
+    Get { key: String, serializable: bool },
+    /// Delete one key.
+    Delete { key: String },
+    /// Txn: if the key's value is `expect` (None: the key is absent) then put `value`.
+    CasValue {
+        key: String,
+        expect: Option<String>,
+        value: String,
+    },
+    /// Txn: if the key's mod_revision is `expect` (0: absent) then put `value`.
+    CasModRev {
+        key: String,
+        expect: i64,
+        value: String,
+    },
+    /// Txn with several puts and no compare: all or nothing, one revision.
+    MultiPut { kvs: Vec<(String, String)> },
+    /// Range over a prefix.
+    Range { prefix: String, serializable: bool },
+}
+
+impl Op {
+    /// Whether the request can change the store.
+    pub fn is_write(&self) -> bool {
+        !matches!(self, Op::Get { .. } | Op::Range { .. })
+    }
+
+    /// Whether this is a serializable read (checked against past states, not linearized).
+    pub fn is_serializable_read(&self) -> bool {
+        matches!(
+            self,
+            Op::Get {
+                serializable: true,
+                ..
+            } | Op::Range {
+                serializable: true,
+                ..
+            }
+        )
+    }
+}
+
+/// What the server answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    /// A put or multi-put: the header revision.
+    Write { rev: i64 },
+    /// A get: header revision and the key's (value, mod_revision) if present.
+    Get { rev: i64, kv: Option<(String, i64)> },
+    /// A delete: header revision and how many keys were deleted.
+    Delete { rev: i64, deleted: i64 },
+    /// A compare-and-set txn: header revision and whether the compare held.
+    Cas { rev: i64, succeeded: bool },
+    /// A range: header revision and (key, value, mod_revision) in key order.
+    Range {
+        rev: i64,
+        kvs: Vec<(String, String, i64)>,
+    },
+}
+
+impl Response {
+    /// The header revision.
+    pub fn rev(&self) -> i64 {
+        match self {
+            Response::Write { rev }
+            | Response::Get { rev, .. }
+            | Response::Delete { rev, .. }
+            | Response::Cas { rev, .. }
+            | Response::Range { rev, .. } => *rev,
+        }
+    }
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The server answered.
+    Ok(Response),
+    /// No answer (timeout, lost connection, unknown error): it may or may not have
+    /// taken effect.
+    Indeterminate(String),
+    /// A refusal that guarantees no effect (e.g. a read that failed).
+    Failed(String),
+}
+
+/// One operation of a history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Operation {
+    /// Position in the history.
+    pub id: usize,
+    /// The client that issued it (clients issue one operation at a time).
+    pub client: usize,
+    /// The request.
+    pub op: Op,
+    /// When it was sent (ns since the run started).
+    pub invoke: u64,
+    /// When the answer came (ns); for an indeterminate operation, when the client gave up.
+    pub complete: u64,
+    /// The result.
+    pub outcome: Outcome,
+}

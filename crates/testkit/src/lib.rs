@@ -1,0 +1,14 @@
+//! oxcd-testkit: proves oxcd consistent under faults.
+//!
+//! Owns: [`history`] (what a workload did: every operation with its invocation and
+//! completion time and its result, indeterminate ones included), [`model`] (etcd's KV
+//! semantics with revisions, as a step function with undo), and [`checker`]
+//! (linearizability of a history against the model, plus checks of serializable reads).
+//!
+//! Invariants: the checker never drops an operation: an indeterminate write may or may
+//! not have taken effect and is checked both ways; a history is accepted only if one
+//! order of its operations explains every response.
+
+pub mod checker;
+pub mod history;
+pub mod model;
