@@ -68,6 +68,7 @@ pub async fn run(
             .map_err(|e| ServeError::Listen(format!("listen tcp {addr}: bind: {e}")))?;
         listeners.push(l);
     }
+    crate::peer::set_source_ip(settings.peer_source_ip);
     if !oxcd_storage::wal::Wal::exists(&settings.wal_dir()) {
         crate::peer::remote::check_fresh_member(&settings)
             .await

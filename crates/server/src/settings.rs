@@ -48,6 +48,10 @@ pub struct Settings {
     pub corrupt_check_time: Duration,
     /// Cut peer links (partition tests only; never set by the binary).
     pub peer_faults: Option<crate::peer::transport::PeerFaults>,
+    /// The local address peer connections are made from (`OXCD_PEER_SOURCE_IP`; not an
+    /// etcd setting). The robustness suite gives each member its own loopback address so
+    /// that its partitioning proxy can tell which member a connection comes from.
+    pub peer_source_ip: Option<std::net::IpAddr>,
 }
 
 impl Settings {
@@ -75,6 +79,7 @@ impl Settings {
             max_wals: 5,
             quota_backend_bytes: 0,
             peer_faults: None,
+            peer_source_ip: None,
         }
     }
 

@@ -46,7 +46,10 @@ fn main() -> ExitCode {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
-    let settings = cfg.settings();
+    let mut settings = cfg.settings();
+    settings.peer_source_ip = std::env::var("OXCD_PEER_SOURCE_IP")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use oxcd_api::oxcdpb::peer_client::PeerClient;
 use oxcd_api::oxcdpb::{PeerMembersRequest, PeerMembersResponse};
-use tonic::transport::Endpoint;
 
 use crate::ids;
 use crate::settings::Settings;
@@ -21,8 +20,8 @@ use crate::settings::Settings;
 const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
 async fn ask(url: &str) -> Result<PeerMembersResponse, String> {
-    let endpoint = Endpoint::from_shared(url.to_string())
-        .map_err(|e| e.to_string())?
+    let endpoint = super::endpoint(url)
+        .ok_or("invalid peer URL")?
         .connect_timeout(ASK_TIMEOUT);
     let call = async {
         let channel = endpoint.connect().await.map_err(|e| e.to_string())?;

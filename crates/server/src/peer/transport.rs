@@ -269,12 +269,7 @@ pub(crate) struct Link {
 
 impl Link {
     pub(crate) fn endpoint(&self) -> Option<Endpoint> {
-        Some(
-            Endpoint::from_shared(self.url.clone())
-                .ok()?
-                .connect_timeout(Duration::from_millis(500))
-                .tcp_nodelay(true),
-        )
+        super::endpoint(&self.url)
     }
 
     /// A request carrying our cluster and member id.
