@@ -77,6 +77,7 @@ pub fn start(s: &Settings) -> Result<Started, StartError> {
         pre_vote: s.pre_vote,
         applied: store.consistent_index(),
         max_wals: s.max_wals,
+        catch_up_entries: s.snapshot_catchup_entries,
     };
     let raft_slot = Arc::new(OnceLock::new());
     let transport: Box<dyn Transport> = if cluster.members.len() > 1 {

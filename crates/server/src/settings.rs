@@ -32,6 +32,9 @@ pub struct Settings {
     pub max_request_bytes: usize,
     /// `--snapshot-count`.
     pub snapshot_count: u64,
+    /// `--experimental-snapshot-catchup-entries`: entries kept below a snapshot for
+    /// followers slightly behind.
+    pub snapshot_catchup_entries: u64,
     /// `--heartbeat-interval`.
     pub heartbeat: Duration,
     /// `--election-timeout`.
@@ -74,6 +77,7 @@ impl Settings {
             heartbeat: Duration::from_millis(100),
             election_timeout: Duration::from_millis(1000),
             pre_vote: true,
+            snapshot_catchup_entries: 5000,
             initial_corrupt_check: false,
             corrupt_check_time: Duration::ZERO,
             max_wals: 5,

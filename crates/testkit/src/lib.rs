@@ -1,6 +1,8 @@
 //! oxcd-testkit: proves oxcd consistent under faults.
 //!
-//! Owns: [`history`] (what a workload did: every operation with its invocation and
+//! Owns: [`cluster`] (real `oxcd` processes on loopback, each behind a partitioning
+//! [`proxy`]), [`faults`] (a seeded schedule of kills, pauses and partitions),
+//! [`workload`] (recorded concurrent clients), [`scenario`] (named runs), [`history`] (what a workload did: every operation with its invocation and
 //! completion time and its result, indeterminate ones included), [`model`] (etcd's KV
 //! semantics with revisions, as a step function with undo), and [`checker`]
 //! (linearizability of a history against the model, plus checks of serializable reads).
@@ -10,5 +12,11 @@
 //! order of its operations explains every response.
 
 pub mod checker;
+pub mod cluster;
+pub mod faults;
 pub mod history;
 pub mod model;
+pub mod proxy;
+pub mod rng;
+pub mod scenario;
+pub mod workload;

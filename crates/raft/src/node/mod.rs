@@ -23,7 +23,8 @@ use crate::log_store::{LogCore, LogStore};
 use crate::persist::{self, WalMetadata};
 
 /// Entries kept in memory below a snapshot so a follower slightly behind can catch up
-/// from the log rather than a snapshot (etcd keeps 5000).
+/// from the log rather than a snapshot (etcd's default for
+/// `--experimental-snapshot-catchup-entries`).
 pub const CATCH_UP_ENTRIES: u64 = 5000;
 /// Upper bound on commands handled per turn, so ticks and Readies are never starved.
 const MAX_COMMANDS_PER_TURN: usize = 4096;
@@ -78,6 +79,8 @@ pub struct NodeConfig {
     pub applied: u64,
     /// Segments the WAL keeps at least (`--max-wals`).
     pub max_wals: usize,
+    /// Entries kept below a snapshot ([`CATCH_UP_ENTRIES`] by default).
+    pub catch_up_entries: u64,
 }
 
 /// What the loop hands to the state machine, in order.
@@ -307,6 +310,7 @@ pub fn start(
         rx,
         heartbeat: cfg.heartbeat,
         max_wals: cfg.max_wals,
+        catch_up_entries: cfg.catch_up_entries,
         pending_reads: Vec::new(),
         reads_in_flight: HashMap::new(),
         next_read_ctx: 1,
@@ -419,6 +423,7 @@ struct Loop<T: Transport> {
     rx: Receiver<Command>,
     heartbeat: Duration,
     max_wals: usize,
+    catch_up_entries: u64,
     pending_reads: Vec<Done<u64>>,
     reads_in_flight: HashMap<u64, Vec<Done<u64>>>,
     next_read_ctx: u64,
@@ -521,7 +526,7 @@ impl<T: Transport> Loop<T> {
                 ..Default::default()
             };
             meta.set_conf_state(core.conf_state.clone());
-            (meta, index.saturating_sub(CATCH_UP_ENTRIES))
+            (meta, index.saturating_sub(self.catch_up_entries))
         };
         self.wal
             .mark_snapshot(index, &persist::encode_snapshot_meta(&meta));

@@ -13,6 +13,7 @@ fn cfg(dir: &std::path::Path, applied: u64) -> NodeConfig {
         pre_vote: true,
         applied,
         max_wals: 5,
+        catch_up_entries: CATCH_UP_ENTRIES,
     }
 }
 

@@ -747,6 +747,11 @@ impl Config {
         s.max_wals = self.uint("max-wals") as usize;
         s.quota_backend_bytes = self.int("quota-backend-bytes");
         s.initial_cluster_existing = self.str("initial-cluster-state") == "existing";
+        // The 3.6 name wins when both are given (etcd 3.6 deprecates the other).
+        s.snapshot_catchup_entries = match self.explicit("snapshot-catchup-entries") {
+            Some(_) => self.uint("snapshot-catchup-entries"),
+            None => self.uint("experimental-snapshot-catchup-entries"),
+        };
         s.initial_corrupt_check = self.bool("experimental-initial-corrupt-check");
         s.corrupt_check_time = ["experimental-corrupt-check-time", "corrupt-check-time"]
             .iter()

@@ -289,7 +289,7 @@ pub const FLAGS: &[Flag] = &[
         "experimental-snapshot-catchup-entries",
         "5000",
         Uint,
-        NotYet,
+        Supported,
     ),
     f("experimental-memory-mlock", "false", Bool, NoEffect),
     f("experimental-downgrade-check-time", "5s", Duration, NotYet),
@@ -309,7 +309,7 @@ pub const FLAGS: &[Flag] = &[
     f("watch-progress-notify-interval", "10m0s", Duration, NotYet),
     f("corrupt-check-time", "0s", Duration, Supported),
     f("compact-hash-check-time", "1m0s", Duration, NotYet),
-    f("snapshot-catchup-entries", "5000", Uint, NotYet),
+    f("snapshot-catchup-entries", "5000", Uint, Supported),
     f("force-new-cluster", "false", Bool, NotYet),
     // Meta
     f("config-file", "", Str, Supported),

@@ -1,17 +1,30 @@
-//! The search for one order of writes and linearizable reads that respects real time and
-//! explains every response (Wing & Gong's algorithm with Lowe's cache of visited
-//! (linearized set, model state) pairs, as Porcupine implements it).
+//! The search for one order of all operations that respects real time and explains
+//! every response (Wing & Gong's algorithm with Lowe's cache of visited (placed set,
+//! model state) pairs, as Porcupine implements it), with pruning from revisions.
 //!
-//! Events are calls and returns in time order in a linked list. At each step the first
-//! pending calls (those before the first return) are candidates; one the model accepts
-//! is lifted out and the search continues; when a return comes first, nothing pending
-//! can be placed and the last choice is undone. An indeterminate operation returns at
-//! infinity: it may take effect at any point after its call, or never.
+//! Events are calls and returns in time order in a linked list. At each step the pending
+//! calls before the first return are candidates; one the model accepts is lifted out and
+//! the search goes on; when none fits, the last choice is undone.
+//!
+//! Revisions prune almost every wrong choice. An answered operation has a *required*
+//! revision: the store revision it must be placed at (its response revision, minus one
+//! if it wrote). Revisions only grow, so nothing that moves the revision may be placed
+//! while some unplaced answered operation requires the current revision or an earlier
+//! one. Candidates are tried in order of required revision, reads before writes.
+//!
+//! An indeterminate write (no answer) returns at infinity: it may take effect at any
+//! point after its call, or never. It is placed only where the answers leave a gap
+//! (every unplaced answer requires a later revision), or at the very end; otherwise the
+//! search would try every subset of the writes lost in a crash at every step.
+//!
+//! Serializable reads take part too: they must be placed where the store is at their
+//! revision, before they returned, but may be stale, so their call is moved back to the
+//! call of the write that made their revision.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::Violation;
-use crate::history::{Operation, Outcome, Response};
+use crate::history::{Op, Operation, Outcome, Response};
 use crate::model::{Model, Undo, mix};
 
 /// The order found: history positions, in linearization order.
@@ -21,6 +34,8 @@ pub struct Order {
     pub ops: Vec<usize>,
     /// The revision after the last.
     pub final_rev: i64,
+    /// Serializable reads placed.
+    pub serializable: usize,
 }
 
 const NIL: usize = usize::MAX;
@@ -73,6 +88,31 @@ impl List {
     }
 }
 
+/// What the search knows of an operation before placing it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Answered: the revision it must be placed at and whether it moves the revision.
+    Answered { required: i64, writes: bool },
+    /// No answer.
+    Indeterminate,
+}
+
+fn kind_of(o: &Operation) -> Kind {
+    let Outcome::Ok(r) = &o.outcome else {
+        return Kind::Indeterminate;
+    };
+    let writes = match (&o.op, r) {
+        (Op::Put { .. } | Op::MultiPut { .. }, _) => true,
+        (Op::Delete { .. }, Response::Delete { deleted, .. }) => *deleted > 0,
+        (Op::CasValue { .. } | Op::CasModRev { .. }, Response::Cas { succeeded, .. }) => *succeeded,
+        _ => false,
+    };
+    Kind::Answered {
+        required: r.rev() - i64::from(writes),
+        writes,
+    }
+}
+
 fn response(o: &Operation) -> Option<&Response> {
     match &o.outcome {
         Outcome::Ok(r) => Some(r),
@@ -80,11 +120,94 @@ fn response(o: &Operation) -> Option<&Response> {
     }
 }
 
+/// The required revisions of the answered operations not placed yet.
+#[derive(Default)]
+struct Unplaced {
+    reads: BTreeMap<i64, usize>,
+    writes: BTreeMap<i64, usize>,
+}
+
+impl Unplaced {
+    fn set(&mut self, writes: bool) -> &mut BTreeMap<i64, usize> {
+        if writes {
+            &mut self.writes
+        } else {
+            &mut self.reads
+        }
+    }
+
+    fn add(&mut self, required: i64, writes: bool) {
+        *self.set(writes).entry(required).or_default() += 1;
+    }
+
+    fn remove(&mut self, required: i64, writes: bool) {
+        let set = self.set(writes);
+        if let Some(n) = set.get_mut(&required) {
+            *n -= 1;
+            if *n == 0 {
+                set.remove(&required);
+            }
+        }
+    }
+
+    fn min_read(&self) -> i64 {
+        self.reads.keys().next().copied().unwrap_or(i64::MAX)
+    }
+
+    fn min_any(&self) -> i64 {
+        self.min_read()
+            .min(self.writes.keys().next().copied().unwrap_or(i64::MAX))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.reads.is_empty() && self.writes.is_empty()
+    }
+}
+
+/// A choice point: the candidates, the next one to try, what was placed.
+struct Frame {
+    candidates: Vec<usize>,
+    blocker: Option<usize>,
+    next: usize,
+    placed: Option<(usize, Undo)>,
+}
+
+impl Frame {
+    fn new(list: &List, kinds: &[Kind]) -> Frame {
+        let mut answered = Vec::new();
+        let mut open = Vec::new();
+        let mut e = list.head();
+        while e != NIL && list.nodes[e].ret != NIL {
+            match kinds[list.nodes[e].op] {
+                Kind::Answered { required, writes } => answered.push((required, writes, e)),
+                Kind::Indeterminate => open.push(e),
+            }
+            e = list.nodes[e].next;
+        }
+        answered.sort_by_key(|(r, w, _)| (*r, *w));
+        let mut candidates: Vec<usize> = answered.into_iter().map(|(_, _, e)| e).collect();
+        candidates.extend(open);
+        Frame {
+            candidates,
+            blocker: (e != NIL).then_some(e),
+            next: 0,
+            placed: None,
+        }
+    }
+}
+
+/// Where the search got furthest.
+struct Deepest {
+    depth: usize,
+    pending: Vec<usize>,
+    blocker: usize,
+    rev: i64,
+}
+
 /// Finds an order, or the window where none exists.
 pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
     let ops: Vec<&Operation> = history
         .iter()
-        .filter(|o| !o.op.is_serializable_read())
         .filter(|o| match &o.outcome {
             Outcome::Ok(_) => true,
             // A write that got no answer may have happened; a read that got none did nothing.
@@ -92,14 +215,34 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
             Outcome::Failed(_) => false,
         })
         .collect();
+    let kinds: Vec<Kind> = ops.iter().map(|o| kind_of(o)).collect();
+    // When the write that made each revision was sent, for stale serializable reads.
+    let mut made_at: HashMap<i64, u64> = HashMap::new();
+    for (o, k) in ops.iter().zip(&kinds) {
+        if let Kind::Answered {
+            required,
+            writes: true,
+        } = k
+        {
+            made_at.insert(required + 1, o.invoke);
+        }
+    }
     let mut events: Vec<(u64, u8, usize)> = Vec::with_capacity(ops.len() * 2);
+    let mut unplaced = Unplaced::default();
     for (i, o) in ops.iter().enumerate() {
-        let end = if matches!(o.outcome, Outcome::Indeterminate(_)) {
-            u64::MAX
-        } else {
-            o.complete
+        let (call, end) = match kinds[i] {
+            Kind::Indeterminate => (o.invoke, u64::MAX),
+            Kind::Answered { required, writes } => {
+                unplaced.add(required, writes);
+                let call = if o.op.is_serializable_read() {
+                    made_at.get(&required).copied().unwrap_or(0).min(o.invoke)
+                } else {
+                    o.invoke
+                };
+                (call, o.complete)
+            }
         };
-        events.push((o.invoke, 0, i));
+        events.push((call, 0, i));
         events.push((end, 1, i));
     }
     events.sort_unstable();
@@ -134,77 +277,99 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
     let mut model = Model::default();
     let mut bits = (0u64, 0u64);
     let mut cache: HashSet<(u64, u64, u64)> = HashSet::new();
-    let mut stack: Vec<(usize, Undo)> = Vec::new();
     let mut deepest = Deepest {
         depth: 0,
         pending: Vec::new(),
         blocker: NIL,
         rev: 1,
     };
-    let mut entry = list.head();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut frame = Frame::new(&list, &kinds);
     while list.head() != NIL {
-        let node = list.nodes[entry];
-        if node.ret != NIL {
-            // A call: try to place it now.
-            let o = ops[node.op];
-            if let Some(undo) = model.step(&o.op, response(o)) {
-                let next_bits = (bits.0 ^ salt[node.op].0, bits.1 ^ salt[node.op].1);
-                if cache.insert((next_bits.0, next_bits.1, model.fingerprint())) {
-                    bits = next_bits;
-                    stack.push((entry, undo));
-                    list.lift(entry);
-                    entry = list.head();
-                    continue;
+        let mut placed = false;
+        while frame.next < frame.candidates.len() {
+            let entry = frame.candidates[frame.next];
+            frame.next += 1;
+            let op = list.nodes[entry].op;
+            let rev = model.rev();
+            match kinds[op] {
+                Kind::Answered { required, writes } => {
+                    if required != rev || (writes && unplaced.min_read() <= rev) {
+                        continue;
+                    }
                 }
-                model.undo(undo);
-            }
-            entry = node.next;
-        } else {
-            // A return before any pending call could be placed: back up.
-            if stack.len() >= deepest.depth {
-                let mut pending = Vec::new();
-                let mut e = list.head();
-                while e != NIL && list.nodes[e].ret != NIL {
-                    pending.push(list.nodes[e].op);
-                    e = list.nodes[e].next;
+                Kind::Indeterminate => {
+                    if unplaced.min_any() <= rev {
+                        continue;
+                    }
                 }
-                deepest = Deepest {
-                    depth: stack.len(),
-                    pending,
-                    blocker: node.op,
-                    rev: model.rev(),
-                };
             }
-            let Some((call, undo)) = stack.pop() else {
-                return Err(stuck(&ops, &deepest));
+            let o = ops[op];
+            let Some(undo) = model.step(&o.op, response(o)) else {
+                continue;
             };
-            model.undo(undo);
-            let op = list.nodes[call].op;
-            bits = (bits.0 ^ salt[op].0, bits.1 ^ salt[op].1);
-            list.unlift(call);
-            entry = list.nodes[call].next;
+            // An indeterminate write that would change nothing here waits for the end.
+            if kinds[op] == Kind::Indeterminate && model.rev() == rev && !unplaced.is_empty() {
+                model.undo(undo);
+                continue;
+            }
+            let next_bits = (bits.0 ^ salt[op].0, bits.1 ^ salt[op].1);
+            if !cache.insert((next_bits.0, next_bits.1, model.fingerprint())) {
+                model.undo(undo);
+                continue;
+            }
+            bits = next_bits;
+            if let Kind::Answered { required, writes } = kinds[op] {
+                unplaced.remove(required, writes);
+            }
+            list.lift(entry);
+            frame.placed = Some((entry, undo));
+            stack.push(std::mem::replace(&mut frame, Frame::new(&list, &kinds)));
+            placed = true;
+            break;
         }
+        if placed {
+            continue;
+        }
+        // Nothing pending can be placed before the next return: back up.
+        if stack.len() >= deepest.depth {
+            deepest = Deepest {
+                depth: stack.len(),
+                pending: frame.candidates.iter().map(|e| list.nodes[*e].op).collect(),
+                blocker: frame.blocker.map(|e| list.nodes[e].op).unwrap_or(NIL),
+                rev: model.rev(),
+            };
+        }
+        let Some(mut parent) = stack.pop() else {
+            return Err(stuck(&ops, &kinds, &deepest));
+        };
+        if let Some((entry, undo)) = parent.placed.take() {
+            model.undo(undo);
+            let op = list.nodes[entry].op;
+            bits = (bits.0 ^ salt[op].0, bits.1 ^ salt[op].1);
+            if let Kind::Answered { required, writes } = kinds[op] {
+                unplaced.add(required, writes);
+            }
+            list.unlift(entry);
+        }
+        frame = parent;
     }
-    let order: Vec<usize> = stack
+    let placed: Vec<&Operation> = stack
         .iter()
-        .map(|(call, _)| ops[list.nodes[*call].op].id)
+        .filter_map(|f| f.placed.as_ref())
+        .map(|(call, _)| ops[list.nodes[*call].op])
         .collect();
     Ok(Order {
-        ops: order,
+        serializable: placed
+            .iter()
+            .filter(|o| o.op.is_serializable_read())
+            .count(),
+        ops: placed.iter().map(|o| o.id).collect(),
         final_rev: model.rev(),
     })
 }
 
-/// Where the search got furthest: how many operations were placed, which calls were
-/// pending, whose return stopped it, and the revision there.
-struct Deepest {
-    depth: usize,
-    pending: Vec<usize>,
-    blocker: usize,
-    rev: i64,
-}
-
-fn stuck(ops: &[&Operation], deepest: &Deepest) -> Violation {
+fn stuck(ops: &[&Operation], kinds: &[Kind], deepest: &Deepest) -> Violation {
     let Deepest {
         depth,
         pending,
@@ -215,11 +380,19 @@ fn stuck(ops: &[&Operation], deepest: &Deepest) -> Violation {
     if *blocker != NIL {
         window.push(ops[*blocker].clone());
     }
+    // And the answers that needed the store where the search stopped.
+    for (o, k) in ops.iter().zip(kinds) {
+        if let Kind::Answered { required, .. } = k
+            && *required == *rev
+        {
+            window.push((*o).clone());
+        }
+    }
     window.sort_by_key(|o| o.id);
     window.dedup_by_key(|o| o.id);
     let blocked = if *blocker != NIL {
         format!(
-            "operation #{} ({:?} -> {:?}) completed but no order of the {} operations pending with it explains the responses",
+            "operation #{} ({:?} -> {:?}) returned but no order of the {} operations pending with it explains the responses",
             ops[*blocker].id,
             ops[*blocker].op,
             ops[*blocker].outcome,

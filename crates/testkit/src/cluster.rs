@@ -1,0 +1,325 @@
+//! N real `oxcd` processes on loopback, each with its own data dir, client port, peer
+//! port and partitioning proxy ([`crate::proxy`]), and the faults the suite injects:
+//! SIGKILL and restart, SIGSTOP/SIGCONT, partitions.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::proxy::{self, Links};
+
+/// A free loopback port (bound, then released).
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// How to start the members.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// The `oxcd` binary.
+    pub binary: PathBuf,
+    /// How many members.
+    pub members: usize,
+    /// Where their data dirs and logs go.
+    pub dir: PathBuf,
+    /// More flags for every member.
+    pub extra_flags: Vec<String>,
+}
+
+/// One member.
+pub struct Member {
+    /// `m<i>`.
+    pub name: String,
+    /// Its client URL.
+    pub client_url: String,
+    data_dir: PathBuf,
+    log: PathBuf,
+    flags: Vec<String>,
+    child: Option<Child>,
+    paused: bool,
+}
+
+/// A running cluster; every process is killed on drop.
+pub struct Cluster {
+    /// The members, in order.
+    pub members: Vec<Member>,
+    binary: PathBuf,
+    links: Links,
+    _proxies: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Why a cluster operation failed.
+pub type Result<T> = std::result::Result<T, String>;
+
+impl Member {
+    fn spawn(&mut self, binary: &Path, index: usize) -> Result<()> {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| format!("{}: {e}", self.log.display()))?;
+        let child = Command::new(binary)
+            .args(&self.flags)
+            .env("OXCD_PEER_SOURCE_IP", proxy::source_ip(index).to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("start {}: {e}", binary.display()))?;
+        self.child = Some(child);
+        self.paused = false;
+        Ok(())
+    }
+
+    /// Whether the process is running (possibly paused).
+    pub fn is_up(&self) -> bool {
+        self.child.is_some()
+    }
+
+    fn signal(&self, sig: &str) -> Result<()> {
+        let Some(c) = &self.child else {
+            return Err(format!("{} is not running", self.name));
+        };
+        let status = Command::new("kill")
+            .args([sig, &c.id().to_string()])
+            .status()
+            .map_err(|e| e.to_string())?;
+        status
+            .success()
+            .then_some(())
+            .ok_or_else(|| format!("kill {sig} {} failed", c.id()))
+    }
+
+    /// Lines of its log containing `text`.
+    pub fn log_lines(&self, text: &str) -> Vec<String> {
+        File::open(&self.log)
+            .map(|f| {
+                BufReader::new(f)
+                    .lines()
+                    .map_while(|l| l.ok())
+                    .filter(|l| l.contains(text))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Its data dir.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+}
+
+impl Cluster {
+    /// Starts every member and waits until each serves clients.
+    pub async fn start(cfg: &ClusterConfig) -> Result<Cluster> {
+        let n = cfg.members;
+        let io = |e: std::io::Error| e.to_string();
+        let mut ports = Vec::new();
+        for _ in 0..n {
+            ports.push((
+                free_port().map_err(io)?,
+                free_port().map_err(io)?,
+                free_port().map_err(io)?,
+            ));
+        }
+        let initial_cluster = (0..n)
+            .map(|i| format!("m{i}=http://127.0.0.1:{}", ports[i].2))
+            .collect::<Vec<_>>()
+            .join(",");
+        let links = Links::default();
+        let mut proxies = Vec::new();
+        for (i, (_, peer, proxy_port)) in ports.iter().enumerate() {
+            let listen: SocketAddr = ([127, 0, 0, 1], *proxy_port).into();
+            let target: SocketAddr = ([127, 0, 0, 1], *peer).into();
+            proxies.push(
+                proxy::start(i, listen, target, links.clone())
+                    .await
+                    .map_err(io)?,
+            );
+        }
+        let mut members = Vec::new();
+        for (i, (client, peer, proxy_port)) in ports.iter().enumerate() {
+            let name = format!("m{i}");
+            let data_dir = cfg.dir.join(&name);
+            let client_url = format!("http://127.0.0.1:{client}");
+            let mut flags: Vec<String> = [
+                "--name",
+                &name,
+                "--data-dir",
+                &data_dir.to_string_lossy(),
+                "--listen-client-urls",
+                &client_url,
+                "--advertise-client-urls",
+                &client_url,
+                "--listen-peer-urls",
+                &format!("http://127.0.0.1:{peer}"),
+                "--initial-advertise-peer-urls",
+                &format!("http://127.0.0.1:{proxy_port}"),
+                "--initial-cluster",
+                &initial_cluster,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            flags.extend(cfg.extra_flags.iter().cloned());
+            members.push(Member {
+                log: cfg.dir.join(format!("{name}.log")),
+                name,
+                client_url,
+                data_dir,
+                flags,
+                child: None,
+                paused: false,
+            });
+        }
+        std::fs::create_dir_all(&cfg.dir).map_err(io)?;
+        let mut cluster = Cluster {
+            members,
+            binary: cfg.binary.clone(),
+            links,
+            _proxies: proxies,
+        };
+        for i in 0..n {
+            let binary = cluster.binary.clone();
+            cluster.members[i].spawn(&binary, i)?;
+        }
+        for i in 0..n {
+            cluster.wait_ready(i, 1).await?;
+        }
+        Ok(cluster)
+    }
+
+    /// Waits until member `i` has logged readiness `times` times (once per start).
+    async fn wait_ready(&self, i: usize, times: usize) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.members[i]
+            .log_lines("ready to serve client requests")
+            .len()
+            < times
+        {
+            if Instant::now() > deadline {
+                return Err(format!("{} did not become ready", self.members[i].name));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
+    /// Every client URL.
+    pub fn client_urls(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.client_url.clone()).collect()
+    }
+
+    /// SIGKILL member `i`.
+    pub fn kill(&mut self, i: usize) -> Result<()> {
+        let m = &mut self.members[i];
+        if let Some(mut c) = m.child.take() {
+            c.kill().map_err(|e| e.to_string())?;
+            let _ = c.wait();
+        }
+        Ok(())
+    }
+
+    /// Starts member `i` again with its data dir; waits until it serves.
+    pub async fn restart(&mut self, i: usize) -> Result<()> {
+        let before = self.members[i]
+            .log_lines("ready to serve client requests")
+            .len();
+        let binary = self.binary.clone();
+        self.members[i].spawn(&binary, i)?;
+        self.wait_ready(i, before + 1).await
+    }
+
+    /// SIGSTOP member `i`.
+    pub fn pause(&mut self, i: usize) -> Result<()> {
+        self.members[i].signal("-STOP")?;
+        self.members[i].paused = true;
+        Ok(())
+    }
+
+    /// SIGCONT member `i`.
+    pub fn resume(&mut self, i: usize) -> Result<()> {
+        self.members[i].signal("-CONT")?;
+        self.members[i].paused = false;
+        Ok(())
+    }
+
+    /// Cuts `group` off from the other members.
+    pub fn isolate(&self, group: &[usize]) {
+        self.links.isolate(group, self.members.len());
+    }
+
+    /// Restores every link.
+    pub fn heal(&self) {
+        self.links.heal();
+    }
+
+    /// The index of the member every reachable member names as leader, if one.
+    pub async fn leader(&self) -> Option<usize> {
+        for m in self.members.iter().filter(|m| m.is_up() && !m.paused) {
+            let Ok(Ok(mut c)) = tokio::time::timeout(
+                Duration::from_secs(1),
+                etcd_client::Client::connect([m.client_url.clone()], None),
+            )
+            .await
+            else {
+                continue;
+            };
+            let Ok(Ok(st)) = tokio::time::timeout(Duration::from_secs(1), c.status()).await else {
+                continue;
+            };
+            let leader = st.leader();
+            for (i, other) in self.members.iter().enumerate() {
+                let Ok(Ok(mut oc)) = tokio::time::timeout(
+                    Duration::from_secs(1),
+                    etcd_client::Client::connect([other.client_url.clone()], None),
+                )
+                .await
+                else {
+                    continue;
+                };
+                if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(1), oc.status()).await
+                    && s.header().map(|h| h.member_id()) == Some(leader)
+                {
+                    return Some(i);
+                }
+            }
+        }
+        None
+    }
+
+    /// Resumes paused members, heals links and makes sure every member runs.
+    pub async fn recover(&mut self) -> Result<()> {
+        self.heal();
+        for i in 0..self.members.len() {
+            if self.members[i].paused {
+                self.resume(i)?;
+            }
+            if !self.members[i].is_up() {
+                self.restart(i).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for m in &mut self.members {
+            if let Some(mut c) = m.child.take() {
+                if m.paused {
+                    let _ = Command::new("kill")
+                        .args(["-CONT", &c.id().to_string()])
+                        .status();
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}

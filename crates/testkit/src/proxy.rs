@@ -1,0 +1,122 @@
+//! A partitioning TCP proxy in front of each member's peer port.
+//!
+//! Members advertise the proxy's port as their peer URL, so all peer traffic to member
+//! `j` passes through proxy `j`. Each member connects from its own loopback address
+//! (`127.0.0.<10+i>`, set with `OXCD_PEER_SOURCE_IP`), so the proxy knows which member a
+//! connection comes from. Cutting the link (i, j) closes the open connections from `i`
+//! to `j` and refuses new ones; a partition is a set of cut links. Works unprivileged,
+//! on loopback only.
+
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// The loopback address member `i` connects to peers from.
+pub fn source_ip(i: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, 10 + i as u8))
+}
+
+fn member_of(addr: SocketAddr) -> Option<usize> {
+    match addr.ip() {
+        IpAddr::V4(v4) if v4.octets()[..3] == [127, 0, 0] && v4.octets()[3] >= 10 => {
+            Some(usize::from(v4.octets()[3] - 10))
+        }
+        _ => None,
+    }
+}
+
+/// The cut links, shared by every proxy of a cluster. Changing it bumps a generation so
+/// that proxies drop connections on links that are now cut.
+#[derive(Clone)]
+pub struct Links {
+    cut: Arc<Mutex<HashSet<(usize, usize)>>>,
+    changed: watch::Sender<u64>,
+}
+
+impl Default for Links {
+    fn default() -> Links {
+        Links {
+            cut: Arc::default(),
+            changed: watch::channel(0).0,
+        }
+    }
+}
+
+impl Links {
+    /// Whether traffic from `from` to `to` is cut.
+    pub fn is_cut(&self, from: usize, to: usize) -> bool {
+        self.cut
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&(from, to))
+    }
+
+    /// Separates `group` from every other member of `0..n` (both directions).
+    pub fn isolate(&self, group: &[usize], n: usize) {
+        {
+            let mut cut = self.cut.lock().unwrap_or_else(|p| p.into_inner());
+            for &a in group {
+                for b in (0..n).filter(|b| !group.contains(b)) {
+                    cut.insert((a, b));
+                    cut.insert((b, a));
+                }
+            }
+        }
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    /// Restores every link.
+    pub fn heal(&self) {
+        self.cut.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.changed.send_modify(|g| *g += 1);
+    }
+}
+
+/// Starts the proxy for member `to`: accepts on `listen`, forwards to `target`.
+pub async fn start(
+    to: usize,
+    listen: SocketAddr,
+    target: SocketAddr,
+    links: Links,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    let listener = TcpListener::bind(listen).await?;
+    Ok(tokio::spawn(async move {
+        loop {
+            let Ok((inbound, from_addr)) = listener.accept().await else {
+                continue;
+            };
+            let from = member_of(from_addr);
+            if from.is_some_and(|f| links.is_cut(f, to)) {
+                drop(inbound);
+                continue;
+            }
+            let links = links.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = TcpStream::connect(target).await else {
+                    return;
+                };
+                let mut inbound = inbound;
+                let _ = inbound.set_nodelay(true);
+                let _ = outbound.set_nodelay(true);
+                let mut changed = links.changed.subscribe();
+                let cut = async {
+                    loop {
+                        if changed.changed().await.is_err() {
+                            return;
+                        }
+                        if from.is_some_and(|f| links.is_cut(f, to)) {
+                            return;
+                        }
+                    }
+                };
+                tokio::select! {
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    _ = cut => {}
+                }
+            });
+        }
+    }))
+}

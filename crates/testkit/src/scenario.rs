@@ -1,0 +1,226 @@
+//! Named scenarios for etcd's known bug classes, and the run of any scenario: start a
+//! cluster, run the workload while injecting faults, recover, check the history.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::checker::{self, Summary};
+use crate::cluster::{Cluster, ClusterConfig};
+use crate::faults::{self, Fault, FaultPlan, Target};
+use crate::history::Outcome;
+use crate::workload::{self, WorkloadConfig};
+
+/// A run to make.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Its name.
+    pub name: String,
+    /// Cluster size.
+    pub members: usize,
+    /// More flags for every member.
+    pub flags: Vec<String>,
+    /// The clients.
+    pub workload: WorkloadConfig,
+    /// The faults.
+    pub plan: FaultPlan,
+    /// Whether a client compacts the history every half second.
+    pub compact: bool,
+}
+
+/// The named scenarios.
+pub const NAMES: &[&str] = &[
+    "kill-1member",
+    "kill-compaction",
+    "pause-leader",
+    "partition-heal",
+    "kill-snapshot",
+];
+
+fn workload(clients: usize, write_percent: u64, seed: u64) -> WorkloadConfig {
+    WorkloadConfig {
+        clients,
+        keys: 8,
+        write_percent,
+        op_timeout: Duration::from_secs(2),
+        seed,
+    }
+}
+
+/// A scenario with the given faults on 3 members (the `--faults` form).
+pub fn custom(faults: Vec<Fault>, seed: u64) -> Scenario {
+    Scenario {
+        name: "custom".into(),
+        members: 3,
+        flags: Vec::new(),
+        workload: workload(8, 50, seed),
+        plan: FaultPlan {
+            faults,
+            gap_ms: (1000, 2500),
+            hold_ms: (500, 2000),
+            target: Target::Index,
+            seed,
+        },
+        compact: false,
+    }
+}
+
+/// The scenario called `name`.
+pub fn named(name: &str, seed: u64) -> Option<Scenario> {
+    let base = custom(Vec::new(), seed);
+    let plan = |faults: Vec<Fault>, target, hold_ms| FaultPlan {
+        faults,
+        target,
+        hold_ms,
+        ..base.plan.clone()
+    };
+    let s = match name {
+        // etcd lost acknowledged writes when killed under heavy writes.
+        "kill-1member" => Scenario {
+            members: 1,
+            workload: workload(8, 90, seed),
+            plan: FaultPlan {
+                gap_ms: (500, 1500),
+                ..plan(vec![Fault::Kill], Target::Index, (100, 500))
+            },
+            ..base
+        },
+        // etcd's revision went backwards after a crash during compaction.
+        "kill-compaction" => Scenario {
+            workload: workload(8, 70, seed),
+            plan: plan(vec![Fault::Kill], Target::Leader, (300, 1500)),
+            compact: true,
+            ..base
+        },
+        // A paused leader must not answer linearizable reads from stale state.
+        "pause-leader" => Scenario {
+            workload: workload(8, 30, seed),
+            plan: plan(vec![Fault::Pause], Target::Leader, (1000, 3000)),
+            ..base
+        },
+        "partition-heal" => Scenario {
+            plan: plan(vec![Fault::Partition], Target::Leader, (1000, 3000)),
+            ..base
+        },
+        // A member killed long enough to need a snapshot; kills land during sends too.
+        "kill-snapshot" => Scenario {
+            flags: [
+                "--snapshot-count",
+                "200",
+                "--experimental-snapshot-catchup-entries",
+                "50",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            workload: workload(8, 80, seed),
+            plan: plan(vec![Fault::Kill], Target::Index, (1000, 3000)),
+            ..base
+        },
+        _ => return None,
+    };
+    Some(Scenario {
+        name: name.to_string(),
+        ..s
+    })
+}
+
+/// What a run did and found.
+#[derive(Debug)]
+pub struct Report {
+    /// Answered operations.
+    pub ok: usize,
+    /// Operations that surely did nothing.
+    pub failed: usize,
+    /// Operations with no answer.
+    pub indeterminate: usize,
+    /// The faults injected.
+    pub faults: Vec<String>,
+    /// The check: a summary, or the violation file.
+    pub result: Result<Summary, (String, PathBuf)>,
+    /// Where the members' data dirs and logs are (kept on a violation).
+    pub data: PathBuf,
+}
+
+async fn compactor(url: String, stop: Arc<AtomicBool>) {
+    let Ok(mut c) = etcd_client::Client::connect([url], None).await else {
+        return;
+    };
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Ok(Ok(st)) = tokio::time::timeout(Duration::from_secs(1), c.status()).await {
+            let rev = st.header().map(|h| h.revision()).unwrap_or(0) - 20;
+            if rev > 1 {
+                let _ = tokio::time::timeout(Duration::from_secs(2), c.compact(rev, None)).await;
+            }
+        }
+    }
+}
+
+/// Runs `s` for `duration` with the `oxcd` at `binary`, writing a violation (and keeping
+/// the data) under `out`.
+pub async fn run(
+    s: &Scenario,
+    binary: &Path,
+    duration: Duration,
+    out: &Path,
+) -> Result<Report, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{}-", s.name))
+        .tempdir_in(out)
+        .map_err(|e| e.to_string())?;
+    let mut cluster = Cluster::start(&ClusterConfig {
+        binary: binary.to_path_buf(),
+        members: s.members,
+        dir: dir.path().to_path_buf(),
+        extra_flags: s.flags.clone(),
+    })
+    .await?;
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients = workload::start(&cluster.client_urls(), &s.workload, start, stop.clone());
+    let compacting = s
+        .compact
+        .then(|| tokio::spawn(compactor(cluster.client_urls()[0].clone(), stop.clone())));
+    let faults = faults::run(&mut cluster, &s.plan, start + duration).await;
+    stop.store(true, Ordering::Relaxed);
+    let history = clients.await.map_err(|e| e.to_string())?;
+    if let Some(c) = compacting {
+        let _ = c.await;
+    }
+    cluster.recover().await?;
+    drop(cluster);
+    let faults = faults?;
+    let count = |f: fn(&Outcome) -> bool| history.iter().filter(|o| f(&o.outcome)).count();
+    let ok = count(|o| matches!(o, Outcome::Ok(_)));
+    let failed = count(|o| matches!(o, Outcome::Failed(_)));
+    let indeterminate = count(|o| matches!(o, Outcome::Indeterminate(_)));
+    let saved = dir.path().join("history.json");
+    std::fs::write(
+        &saved,
+        serde_json::to_vec(&history).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("{}: {e}", saved.display()))?;
+    let result = match checker::check(&history) {
+        Ok(summary) => Ok(summary),
+        Err(v) => {
+            let path = checker::write_violation(out, &history, &v).map_err(|e| e.to_string())?;
+            Err((v.reason, path))
+        }
+    };
+    let data = if result.is_err() {
+        dir.keep()
+    } else {
+        dir.path().to_path_buf()
+    };
+    Ok(Report {
+        ok,
+        failed,
+        indeterminate,
+        faults,
+        result,
+        data,
+    })
+}

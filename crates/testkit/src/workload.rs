@@ -1,0 +1,301 @@
+//! The recorded workload: concurrent clients, each on one member, issuing puts,
+//! linearizable and serializable gets, deletes, compare-and-set txns on value and on
+//! mod_revision, multi-key txns and prefix ranges. Every operation is recorded with its
+//! invocation and completion time; one with no answer is indeterminate, never dropped.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, Compare, CompareOp, GetOptions, Txn, TxnOp};
+
+use crate::history::{Op, Operation, Outcome, Response};
+use crate::rng::Rng;
+
+/// What the clients do.
+#[derive(Debug, Clone)]
+pub struct WorkloadConfig {
+    /// Concurrent clients (client `c` talks to member `c % members`).
+    pub clients: usize,
+    /// Keys `k0..k<keys>`.
+    pub keys: u64,
+    /// Percent of operations that are writes (the rest are reads).
+    pub write_percent: u64,
+    /// How long a client waits for an answer before recording it indeterminate.
+    pub op_timeout: Duration,
+    /// Seed for the clients' choices.
+    pub seed: u64,
+}
+
+/// Errors that prove the request never reached a server (nothing was sent).
+fn never_sent(e: &str) -> bool {
+    e.contains("tcp connect error") || e.contains("Connection refused")
+}
+
+/// One client's choices and what it last saw of each key (for its compare-and-sets).
+struct ClientState {
+    id: usize,
+    rng: Rng,
+    seq: u64,
+    seen: HashMap<String, (String, i64)>,
+}
+
+impl ClientState {
+    fn next_op(&mut self, cfg: &WorkloadConfig) -> Op {
+        let key = format!("k{}", self.rng.below(cfg.keys));
+        self.seq += 1;
+        let value = format!("c{}-{}", self.id, self.seq);
+        if self.rng.below(100) < cfg.write_percent {
+            match self.rng.below(6) {
+                0 | 1 => Op::Put { key, value },
+                2 => Op::Delete { key },
+                3 => Op::CasValue {
+                    expect: self.seen.get(&key).map(|(v, _)| v.clone()),
+                    key,
+                    value,
+                },
+                4 => Op::CasModRev {
+                    expect: self.seen.get(&key).map(|(_, r)| *r).unwrap_or(0),
+                    key,
+                    value,
+                },
+                _ => {
+                    let other = format!("k{}", self.rng.below(cfg.keys));
+                    let mut kvs = vec![(key, value.clone())];
+                    if other != kvs[0].0 {
+                        kvs.push((other, value));
+                    }
+                    Op::MultiPut { kvs }
+                }
+            }
+        } else {
+            let serializable = self.rng.below(3) == 0;
+            if self.rng.below(4) == 0 {
+                Op::Range {
+                    prefix: "k".into(),
+                    serializable,
+                }
+            } else {
+                Op::Get { key, serializable }
+            }
+        }
+    }
+
+    fn remember(&mut self, resp: &Response, op: &Op) {
+        match (op, resp) {
+            (Op::Get { key, .. }, Response::Get { kv, .. }) => match kv {
+                Some(kv) => {
+                    self.seen.insert(key.clone(), kv.clone());
+                }
+                None => {
+                    self.seen.remove(key);
+                }
+            },
+            (Op::Range { .. }, Response::Range { kvs, .. }) => {
+                self.seen = kvs
+                    .iter()
+                    .map(|(k, v, r)| (k.clone(), (v.clone(), *r)))
+                    .collect();
+            }
+            _ => {}
+        }
+    }
+}
+
+fn rev_of(h: Option<&etcd_client::ResponseHeader>) -> i64 {
+    h.map(|h| h.revision()).unwrap_or(0)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+async fn execute(c: &mut Client, op: &Op) -> Result<Response, etcd_client::Error> {
+    Ok(match op {
+        Op::Put { key, value } => Response::Write {
+            rev: rev_of(c.put(key.as_str(), value.as_str(), None).await?.header()),
+        },
+        Op::Get { key, serializable } => {
+            let opts = serializable.then(|| GetOptions::new().with_serializable());
+            let r = c.get(key.as_str(), opts).await?;
+            Response::Get {
+                rev: rev_of(r.header()),
+                kv: r
+                    .kvs()
+                    .first()
+                    .map(|kv| (text(kv.value()), kv.mod_revision())),
+            }
+        }
+        Op::Range {
+            prefix,
+            serializable,
+        } => {
+            let mut opts = GetOptions::new().with_prefix();
+            if *serializable {
+                opts = opts.with_serializable();
+            }
+            let r = c.get(prefix.as_str(), Some(opts)).await?;
+            Response::Range {
+                rev: rev_of(r.header()),
+                kvs: r
+                    .kvs()
+                    .iter()
+                    .map(|kv| (text(kv.key()), text(kv.value()), kv.mod_revision()))
+                    .collect(),
+            }
+        }
+        Op::Delete { key } => {
+            let r = c.delete(key.as_str(), None).await?;
+            Response::Delete {
+                rev: rev_of(r.header()),
+                deleted: r.deleted(),
+            }
+        }
+        Op::CasValue { key, expect, value } => {
+            let cmp = match expect {
+                Some(v) => Compare::value(key.as_str(), CompareOp::Equal, v.as_str()),
+                None => Compare::version(key.as_str(), CompareOp::Equal, 0),
+            };
+            cas(c, cmp, key, value).await?
+        }
+        Op::CasModRev { key, expect, value } => {
+            let cmp = Compare::mod_revision(key.as_str(), CompareOp::Equal, *expect);
+            cas(c, cmp, key, value).await?
+        }
+        Op::MultiPut { kvs } => {
+            let puts: Vec<TxnOp> = kvs
+                .iter()
+                .map(|(k, v)| TxnOp::put(k.as_str(), v.as_str(), None))
+                .collect();
+            let r = c.txn(Txn::new().and_then(puts)).await?;
+            Response::Write {
+                rev: rev_of(r.header()),
+            }
+        }
+    })
+}
+
+async fn cas(
+    c: &mut Client,
+    cmp: Compare,
+    key: &str,
+    value: &str,
+) -> Result<Response, etcd_client::Error> {
+    let r = c
+        .txn(
+            Txn::new()
+                .when([cmp])
+                .and_then([TxnOp::put(key, value, None)]),
+        )
+        .await?;
+    Ok(Response::Cas {
+        rev: rev_of(r.header()),
+        succeeded: r.succeeded(),
+    })
+}
+
+/// Runs client `id` against `url` until `stop`; returns its operations (ids unset).
+async fn client_loop(
+    id: usize,
+    url: String,
+    cfg: WorkloadConfig,
+    start: Instant,
+    stop: Arc<AtomicBool>,
+) -> Vec<Operation> {
+    let mut st = ClientState {
+        id,
+        rng: Rng::new(cfg.seed.wrapping_mul(1000).wrapping_add(id as u64)),
+        seq: 0,
+        seen: HashMap::new(),
+    };
+    let mut out = Vec::new();
+    let mut client: Option<Client> = None;
+    let now = || start.elapsed().as_nanos() as u64;
+    while !stop.load(Ordering::Relaxed) {
+        let op = st.next_op(&cfg);
+        let invoke = now();
+        if client.is_none() {
+            let connect = Client::connect([url.clone()], None);
+            client = match tokio::time::timeout(cfg.op_timeout, connect).await {
+                Ok(Ok(c)) => Some(c),
+                _ => {
+                    // Not sent: nothing to record; back off a little.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+        }
+        let Some(c) = client.as_mut() else { continue };
+        let res = tokio::time::timeout(cfg.op_timeout, execute(c, &op)).await;
+        let complete = now();
+        let outcome = match res {
+            Ok(Ok(resp)) => {
+                st.remember(&resp, &op);
+                Outcome::Ok(resp)
+            }
+            Ok(Err(e)) => {
+                let e = e.to_string();
+                if !op.is_write() || never_sent(&e) {
+                    Outcome::Failed(e)
+                } else {
+                    Outcome::Indeterminate(e)
+                }
+            }
+            Err(_) => {
+                // The connection may be stuck on a paused or cut member: start afresh.
+                client = None;
+                if op.is_write() {
+                    Outcome::Indeterminate("client timeout".into())
+                } else {
+                    Outcome::Failed("client timeout".into())
+                }
+            }
+        };
+        if matches!(outcome, Outcome::Failed(_)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        out.push(Operation {
+            id: 0,
+            client: id,
+            op,
+            invoke,
+            complete,
+            outcome,
+        });
+    }
+    out
+}
+
+/// Starts the clients; they run until `stop` is set. Await the handle for the history.
+pub fn start(
+    urls: &[String],
+    cfg: &WorkloadConfig,
+    start: Instant,
+    stop: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<Vec<Operation>> {
+    let tasks: Vec<_> = (0..cfg.clients)
+        .map(|id| {
+            tokio::spawn(client_loop(
+                id,
+                urls[id % urls.len()].clone(),
+                cfg.clone(),
+                start,
+                stop.clone(),
+            ))
+        })
+        .collect();
+    tokio::spawn(async move {
+        let mut all = Vec::new();
+        for t in tasks {
+            if let Ok(ops) = t.await {
+                all.extend(ops);
+            }
+        }
+        all.sort_by_key(|o| (o.invoke, o.client));
+        for (i, o) in all.iter_mut().enumerate() {
+            o.id = i;
+        }
+        all
+    })
+}
