@@ -137,6 +137,8 @@ pub struct Report {
     pub indeterminate: usize,
     /// The faults injected.
     pub faults: Vec<String>,
+    /// Snapshots members installed from their leader.
+    pub snapshots: usize,
     /// The check: a summary, or the violation file.
     pub result: Result<Summary, (String, PathBuf)>,
     /// Where the members' data dirs and logs are (kept on a violation).
@@ -171,10 +173,30 @@ pub async fn run(
         .prefix(&format!("{}-", s.name))
         .tempdir_in(out)
         .map_err(|e| e.to_string())?;
+    match run_in(s, binary, duration, out, dir.path()).await {
+        Ok(report) if report.result.is_ok() => Ok(report),
+        Ok(report) => {
+            let _ = dir.keep();
+            Ok(report)
+        }
+        Err(e) => {
+            let kept = dir.keep();
+            Err(format!("{e} (data and logs kept in {})", kept.display()))
+        }
+    }
+}
+
+async fn run_in(
+    s: &Scenario,
+    binary: &Path,
+    duration: Duration,
+    out: &Path,
+    dir: &Path,
+) -> Result<Report, String> {
     let mut cluster = Cluster::start(&ClusterConfig {
         binary: binary.to_path_buf(),
         members: s.members,
-        dir: dir.path().to_path_buf(),
+        dir: dir.to_path_buf(),
         extra_flags: s.flags.clone(),
     })
     .await?;
@@ -191,13 +213,18 @@ pub async fn run(
         let _ = c.await;
     }
     cluster.recover().await?;
+    let snapshots = cluster
+        .members
+        .iter()
+        .map(|m| m.log_lines("installed the leader's snapshot").len())
+        .sum();
     drop(cluster);
     let faults = faults?;
     let count = |f: fn(&Outcome) -> bool| history.iter().filter(|o| f(&o.outcome)).count();
     let ok = count(|o| matches!(o, Outcome::Ok(_)));
     let failed = count(|o| matches!(o, Outcome::Failed(_)));
     let indeterminate = count(|o| matches!(o, Outcome::Indeterminate(_)));
-    let saved = dir.path().join("history.json");
+    let saved = dir.join("history.json");
     std::fs::write(
         &saved,
         serde_json::to_vec(&history).map_err(|e| e.to_string())?,
@@ -210,16 +237,13 @@ pub async fn run(
             Err((v.reason, path))
         }
     };
-    let data = if result.is_err() {
-        dir.keep()
-    } else {
-        dir.path().to_path_buf()
-    };
+    let data = dir.to_path_buf();
     Ok(Report {
         ok,
         failed,
         indeterminate,
         faults,
+        snapshots,
         result,
         data,
     })

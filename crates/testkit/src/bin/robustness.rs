@@ -97,7 +97,11 @@ async fn main() -> ExitCode {
         "operations: {} ok, {} failed, {} indeterminate",
         report.ok, report.failed, report.indeterminate
     );
-    println!("faults injected: {}", report.faults.len());
+    println!(
+        "faults injected: {} (snapshots installed by members: {})",
+        report.faults.len(),
+        report.snapshots
+    );
     for f in &report.faults {
         println!("  {f}");
     }

@@ -1,0 +1,78 @@
+//! The short robustness set that CI runs: each named scenario for a few seconds against
+//! real `oxcd` processes (the binary built next to this test), checked for
+//! linearizability. A long soak runs from the `robustness` binary (see the README).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use oxcd_testkit::scenario;
+
+/// The `oxcd` binary of this build (tests live in `target/<profile>/deps`).
+fn oxcd() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let bin = profile_dir.join("oxcd");
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace --all-targets)",
+        bin.display()
+    );
+    bin
+}
+
+async fn run(name: &str, seed: u64) -> scenario::Report {
+    let s = scenario::named(name, seed).expect("named scenario");
+    let out = std::env::temp_dir().join("oxcd-robustness");
+    let report = scenario::run(&s, &oxcd(), Duration::from_secs(15), &out)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    eprintln!(
+        "{name}: {} ok, {} failed, {} indeterminate; {} faults: {:?}; {} snapshots installed",
+        report.ok,
+        report.failed,
+        report.indeterminate,
+        report.faults.len(),
+        report.faults,
+        report.snapshots
+    );
+    match &report.result {
+        Ok(summary) => eprintln!("{name}: linearizable: ok ({summary:?})"),
+        Err((reason, file)) => panic!(
+            "{name}: linearizable: VIOLATION ({}): {reason}; data in {}",
+            file.display(),
+            report.data.display()
+        ),
+    }
+    assert!(!report.faults.is_empty(), "{name}: no fault was injected");
+    assert!(report.ok > 100, "{name}: the workload barely ran");
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_1member() {
+    run("kill-1member", 11).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_compaction() {
+    run("kill-compaction", 12).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_leader() {
+    run("pause-leader", 13).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_heal() {
+    run("partition-heal", 14).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_snapshot() {
+    let r = run("kill-snapshot", 15).await;
+    assert!(r.snapshots > 0, "no member caught up by snapshot");
+}
