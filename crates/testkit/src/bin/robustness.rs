@@ -82,6 +82,13 @@ async fn main() -> ExitCode {
         None => scenario::custom(args.faults.clone(), args.seed),
     };
     let binary = args.binary.clone().unwrap_or_else(default_binary);
+    if !binary.exists() {
+        eprintln!(
+            "robustness: {} not found; build it first (cargo build --release --bin oxcd) or pass --binary",
+            binary.display()
+        );
+        return ExitCode::from(2);
+    }
     println!(
         "scenario {} on {} member(s), seed {}, {:?}, faults {:?}",
         s.name, s.members, args.seed, args.duration, s.plan.faults
