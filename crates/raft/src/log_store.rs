@@ -37,20 +37,37 @@ impl LogCore {
         let Some(first) = ents.first() else {
             return Ok(());
         };
-        if first.index <= self.start.0 || first.index > self.last_index() + 1 {
+        self.cut_for(first.index)?;
+        self.entries.extend_from_slice(ents);
+        Ok(())
+    }
+
+    /// [`LogCore::append`] taking the entries by value (no copy: the log replayed at
+    /// start can be most of a member's memory).
+    pub fn append_owned(&mut self, ents: Vec<Entry>) -> Result<(), raft::Error> {
+        let Some(first) = ents.first() else {
+            return Ok(());
+        };
+        self.cut_for(first.index)?;
+        self.entries.extend(ents);
+        Ok(())
+    }
+
+    /// Checks that entries starting at `first` connect to the log and drops the
+    /// conflicting suffix they replace.
+    fn cut_for(&mut self, first: u64) -> Result<(), raft::Error> {
+        if first <= self.start.0 || first > self.last_index() + 1 {
             return Err(raft::Error::Store(StorageError::Other(
                 format!(
                     "append at {} does not connect to log {}..={}",
-                    first.index,
+                    first,
                     self.start.0,
                     self.last_index()
                 )
                 .into(),
             )));
         }
-        self.entries
-            .truncate((first.index - self.start.0 - 1) as usize);
-        self.entries.extend_from_slice(ents);
+        self.entries.truncate((first - self.start.0 - 1) as usize);
         Ok(())
     }
 

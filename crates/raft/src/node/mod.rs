@@ -357,7 +357,7 @@ fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError>
         };
         return Ok((wal, LogStore::new(core), meta));
     }
-    let (wal, replay) = Wal::open(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE)?;
+    let (wal, mut replay) = Wal::open(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE)?;
     let meta = WalMetadata::decode(&replay.metadata)?;
     if meta.member_id != cfg.id {
         return Err(RaftError::Decode(format!(
@@ -385,11 +385,14 @@ fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError>
             core.hard_state.vote = 0;
         }
     }
-    let mut entries = Vec::with_capacity(replay.entries.len());
-    for (index, data) in &replay.entries {
-        entries.push(persist::decode_entry(*index, data)?);
+    // Each record's bytes are dropped as soon as it is decoded, and the decoded entries
+    // move into the log: one copy of the log in memory at a time.
+    let raw = std::mem::take(&mut replay.entries);
+    let mut entries = Vec::with_capacity(raw.len());
+    for (index, data) in raw {
+        entries.push(persist::decode_entry(index, &data)?);
     }
-    core.append(&entries)?;
+    core.append_owned(entries)?;
     // The state machine may have applied (durably) entries whose commit index was not
     // yet synced in a hard state: they were committed, so the commit index is at least it.
     if cfg.applied > core.hard_state.commit {
@@ -404,6 +407,23 @@ fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError>
         core.hard_state.commit = cfg.applied;
     }
     Ok((wal, LogStore::new(core), meta))
+}
+
+/// The context of a ReadIndex request: this member's id and a counter. The leader keys
+/// pending reads by context and ignores a second request with a context it already
+/// holds, so contexts must be unique across the cluster, not only per member.
+fn read_ctx(member: u64, counter: u64) -> Vec<u8> {
+    let mut ctx = Vec::with_capacity(16);
+    ctx.extend_from_slice(&member.to_le_bytes());
+    ctx.extend_from_slice(&counter.to_le_bytes());
+    ctx
+}
+
+/// The counter of a context [`read_ctx`] made for `member` (None: not ours).
+fn parse_read_ctx(member: u64, ctx: &[u8]) -> Option<u64> {
+    let id = u64::from_le_bytes(ctx.get(..8)?.try_into().ok()?);
+    let counter = u64::from_le_bytes(ctx.get(8..16)?.try_into().ok()?);
+    (id == member).then_some(counter)
 }
 
 /// A snapshot carrying only its position: the data travels separately, from the backend.
@@ -459,7 +479,7 @@ impl<T: Transport> Loop<T> {
                 self.next_read_ctx += 1;
                 self.reads_in_flight
                     .insert(ctx, std::mem::take(&mut self.pending_reads));
-                self.node.read_index(ctx.to_le_bytes().to_vec());
+                self.node.read_index(read_ctx(self.node.raft.id, ctx));
             }
             self.on_ready()?;
             if stop {
@@ -563,6 +583,7 @@ impl<T: Transport> Loop<T> {
         if !rd.messages().is_empty() {
             self.transport.send(rd.take_messages());
         }
+        let mut installed_snapshot = None;
         if !rd.snapshot().is_empty() {
             let snap = rd.snapshot().clone();
             let meta = snap.get_metadata().clone();
@@ -579,6 +600,7 @@ impl<T: Transport> Loop<T> {
                 term = meta.term,
                 "raft: installed a snapshot from the leader"
             );
+            installed_snapshot = Some(meta.index);
             self.emit(Event::Snapshot(snap))?;
         }
         let committed = rd.take_committed_entries();
@@ -588,10 +610,21 @@ impl<T: Transport> Loop<T> {
         for e in rd.entries() {
             self.wal.append_entry(e.index, &persist::encode_entry(e));
         }
+        // As etcd's MustSync: new entries, a new term or a vote must be durable before
+        // anything that depends on them is sent; a hard state that only moved the commit
+        // index is written with the next sync (on restart the commit index is recomputed
+        // from the leader), so a commit-only Ready costs no fdatasync.
+        let must_sync = !rd.entries().is_empty()
+            || rd.hs().is_some_and(|hs| {
+                let prev = &self.log.rl().hard_state;
+                hs.term != prev.term || hs.vote != prev.vote
+            });
         if let Some(hs) = rd.hs() {
             self.wal.set_hard_state(&persist::encode_hard_state(hs));
         }
-        self.wal.sync()?;
+        if must_sync {
+            self.wal.sync()?;
+        }
         {
             let mut core = self.log.wl();
             core.append(rd.entries())?;
@@ -606,11 +639,7 @@ impl<T: Transport> Loop<T> {
                 .store(core.last_index(), Ordering::Release);
         }
         for rs in rd.take_read_states() {
-            let ctx = rs
-                .request_ctx
-                .get(..8)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_le_bytes);
+            let ctx = parse_read_ctx(self.node.raft.id, &rs.request_ctx);
             if let Some(waiters) = ctx.and_then(|c| self.reads_in_flight.remove(&c)) {
                 for w in waiters {
                     w(Ok(rs.index));
@@ -622,6 +651,9 @@ impl<T: Transport> Loop<T> {
         }
         // advance_append: the state machine reports what it applied itself (Command::Applied).
         let mut light = self.node.advance_append(rd);
+        if let Some(index) = installed_snapshot {
+            self.snapshot_applied(index);
+        }
         if let Some(commit) = light.commit_index() {
             let hs = {
                 let mut core = self.log.wl();
@@ -642,6 +674,18 @@ impl<T: Transport> Loop<T> {
             self.emit(Event::Committed(committed))?;
         }
         Ok(())
+    }
+
+    /// Raft counts a snapshot as applied once it is durable, as `RawNode::advance` would:
+    /// the state machine installs it in order, before any later entry, and raft must
+    /// never look below it for entries (an election reads `applied + 1..=commit`, and the
+    /// log now starts after the snapshot). The state machine's own reports for indexes
+    /// below it are then ignored.
+    fn snapshot_applied(&mut self, index: u64) {
+        if index > self.applied {
+            self.applied = index;
+            self.node.advance_apply_to(index);
+        }
     }
 
     fn fail_in_flight_reads(&mut self, err: impl Fn() -> RaftError) {

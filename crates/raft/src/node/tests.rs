@@ -158,3 +158,50 @@ fn a_snapshot_installed_in_the_wal_but_not_the_backend_is_handed_over_first() {
     h.stop();
     thread.join().expect("join").expect("clean stop");
 }
+
+/// Regression (found by the 50,000-writes catch-up test in CI): a follower that timed out
+/// while its state machine was still installing a leader's snapshot panicked, because
+/// raft looked for the entries below the snapshot when it campaigned.
+#[test]
+fn a_follower_can_campaign_while_the_state_machine_installs_a_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = cfg(dir.path(), 0);
+    c.voters = vec![1, 2, 3];
+    let (h, events, thread) = start(c, NoPeers).expect("start");
+    let mut meta = SnapshotMetadata {
+        index: 100,
+        term: 1,
+        ..Default::default()
+    };
+    meta.set_conf_state(ConfState {
+        voters: vec![1, 2, 3],
+        ..Default::default()
+    });
+    let mut snap = Snapshot::default();
+    snap.set_metadata(meta);
+    let mut m = Message::default();
+    m.set_msg_type(raft::prelude::MessageType::MsgSnapshot);
+    m.from = 2;
+    m.to = 1;
+    m.term = 1;
+    m.set_snapshot(snap);
+    h.step(m).expect("step");
+    loop {
+        match events.recv_timeout(Duration::from_secs(5)).expect("event") {
+            Event::Snapshot(s) => {
+                assert_eq!(s.get_metadata().index, 100);
+                break;
+            }
+            Event::Committed(_) => {}
+        }
+    }
+    // The state machine has not reported the snapshot applied yet; the election timeout
+    // passes (or a campaign is asked for) meanwhile.
+    h.campaign().expect("campaign");
+    std::thread::sleep(Duration::from_millis(300));
+    h.stop();
+    thread
+        .join()
+        .expect("the raft thread did not panic")
+        .expect("clean stop");
+}
