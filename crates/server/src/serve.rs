@@ -133,9 +133,10 @@ pub async fn run(
         tracing::info!(address = %addr, "serving client traffic insecurely; this is strongly discouraged!");
         bound.push(addr);
         let mut rx = stop_rx.clone();
-        let server = axum::serve(l, router.clone()).with_graceful_shutdown(async move {
-            let _ = rx.wait_for(|s| *s).await;
-        });
+        let server = axum::serve(crate::authority::FixingListener(l), router.clone())
+            .with_graceful_shutdown(async move {
+                let _ = rx.wait_for(|s| *s).await;
+            });
         servers.push(tokio::spawn(async move { server.await }));
     }
     tracing::info!(

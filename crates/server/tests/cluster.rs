@@ -212,6 +212,57 @@ async fn move_leader_like_etcd() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcdctl_endpoint_commands_with_url_endpoints_and_cluster() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (members, _) = three(dir.path()).await;
+    let li = leader_index(&members).await;
+    members[li]
+        .client()
+        .await
+        .put("k", "v", None)
+        .await
+        .expect("put");
+    // etcdctl 3.4 dials a URL endpoint with the whole URL as the HTTP/2 authority.
+    let etcdctl = |args: &[&str]| {
+        let out = std::process::Command::new("/usr/bin/etcdctl")
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", members[0].endpoint()))
+            .args(args)
+            .output()
+            .expect("etcdctl (apt-get install -y etcd-client)");
+        assert!(out.status.success(), "etcdctl {args:?}: {out:?}");
+        // etcdctl 3.4 prints health to stderr, the rest to stdout.
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let status = etcdctl(&["endpoint", "status", "--cluster"]);
+    let lines: Vec<&str> = status.lines().collect();
+    assert_eq!(lines.len(), 3, "{status}");
+    for m in &members {
+        assert!(status.contains(&m.endpoint()), "{status}");
+    }
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains(", true, false,"))
+            .count(),
+        1,
+        "one leader: {status}"
+    );
+    let hashes = etcdctl(&["endpoint", "hashkv", "--cluster"]);
+    let values: Vec<&str> = hashes
+        .lines()
+        .filter_map(|l| l.rsplit(", ").next())
+        .collect();
+    assert_eq!(values.len(), 3, "{hashes}");
+    assert!(values.iter().all(|h| *h == values[0]), "{hashes}");
+    let health = etcdctl(&["endpoint", "health", "--cluster"]);
+    assert_eq!(health.matches("is healthy").count(), 3, "{health}");
+    for m in members {
+        m.stop().await;
+    }
+}
+
 /// Status of every member: (member id, leader it sees, term).
 async fn statuses(members: &[InProc]) -> Vec<(u64, u64, u64)> {
     let mut out = Vec::new();
