@@ -18,6 +18,9 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::{Error, endpoint_uri};
 
+/// The shortest keepalive ping interval used, as grpc-go's client enforces.
+const MIN_KEEPALIVE_TIME: Duration = Duration::from_secs(10);
+
 /// A user name and password for `Auth.Authenticate`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
@@ -203,7 +206,10 @@ async fn dial(ep: &str, opts: &ConnectOptions) -> Result<Channel, Error> {
         .map_err(|e| Error::BadEndpoint(ep.to_string(), e.to_string()))?
         .connect_timeout(opts.dial_timeout)
         .tcp_nodelay(true)
-        .http2_keep_alive_interval(opts.keepalive_time)
+        // As grpc-go (etcdctl), pings go no more often than every 10 s whatever is
+        // asked: etcd drops a connection that pings more often than its
+        // --grpc-keepalive-min-time (5 s) while a stream is open.
+        .http2_keep_alive_interval(opts.keepalive_time.max(MIN_KEEPALIVE_TIME))
         .keep_alive_timeout(opts.keepalive_timeout);
     match tokio::time::timeout(opts.dial_timeout, endpoint.connect()).await {
         Ok(Ok(channel)) => Ok(channel),
