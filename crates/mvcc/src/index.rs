@@ -54,6 +54,11 @@ pub struct TreeIndex {
 impl TreeIndex {
     /// Records a put.
     pub fn put(&mut self, key: &[u8], rev: Revision) {
+        // Overwrites are the common case: no key copy for them.
+        if let Some(ki) = self.keys.get_mut(key) {
+            ki.put(rev);
+            return;
+        }
         self.keys.entry(key.to_vec()).or_default().put(rev);
     }
 
