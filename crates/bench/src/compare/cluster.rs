@@ -1,0 +1,267 @@
+//! A 3-member cluster of either server on loopback, started with the same etcd flags
+//! (oxcd takes etcd's flags, so one launcher serves both): free ports, one data dir per
+//! member under one parent (same disk for both systems), logs beside them.
+//!
+//! Invariant: every process it started is killed when the cluster is dropped.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use oxcd_api::etcdserverpb::{RangeRequest, StatusRequest};
+use oxcd_client::{Client, ConnectOptions};
+
+/// Settings both systems get.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub heartbeat_ms: u64,
+    pub election_ms: u64,
+    pub snapshot_count: u64,
+    pub quota_bytes: u64,
+}
+
+/// One member process.
+pub struct Member {
+    pub name: String,
+    pub client_url: String,
+    pub data_dir: PathBuf,
+    flags: Vec<String>,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+/// A running cluster.
+pub struct Cluster {
+    pub binary: PathBuf,
+    pub members: Vec<Member>,
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+impl Member {
+    fn spawn(&mut self, binary: &Path) -> Result<(), String> {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| format!("{}: {e}", self.log.display()))?;
+        let child = Command::new(binary)
+            .args(&self.flags)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("start {}: {e}", binary.display()))?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// The process id, while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Stops the process with SIGTERM (graceful), waiting up to 10 s, then SIGKILL.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Peak resident set size (VmHWM) in bytes, while running.
+    pub fn peak_rss(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb * 1024)
+    }
+}
+
+/// Total size of the files under `dir`.
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+async fn client(url: &str) -> Result<Client, String> {
+    let opts = ConnectOptions {
+        dial_timeout: Duration::from_millis(500),
+        request_timeout: Duration::from_secs(2),
+        ..ConnectOptions::default()
+    };
+    Client::connect(&[url.to_string()], &opts)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+impl Cluster {
+    /// Starts three members of `binary` with data under `dir`.
+    pub fn start(binary: &Path, dir: &Path, s: &Settings) -> Result<Cluster, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut ports = Vec::new();
+        for _ in 0..3 {
+            ports.push((free_port()?, free_port()?));
+        }
+        let initial: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, p))| format!("m{i}=http://127.0.0.1:{p}"))
+            .collect();
+        let mut members = Vec::new();
+        for (i, (client_port, peer_port)) in ports.iter().enumerate() {
+            let client_url = format!("http://127.0.0.1:{client_port}");
+            let peer_url = format!("http://127.0.0.1:{peer_port}");
+            let data_dir = dir.join(format!("m{i}"));
+            let flags = vec![
+                format!("--name=m{i}"),
+                format!("--data-dir={}", data_dir.display()),
+                format!("--listen-client-urls={client_url}"),
+                format!("--advertise-client-urls={client_url}"),
+                format!("--listen-peer-urls={peer_url}"),
+                format!("--initial-advertise-peer-urls={peer_url}"),
+                format!("--initial-cluster={}", initial.join(",")),
+                "--initial-cluster-token=bench".to_string(),
+                "--initial-cluster-state=new".to_string(),
+                format!("--heartbeat-interval={}", s.heartbeat_ms),
+                format!("--election-timeout={}", s.election_ms),
+                format!("--snapshot-count={}", s.snapshot_count),
+                format!("--quota-backend-bytes={}", s.quota_bytes),
+            ];
+            members.push(Member {
+                name: format!("m{i}"),
+                client_url,
+                log: dir.join(format!("m{i}.log")),
+                data_dir,
+                flags,
+                child: None,
+            });
+        }
+        let mut cluster = Cluster {
+            binary: binary.to_path_buf(),
+            members,
+        };
+        for m in &mut cluster.members {
+            m.spawn(binary)?;
+        }
+        Ok(cluster)
+    }
+
+    /// Waits until every member answers Status and knows a leader.
+    pub async fn wait_ready(&self, within: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + within;
+        for m in &self.members {
+            loop {
+                if let Ok(c) = client(&m.client_url).await
+                    && let Ok(s) = c.maintenance().status(StatusRequest {}).await
+                    && s.get_ref().leader != 0
+                {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(format!("{} not ready within {within:?}", m.name));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// The client URLs, in member order.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.client_url.clone()).collect()
+    }
+
+    /// The index of the member that is not the leader (the first such).
+    pub async fn a_follower(&self) -> Result<usize, String> {
+        for (i, m) in self.members.iter().enumerate() {
+            let c = client(&m.client_url).await?;
+            let s = c
+                .maintenance()
+                .status(StatusRequest {})
+                .await
+                .map_err(|e| e.to_string())?
+                .into_inner();
+            if s.header.map(|h| h.member_id) != Some(s.leader) {
+                return Ok(i);
+            }
+        }
+        Err("no follower found".into())
+    }
+
+    /// Stops member `i` gracefully, starts it again and measures the time from its
+    /// start until it answers a serializable read of `key` holding `count` keys from
+    /// its own state, i.e. it has loaded its data and caught up.
+    pub async fn restart_time(
+        &mut self,
+        i: usize,
+        key: &[u8],
+        end: &[u8],
+        count: i64,
+    ) -> Result<Duration, String> {
+        let binary = self.binary.clone();
+        let m = &mut self.members[i];
+        m.stop();
+        let start = Instant::now();
+        m.spawn(&binary)?;
+        let url = m.client_url.clone();
+        let deadline = start + Duration::from_secs(300);
+        loop {
+            if let Ok(c) = client(&url).await {
+                let req = RangeRequest {
+                    key: key.to_vec(),
+                    range_end: end.to_vec(),
+                    serializable: true,
+                    count_only: true,
+                    ..RangeRequest::default()
+                };
+                if let Ok(r) = c.kv().range(req).await
+                    && r.get_ref().count >= count
+                {
+                    return Ok(start.elapsed());
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("member {i} not back within 300 s"));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for m in &mut self.members {
+            if let Some(mut c) = m.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! The comparison matrix: the same workloads, request counts and concurrency on each
+//! system, then the load of many keys and the resource figures taken after it.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::cluster::{Cluster, dir_size};
+use crate::cli::{
+    Global, KeyArgs, PutArgs, RangeArgs, TxnMixedArgs, TxnPutArgs, WatchArgs, WatchLatencyArgs,
+};
+use crate::stats::Report;
+use crate::workloads::{kv, txn, watch};
+
+/// One workload's result on one system.
+#[derive(Debug, Clone, Serialize)]
+pub struct Case {
+    pub name: String,
+    pub report: Option<Report>,
+    /// Why it did not run (e.g. the server lacks Watch).
+    pub unsupported: Option<String>,
+}
+
+/// Everything measured on one system.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub cases: Vec<Case>,
+    /// Loading the keys (txns of 100 puts).
+    pub load: Report,
+    pub loaded_keys: u64,
+    /// Largest member data dir after the load.
+    pub data_bytes: u64,
+    /// Largest member peak RSS over the whole run.
+    pub peak_rss_bytes: u64,
+    /// A follower's restart holding the loaded keys, until it serves them.
+    pub restart_secs: f64,
+}
+
+fn global(endpoints: &[String], clients: usize, conns: usize) -> Global {
+    Global {
+        endpoints: endpoints.to_vec(),
+        conns,
+        clients,
+        target_leader: false,
+        user: None,
+        dial_timeout: 2,
+        cacert: None,
+        cert: None,
+        key_file: None,
+        json: false,
+    }
+}
+
+fn keys(key_size: usize, val_size: usize, space: u64, sequential: bool) -> KeyArgs {
+    KeyArgs {
+        key_size,
+        val_size,
+        key_space_size: space,
+        sequential_keys: sequential,
+    }
+}
+
+fn scaled(n: u64, scale: f64) -> u64 {
+    ((n as f64 * scale).round() as u64).max(1)
+}
+
+/// A workload of the matrix.
+enum Work {
+    Put(PutArgs),
+    Range(RangeArgs),
+    TxnPut(TxnPutArgs),
+    TxnMixed(TxnMixedArgs),
+    Watch(WatchArgs),
+    WatchLatency(WatchLatencyArgs),
+}
+
+fn range(total: u64, consistency: &str) -> Work {
+    Work::Range(RangeArgs {
+        key: "bench-range-key".into(),
+        end: None,
+        total,
+        rate: 0,
+        consistency: consistency.into(),
+        limit: 0,
+        keys_only: false,
+        count_only: false,
+    })
+}
+
+/// The matrix: (name, clients, conns, work).
+fn cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
+    let s = |n| scaled(n, scale);
+    vec![
+        (
+            "put, 1 client / 1 conn",
+            1,
+            1,
+            Work::Put(PutArgs {
+                keys: keys(8, 256, 100_000, false),
+                total: s(2_000),
+                rate: 0,
+            }),
+        ),
+        (
+            "put, 1000 clients / 100 conns",
+            1000,
+            100,
+            Work::Put(PutArgs {
+                keys: keys(8, 256, 100_000, false),
+                total: s(100_000),
+                rate: 0,
+            }),
+        ),
+        (
+            "range linearizable, 1000 clients / 100 conns",
+            1000,
+            100,
+            range(s(100_000), "l"),
+        ),
+        (
+            "range serializable, 1000 clients / 100 conns",
+            1000,
+            100,
+            range(s(100_000), "s"),
+        ),
+        (
+            "txn-put (4 puts), 1000 clients / 100 conns",
+            1000,
+            100,
+            Work::TxnPut(TxnPutArgs {
+                keys: keys(8, 256, 100_000, false),
+                total: s(50_000),
+                txn_ops: 4,
+                rate: 0,
+            }),
+        ),
+        (
+            "txn-mixed (4 reads : 1 write), 1000 clients / 100 conns",
+            1000,
+            100,
+            Work::TxnMixed(TxnMixedArgs {
+                keys: keys(8, 256, 100_000, false),
+                total: s(100_000),
+                rw_ratio: 4.0,
+                consistency: "l".into(),
+                rate: 0,
+            }),
+        ),
+        (
+            "watch (100 streams x 10 watchers, 1000 puts/s)",
+            1,
+            10,
+            Work::Watch(WatchArgs {
+                streams: 100,
+                watch_per_stream: 10,
+                watched_key_total: 100,
+                put_rate: 1000,
+                put_total: s(5_000),
+                key_size: 32,
+                val_size: 32,
+            }),
+        ),
+        (
+            "watch-latency (10 streams x 10 watchers, 100 puts/s)",
+            1,
+            10,
+            Work::WatchLatency(WatchLatencyArgs {
+                streams: 10,
+                watchers_per_stream: 10,
+                put_rate: 100,
+                put_total: s(1_000),
+                val_size: 32,
+            }),
+        ),
+    ]
+}
+
+async fn run_work(
+    work: &Work,
+    clients: usize,
+    conns: &[oxcd_client::Client],
+) -> Result<Report, String> {
+    Ok(match work {
+        Work::Put(a) => kv::put(a, clients, conns).await,
+        Work::Range(a) => kv::range(a, clients, conns).await?,
+        Work::TxnPut(a) => txn::txn_put(a, clients, conns).await,
+        Work::TxnMixed(a) => txn::txn_mixed(a, clients, conns).await?,
+        Work::Watch(a) => watch::watch(a, conns).await?,
+        Work::WatchLatency(a) => watch::watch_latency(a, conns).await?,
+    })
+}
+
+fn is_unsupported(e: &str) -> bool {
+    e.starts_with("unsupported")
+}
+
+/// Runs the matrix, the load and the resource measurements on `cluster`.
+pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Outcome, String> {
+    let endpoints = cluster.endpoints();
+    // The key the range cases read.
+    let seed = crate::conns::open(&global(&endpoints, 1, 1)).await?;
+    let put = oxcd_api::etcdserverpb::PutRequest {
+        key: b"bench-range-key".to_vec(),
+        value: vec![b'v'; 256],
+        ..Default::default()
+    };
+    seed[0]
+        .kv()
+        .put(put)
+        .await
+        .map_err(|e| format!("seeding the range key: {e}"))?;
+    let mut out = Vec::new();
+    for (name, clients, n_conns, work) in cases(scale) {
+        let conns = crate::conns::open(&global(&endpoints, clients, n_conns)).await?;
+        let case = match run_work(&work, clients, &conns).await {
+            Ok(r) => {
+                eprintln!(
+                    "  {name}: {:.0} req/s, p99 {:.2} ms, {} failed",
+                    r.qps, r.latency_ms.p99, r.failed
+                );
+                Case {
+                    name: name.to_string(),
+                    report: Some(r),
+                    unsupported: None,
+                }
+            }
+            Err(e) if is_unsupported(&e) => {
+                eprintln!("  {name}: {e}");
+                Case {
+                    name: name.to_string(),
+                    report: None,
+                    unsupported: Some(e),
+                }
+            }
+            Err(e) => return Err(format!("{name}: {e}")),
+        };
+        out.push(case);
+    }
+    // Load: txns of 100 sequential keys (etcd's --max-txn-ops is 128).
+    let per_txn = 100u64;
+    let load_args = TxnPutArgs {
+        keys: keys(16, 128, load_keys.max(1), true),
+        total: load_keys.div_ceil(per_txn).max(1),
+        txn_ops: per_txn as usize,
+        rate: 0,
+    };
+    let conns = crate::conns::open(&global(&endpoints, 100, 10)).await?;
+    let t = Instant::now();
+    let load = txn::txn_put(&load_args, 100, &conns).await;
+    eprintln!(
+        "  loaded {load_keys} keys in {:.1} s ({} txns failed)",
+        t.elapsed().as_secs_f64(),
+        load.failed
+    );
+    drop(conns);
+    // Let the followers apply everything before sizing and restarting.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let data_bytes = cluster
+        .members
+        .iter()
+        .map(|m| dir_size(&m.data_dir))
+        .max()
+        .unwrap_or(0);
+    let rss = |c: &Cluster| c.members.iter().filter_map(|m| m.peak_rss()).max();
+    let rss_before_restart = rss(cluster).unwrap_or(0);
+    let follower = cluster.a_follower().await?;
+    // Every load key starts with "0" (16-digit zero-padded numbers below 10^15).
+    let restart = cluster
+        .restart_time(follower, b"0", b"1", load_keys as i64)
+        .await?;
+    eprintln!(
+        "  follower restart with the keys: {:.2} s",
+        restart.as_secs_f64()
+    );
+    let peak_rss_bytes = rss(cluster).unwrap_or(0).max(rss_before_restart);
+    Ok(Outcome {
+        cases: out,
+        load,
+        loaded_keys: load_keys,
+        data_bytes,
+        peak_rss_bytes,
+        restart_secs: restart.as_secs_f64(),
+    })
+}

@@ -1,0 +1,133 @@
+//! `oxcd-bench compare`: etcd and oxcd, each as a 3-member cluster on loopback with the
+//! same settings and the same data disk, one after the other, under the same matrix of
+//! workloads; then resources (peak RSS, data size after loading keys, restart time) and
+//! a markdown report with the oxcd/etcd ratio of every figure.
+
+pub mod cluster;
+pub mod matrix;
+pub mod report;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use cluster::{Cluster, Settings};
+use matrix::Outcome;
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The etcd binary (Debian's etcd-server: /usr/bin/etcd).
+    #[arg(long, default_value = "/usr/bin/etcd")]
+    pub etcd: PathBuf,
+    /// The oxcd binary (default: `oxcd` beside this program).
+    #[arg(long)]
+    pub oxcd: Option<PathBuf>,
+    /// Parent of the members' data dirs (the same disk for both systems).
+    #[arg(long, default_value = "/tmp/oxcd-compare")]
+    pub dir: PathBuf,
+    /// Where the markdown report goes (a .json with the raw figures goes beside it).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Multiplies every request count (0.1 for a quick look).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Keys loaded before measuring data size, memory and restart time.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub load_keys: u64,
+    /// Run only one system: etcd or oxcd.
+    #[arg(long)]
+    pub only: Option<String>,
+}
+
+/// Today's date (UTC) as YYYY-MM-DD.
+fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() / 86_400)
+        .unwrap_or(0) as i64;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn oxcd_binary(a: &CompareArgs) -> PathBuf {
+    if let Some(p) = &a.oxcd {
+        return p.clone();
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("oxcd")))
+        .unwrap_or_else(|| PathBuf::from("target/release/oxcd"))
+}
+
+/// Runs the comparison and writes the report.
+pub async fn run(a: &CompareArgs) -> Result<(), String> {
+    let settings = Settings {
+        heartbeat_ms: 100,
+        election_ms: 1000,
+        snapshot_count: 100_000,
+        quota_bytes: 8 << 30,
+    };
+    let systems = [("etcd", a.etcd.clone()), ("oxcd", oxcd_binary(a))];
+    let mut outcomes: Vec<(String, Outcome)> = Vec::new();
+    for (name, binary) in systems {
+        if a.only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        if !binary.exists() {
+            return Err(format!("{name} binary {} not found", binary.display()));
+        }
+        let dir = a.dir.join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        eprintln!(
+            "== {name}: {} (data under {})",
+            binary.display(),
+            dir.display()
+        );
+        let mut cluster = Cluster::start(&binary, &dir, &settings)?;
+        cluster.wait_ready(Duration::from_secs(30)).await?;
+        let outcome = matrix::run(&mut cluster, a.scale, a.load_keys).await?;
+        drop(cluster);
+        let _ = std::fs::remove_dir_all(&dir);
+        outcomes.push((name.to_string(), outcome));
+    }
+    let date = today();
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench/results/{date}.md")));
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    let md = report::markdown(&date, &settings, a, &outcomes);
+    std::fs::write(&out, &md).map_err(|e| format!("{}: {e}", out.display()))?;
+    let json = serde_json::to_string_pretty(&outcomes).map_err(|e| e.to_string())?;
+    let json_path = out.with_extension("json");
+    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    println!("{md}");
+    eprintln!(
+        "report: {} (raw figures: {})",
+        out.display(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn today_is_a_date() {
+        let d = super::today();
+        assert_eq!(d.len(), 10);
+        assert!(d.starts_with("20"), "{d}");
+    }
+}

@@ -1,0 +1,144 @@
+//! The comparison's markdown report: one table of throughput and latency per workload,
+//! one of resources, each with the oxcd/etcd ratio.
+
+use std::fmt::Write as _;
+
+use super::CompareArgs;
+use super::cluster::Settings;
+use super::matrix::Outcome;
+
+fn ratio(oxcd: f64, etcd: f64) -> String {
+    if etcd > 0.0 && oxcd > 0.0 {
+        format!("{:.2}x", oxcd / etcd)
+    } else {
+        "-".to_string()
+    }
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1024.0 * 1024.0)
+}
+
+/// Reads one figure of a system's outcome.
+type Figure = fn(&Outcome) -> f64;
+
+/// The figure of one system, or "-" when that system did not run.
+fn cell(o: Option<&Outcome>, f: Figure, digits: usize) -> (String, f64) {
+    match o.map(f) {
+        Some(v) => (format!("{v:.digits$}"), v),
+        None => ("-".to_string(), 0.0),
+    }
+}
+
+/// Renders the report.
+pub fn markdown(
+    date: &str,
+    s: &Settings,
+    a: &CompareArgs,
+    outcomes: &[(String, Outcome)],
+) -> String {
+    let find = |n: &str| outcomes.iter().find(|(k, _)| k == n).map(|(_, o)| o);
+    let (etcd, oxcd) = (find("etcd"), find("oxcd"));
+    let mut md = String::new();
+    let _ = writeln!(md, "# oxcd vs etcd — {date}\n");
+    let _ = writeln!(
+        md,
+        "3 members each on loopback, one system after the other, data dirs on the same disk \
+         ({}); heartbeat {} ms, election {} ms, snapshot count {}, fsync on (both defaults). \
+         Load from `oxcd-bench compare --scale {}` in one process on the same machine \
+         ({} cores); connections spread over the three members. etcd: `{}`.\n",
+        a.dir.display(),
+        s.heartbeat_ms,
+        s.election_ms,
+        s.snapshot_count,
+        a.scale,
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        a.etcd.display(),
+    );
+    let _ = writeln!(
+        md,
+        "| workload | etcd req/s | oxcd req/s | ratio | etcd p99 ms | oxcd p99 ms | ratio (lower is better) | failed etcd/oxcd |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    let names: Vec<String> = outcomes
+        .first()
+        .map(|(_, o)| o.cases.iter().map(|c| c.name.clone()).collect())
+        .unwrap_or_default();
+    for name in names {
+        let case = |o: Option<&Outcome>| {
+            o.and_then(|o| o.cases.iter().find(|c| c.name == name))
+                .cloned()
+        };
+        let (ce, co) = (case(etcd), case(oxcd));
+        let rep = |c: &Option<super::matrix::Case>| c.as_ref().and_then(|c| c.report.clone());
+        let (re, ro) = (rep(&ce), rep(&co));
+        let show = |r: &Option<crate::stats::Report>,
+                    c: &Option<super::matrix::Case>,
+                    f: &dyn Fn(&crate::stats::Report) -> f64,
+                    d: usize| {
+            match (r, c) {
+                (Some(r), _) => format!("{:.d$}", f(r)),
+                (None, Some(c)) if c.unsupported.is_some() => "unsupported".to_string(),
+                _ => "-".to_string(),
+            }
+        };
+        let qps = |r: &crate::stats::Report| r.qps;
+        let p99 = |r: &crate::stats::Report| r.latency_ms.p99;
+        let v = |r: &Option<crate::stats::Report>, f: &dyn Fn(&crate::stats::Report) -> f64| {
+            r.as_ref().map(f).unwrap_or(0.0)
+        };
+        let failed = |r: &Option<crate::stats::Report>| {
+            r.as_ref()
+                .map(|r| r.failed.to_string())
+                .unwrap_or("-".into())
+        };
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} | {} | {} | {}/{} |",
+            show(&re, &ce, &qps, 0),
+            show(&ro, &co, &qps, 0),
+            ratio(v(&ro, &qps), v(&re, &qps)),
+            show(&re, &ce, &p99, 2),
+            show(&ro, &co, &p99, 2),
+            ratio(v(&ro, &p99), v(&re, &p99)),
+            failed(&re),
+            failed(&ro),
+        );
+    }
+    let loaded = etcd.or(oxcd).map(|o| o.loaded_keys).unwrap_or(0);
+    let _ = writeln!(
+        md,
+        "\n| resource (after loading {loaded} keys, 16 B keys, 128 B values) | etcd | oxcd | ratio (lower is better) |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|");
+    let rows: [(&str, Figure, usize); 4] = [
+        (
+            "peak RSS of the largest member, MiB",
+            |o| mib(o.peak_rss_bytes),
+            1,
+        ),
+        (
+            "data dir of the largest member, MiB",
+            |o| mib(o.data_bytes),
+            1,
+        ),
+        (
+            "follower restart until it serves the keys, s",
+            |o| o.restart_secs,
+            2,
+        ),
+        (
+            "load time (txns of 100 puts, 100 clients), s",
+            |o| o.load.total_secs,
+            2,
+        ),
+    ];
+    for (label, f, digits) in rows {
+        let (es, ev) = cell(etcd, f, digits);
+        let (os, ov) = cell(oxcd, f, digits);
+        let _ = writeln!(md, "| {label} | {es} | {os} | {} |", ratio(ov, ev));
+    }
+    md
+}

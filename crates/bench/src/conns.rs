@@ -1,0 +1,84 @@
+//! The connections a run shares: `--conns` gRPC connections spread over the endpoints
+//! in turn (or all to the leader with `--target-leader`), authenticated when `--user`
+//! is given.
+
+use std::time::Duration;
+
+use oxcd_api::etcdserverpb::StatusRequest;
+use oxcd_client::{Client, ConnectOptions, Credentials};
+
+use crate::cli::Global;
+
+/// Why connecting failed, as a message for the operator.
+pub type Error = String;
+
+fn credentials(user: &Option<String>) -> Result<Option<Credentials>, Error> {
+    let Some(u) = user else { return Ok(None) };
+    let (name, password) = match u.split_once(':') {
+        Some((n, p)) => (n.to_string(), p.to_string()),
+        None => {
+            eprint!("Password: ");
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .map_err(|e| format!("reading the password: {e}"))?;
+            (u.clone(), line.trim_end_matches(['\r', '\n']).to_string())
+        }
+    };
+    Ok(Some(Credentials {
+        user: name,
+        password,
+    }))
+}
+
+fn options(g: &Global) -> Result<ConnectOptions, Error> {
+    if g.cacert.is_some() || g.cert.is_some() || g.key_file.is_some() {
+        return Err("TLS is not supported yet by oxcd-bench (--cacert/--cert/--key)".into());
+    }
+    Ok(ConnectOptions {
+        dial_timeout: Duration::from_secs(g.dial_timeout.max(1)),
+        request_timeout: Duration::from_secs(30),
+        credentials: credentials(&g.user)?,
+        ..ConnectOptions::default()
+    })
+}
+
+/// The endpoint of the member that is leader, asking each endpoint in turn.
+async fn leader_endpoint(endpoints: &[String], opts: &ConnectOptions) -> Result<String, Error> {
+    for ep in endpoints {
+        let Ok(c) = Client::connect(std::slice::from_ref(ep), opts).await else {
+            continue;
+        };
+        let Ok(status) = c.maintenance().status(StatusRequest {}).await else {
+            continue;
+        };
+        let s = status.into_inner();
+        let member = s.header.map(|h| h.member_id).unwrap_or_default();
+        if s.leader != 0 && s.leader == member {
+            return Ok(ep.clone());
+        }
+    }
+    Err(format!("no leader found among {}", endpoints.join(",")))
+}
+
+/// Opens the connections.
+pub async fn open(g: &Global) -> Result<Vec<Client>, Error> {
+    if g.endpoints.is_empty() {
+        return Err("no endpoints given".into());
+    }
+    let opts = options(g)?;
+    let endpoints = if g.target_leader {
+        vec![leader_endpoint(&g.endpoints, &opts).await?]
+    } else {
+        g.endpoints.clone()
+    };
+    let mut conns = Vec::with_capacity(g.conns.max(1));
+    for i in 0..g.conns.max(1) {
+        let ep = &endpoints[i % endpoints.len()];
+        let c = Client::connect(std::slice::from_ref(ep), &opts)
+            .await
+            .map_err(|e| format!("{ep}: {e}"))?;
+        conns.push(c);
+    }
+    Ok(conns)
+}

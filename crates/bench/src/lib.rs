@@ -1,0 +1,14 @@
+//! oxcd-bench: etcd `benchmark`-style workloads against any etcd v3 endpoints
+//! ([`workloads`], driven by [`driver`], summarised by [`stats`]) and the side-by-side
+//! comparison of oxcd with etcd ([`compare`]).
+//!
+//! Arrows: cli → workloads → driver/stats; compare → workloads. Nothing here depends on
+//! the server crates: the tool speaks only the etcd wire protocol.
+
+pub mod cli;
+pub mod compare;
+pub mod conns;
+pub mod driver;
+pub mod keys;
+pub mod stats;
+pub mod workloads;

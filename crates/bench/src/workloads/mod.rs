@@ -1,0 +1,12 @@
+//! The workloads: each turns its flags into requests for [`crate::driver`] (or, for
+//! streams, runs its own loop) and returns a [`crate::stats::Report`].
+
+pub mod kv;
+pub mod lease;
+pub mod txn;
+pub mod watch;
+
+/// Whether a failure means the server does not implement the service at all.
+pub fn unimplemented(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::Unimplemented
+}

@@ -1,0 +1,253 @@
+//! oxcd-bench end to end: the workloads against a real oxcd process, and the whole
+//! comparison (a 3-member etcd 3.4 and a 3-member oxcd) at a tiny scale.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BENCH: &str = env!("CARGO_BIN_EXE_oxcd-bench");
+
+/// The `oxcd` binary of this build (tests live in `target/<profile>/deps`).
+fn oxcd() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>")
+        .join("oxcd");
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace --all-targets)",
+        bin.display()
+    );
+    bin
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// One oxcd member, killed on drop.
+struct Member(Child);
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_member(dir: &Path) -> (Member, String) {
+    let (client, peer) = (free_port(), free_port());
+    let url = format!("http://127.0.0.1:{client}");
+    let child = Command::new(oxcd())
+        .arg(format!("--data-dir={}", dir.join("data").display()))
+        .arg(format!("--listen-client-urls={url}"))
+        .arg(format!("--advertise-client-urls={url}"))
+        .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}"))
+        .arg(format!(
+            "--initial-advertise-peer-urls=http://127.0.0.1:{peer}"
+        ))
+        .arg(format!("--initial-cluster=default=http://127.0.0.1:{peer}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start oxcd");
+    let member = Member(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", client)).is_err() {
+        assert!(Instant::now() < deadline, "oxcd did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (member, url)
+}
+
+/// Runs oxcd-bench with `args` and returns its stdout; it must exit 0.
+fn bench(args: &[&str]) -> String {
+    let out = Command::new(BENCH)
+        .args(args)
+        .output()
+        .expect("run oxcd-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "oxcd-bench {args:?} failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = bench(args);
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn workloads_against_a_real_member() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_member, url) = start_member(dir.path());
+    let common = [
+        "--endpoints",
+        url.as_str(),
+        "--clients",
+        "20",
+        "--conns",
+        "4",
+    ];
+    let run = |rest: &[&str]| {
+        let mut args = common.to_vec();
+        args.push("--json");
+        args.extend_from_slice(rest);
+        json(&args)
+    };
+    let put = run(&[
+        "put",
+        "--total",
+        "300",
+        "--key-space-size",
+        "50",
+        "--val-size",
+        "64",
+    ]);
+    assert_eq!(put["ok"], 300, "{put}");
+    assert_eq!(put["failed"], 0, "{put}");
+    assert!(put["qps"].as_f64().is_some_and(|q| q > 0.0), "{put}");
+    assert!(
+        put["latency_ms"]["p99"].as_f64().is_some_and(|v| v > 0.0),
+        "{put}"
+    );
+    for consistency in ["l", "s"] {
+        let range = run(&[
+            "range",
+            "00000001",
+            "--total",
+            "200",
+            "--consistency",
+            consistency,
+        ]);
+        assert_eq!(range["ok"], 200, "{range}");
+    }
+    let txn = run(&[
+        "txn-put",
+        "--total",
+        "100",
+        "--txn-ops",
+        "4",
+        "--key-space-size",
+        "50",
+    ]);
+    assert_eq!(txn["ok"], 100, "{txn}");
+    let mixed = run(&["txn-mixed", "--total", "200", "--rw-ratio", "3"]);
+    assert_eq!(mixed["ok"], 200, "{mixed}");
+    // Not built yet in oxcd: reported as unsupported, not as a failed run.
+    let watch = run(&["watch", "--put-total", "10"]);
+    assert!(
+        watch["unsupported"]
+            .as_str()
+            .is_some_and(|s| s.contains("Watch")),
+        "{watch}"
+    );
+    let lease = run(&["lease-keepalive", "--total", "10"]);
+    assert!(
+        lease["unsupported"]
+            .as_str()
+            .is_some_and(|s| s.contains("Lease")),
+        "{lease}"
+    );
+    // The text layout follows etcd's benchmark tool.
+    let text = bench(&["--endpoints", url.as_str(), "put", "--total", "20"]);
+    for needle in [
+        "Summary:",
+        "Requests/sec:",
+        "Response time histogram:",
+        "99.9% in",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn tls_flags_are_refused_clearly() {
+    let out = Command::new(BENCH)
+        .args(["--endpoints", "127.0.0.1:1", "--cacert", "ca.pem", "put"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TLS is not supported yet"), "{err}");
+}
+
+#[test]
+fn compare_runs_etcd_and_oxcd_and_writes_the_report() {
+    let etcd = Path::new("/usr/bin/etcd");
+    assert!(
+        etcd.exists(),
+        "etcd 3.4 is needed (apt-get install etcd-server; scripts/test.sh installs it)"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("report.md");
+    let oxcd = oxcd();
+    let data = dir.path().join("data");
+    let report = bench(&[
+        "compare",
+        "--etcd",
+        "/usr/bin/etcd",
+        "--oxcd",
+        oxcd.to_str().expect("utf-8 path"),
+        "--dir",
+        data.to_str().expect("utf-8 path"),
+        "--out",
+        out.to_str().expect("utf-8 path"),
+        "--scale",
+        "0.002",
+        "--load-keys",
+        "2000",
+    ]);
+    let md = std::fs::read_to_string(&out).expect("report written");
+    assert_eq!(md.trim(), report.trim());
+    for needle in [
+        "| put, 1 client / 1 conn |",
+        "| range linearizable, 1000 clients / 100 conns |",
+        "peak RSS of the largest member",
+        "follower restart until it serves the keys",
+    ] {
+        assert!(md.contains(needle), "{needle:?} missing from:\n{md}");
+    }
+    let raw: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.with_extension("json")).expect("raw figures written"),
+    )
+    .expect("json");
+    let systems: Vec<&str> = raw
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|s| s[0].as_str())
+        .collect();
+    assert_eq!(systems, ["etcd", "oxcd"]);
+    for s in raw.as_array().expect("array") {
+        let o = &s[1];
+        assert_eq!(o["loaded_keys"], 2000, "{o}");
+        assert_eq!(o["load"]["failed"], 0, "{o}");
+        assert!(o["restart_secs"].as_f64().is_some_and(|t| t > 0.0), "{o}");
+        assert!(o["peak_rss_bytes"].as_u64().is_some_and(|b| b > 0), "{o}");
+        for case in o["cases"].as_array().expect("cases") {
+            if case["unsupported"].is_string() {
+                continue;
+            }
+            assert_eq!(case["report"]["failed"], 0, "{}: {case}", s[0]);
+        }
+    }
+    // etcd has Watch: its watch case ran and delivered every event.
+    let etcd_watch = &raw[0][1]["cases"][6]["report"];
+    assert_eq!(
+        etcd_watch["extra"]["events received"], etcd_watch["extra"]["events expected"],
+        "{etcd_watch}"
+    );
+    assert!(
+        !data.join("etcd").exists() && !data.join("oxcd").exists(),
+        "data dirs left behind"
+    );
+}
