@@ -209,7 +209,8 @@ fn compare_runs_etcd_and_oxcd_and_writes_the_report() {
     let md = std::fs::read_to_string(&out).expect("report written");
     assert_eq!(md.trim(), report.trim());
     for needle in [
-        "| put, 1 client / 1 conn |",
+        "| put, 1 client / 1 conn (to the leader) |",
+        "| CPU per request, µs |",
         "| range linearizable, 1000 clients / 100 conns |",
         "peak RSS of the largest member",
         "follower restart until it serves the keys",
@@ -238,6 +239,11 @@ fn compare_runs_etcd_and_oxcd_and_writes_the_report() {
                 continue;
             }
             assert_eq!(case["report"]["failed"], 0, "{}: {case}", s[0]);
+            assert!(
+                case["members_cpu_us"].as_f64().is_some(),
+                "members' CPU measured: {}: {case}",
+                s[0]
+            );
         }
     }
     // etcd has Watch: its watch case ran and delivered every event.

@@ -86,6 +86,11 @@ impl Member {
         let _ = child.wait();
     }
 
+    /// CPU time (user + system) the process has used so far, while running.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        cpu_time_of(&self.pid()?.to_string())
+    }
+
     /// Peak resident set size (VmHWM) in bytes, while running.
     pub fn peak_rss(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
@@ -93,6 +98,18 @@ impl Member {
         let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kb * 1024)
     }
+}
+
+/// CPU time (user + system) of process `pid` ("self" for this one), from
+/// `/proc/<pid>/stat` (fields 14 and 15, in USER_HZ = 100 ticks per second on Linux).
+pub fn cpu_time_of(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces: count fields after its closing ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
 }
 
 /// Total size of the files under `dir`.

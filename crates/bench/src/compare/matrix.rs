@@ -19,6 +19,10 @@ pub struct Case {
     pub report: Option<Report>,
     /// Why it did not run (e.g. the server lacks Watch).
     pub unsupported: Option<String>,
+    /// CPU time per request of the three members together, in microseconds.
+    pub members_cpu_us: Option<f64>,
+    /// CPU time per request of the load generator (this process), in microseconds.
+    pub bench_cpu_us: Option<f64>,
 }
 
 /// Everything measured on one system.
@@ -41,7 +45,9 @@ fn global(endpoints: &[String], clients: usize, conns: usize) -> Global {
         endpoints: endpoints.to_vec(),
         conns,
         clients,
-        target_leader: false,
+        // One connection lands on one member: the leader, on both systems, so the
+        // single-client figures do not depend on where each election happened to land.
+        target_leader: conns == 1,
         user: None,
         dial_timeout: 2,
         cacert: None,
@@ -92,7 +98,7 @@ fn cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
     let s = |n| scaled(n, scale);
     vec![
         (
-            "put, 1 client / 1 conn",
+            "put, 1 client / 1 conn (to the leader)",
             1,
             1,
             Work::Put(PutArgs {
@@ -194,6 +200,22 @@ fn is_unsupported(e: &str) -> bool {
     e.starts_with("unsupported")
 }
 
+/// CPU time used so far by the members together (None if one is not running) and by
+/// this process.
+fn cpu_times(cluster: &Cluster) -> (Option<Duration>, Option<Duration>) {
+    let members = cluster.members.iter().map(|m| m.cpu_time()).sum();
+    (members, super::cluster::cpu_time_of("self"))
+}
+
+/// What each side used between two readings of [`cpu_times`].
+fn cpu_used(
+    before: (Option<Duration>, Option<Duration>),
+    after: (Option<Duration>, Option<Duration>),
+) -> (Option<Duration>, Option<Duration>) {
+    let diff = |a: Option<Duration>, b: Option<Duration>| Some(b?.saturating_sub(a?));
+    (diff(before.0, after.0), diff(before.1, after.1))
+}
+
 /// Runs the matrix, the load and the resource measurements on `cluster`.
 pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Outcome, String> {
     let endpoints = cluster.endpoints();
@@ -212,14 +234,20 @@ pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Ou
     let mut out = Vec::new();
     for (name, clients, n_conns, work) in cases(scale) {
         let conns = crate::conns::open(&global(&endpoints, clients, n_conns)).await?;
+        let cpu_before = cpu_times(cluster);
         let case = match run_work(&work, clients, &conns).await {
             Ok(r) => {
+                let requests = (r.ok + r.failed) as f64;
+                let per_request = |d: Duration| d.as_secs_f64() * 1e6 / requests.max(1.0);
+                let (members, bench) = cpu_used(cpu_before, cpu_times(cluster));
                 eprintln!(
                     "  {name}: {:.0} req/s, p99 {:.2} ms, {} failed",
                     r.qps, r.latency_ms.p99, r.failed
                 );
                 Case {
                     name: name.to_string(),
+                    members_cpu_us: members.map(per_request),
+                    bench_cpu_us: bench.map(per_request),
                     report: Some(r),
                     unsupported: None,
                 }
@@ -230,6 +258,8 @@ pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Ou
                     name: name.to_string(),
                     report: None,
                     unsupported: Some(e),
+                    members_cpu_us: None,
+                    bench_cpu_us: None,
                 }
             }
             Err(e) => return Err(format!("{name}: {e}")),

@@ -66,9 +66,9 @@ pub fn markdown(
         .first()
         .map(|(_, o)| o.cases.iter().map(|c| c.name.clone()).collect())
         .unwrap_or_default();
-    for name in names {
+    for name in &names {
         let case = |o: Option<&Outcome>| {
-            o.and_then(|o| o.cases.iter().find(|c| c.name == name))
+            o.and_then(|o| o.cases.iter().find(|c| &c.name == name))
                 .cloned()
         };
         let (ce, co) = (case(etcd), case(oxcd));
@@ -107,6 +107,7 @@ pub fn markdown(
             failed(&ro),
         );
     }
+    cpu_table(&mut md, &names, etcd, oxcd);
     let loaded = etcd.or(oxcd).map(|o| o.loaded_keys).unwrap_or(0);
     let _ = writeln!(
         md,
@@ -141,4 +142,38 @@ pub fn markdown(
         let _ = writeln!(md, "| {label} | {es} | {os} | {} |", ratio(ov, ev));
     }
     md
+}
+
+/// CPU time per request: the three members together, and the load generator, which
+/// shares the machine's cores with them (what it uses bounds what any server can reach).
+fn cpu_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Option<&Outcome>) {
+    let _ = writeln!(
+        md,
+        "\n| CPU per request, µs | etcd members | oxcd members | ratio (lower is better) | load generator with etcd | with oxcd |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
+    for name in names {
+        let find = |o: &Outcome| o.cases.iter().find(|c| &c.name == name).cloned();
+        let (ce, co) = (etcd.and_then(find), oxcd.and_then(find));
+        let (ce, co) = (ce.as_ref(), co.as_ref());
+        let fig = |c: Option<&super::matrix::Case>, f: fn(&super::matrix::Case) -> Option<f64>| {
+            c.and_then(f)
+        };
+        let members = |c: &super::matrix::Case| c.members_cpu_us;
+        let bench = |c: &super::matrix::Case| c.bench_cpu_us;
+        let (me, mo) = (fig(ce, members), fig(co, members));
+        if me.is_none() && mo.is_none() {
+            continue;
+        }
+        let show = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or("-".into());
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} | {} |",
+            show(me),
+            show(mo),
+            ratio(mo.unwrap_or(0.0), me.unwrap_or(0.0)),
+            show(fig(ce, bench)),
+            show(fig(co, bench)),
+        );
+    }
 }
