@@ -610,19 +610,15 @@ impl<T: Transport> Loop<T> {
         for e in rd.entries() {
             self.wal.append_entry(e.index, &persist::encode_entry(e));
         }
-        // As etcd's MustSync: new entries, a new term or a vote must be durable before
-        // anything that depends on them is sent; a hard state that only moved the commit
-        // index is written with the next sync (on restart the commit index is recomputed
-        // from the leader), so a commit-only Ready costs no fdatasync.
-        let must_sync = !rd.entries().is_empty()
-            || rd.hs().is_some_and(|hs| {
-                let prev = &self.log.rl().hard_state;
-                hs.term != prev.term || hs.vote != prev.vote
-            });
+        // Ready::must_sync (etcd's MustSync): new entries, a snapshot, a new term or a
+        // vote must be durable before anything that depends on them is sent; a hard
+        // state that only moved the commit index is written with the next sync (on
+        // restart the commit index is recomputed from the leader), so a commit-only
+        // Ready costs no fdatasync.
         if let Some(hs) = rd.hs() {
             self.wal.set_hard_state(&persist::encode_hard_state(hs));
         }
-        if must_sync {
+        if rd.must_sync() {
             self.wal.sync()?;
         }
         {
