@@ -16,14 +16,12 @@ fn credentials(user: &Option<String>) -> Result<Option<Credentials>, Error> {
     let Some(u) = user else { return Ok(None) };
     let (name, password) = match u.split_once(':') {
         Some((n, p)) => (n.to_string(), p.to_string()),
-        None => {
-            eprint!("Password: ");
-            let mut line = String::new();
-            std::io::stdin()
-                .read_line(&mut line)
-                .map_err(|e| format!("reading the password: {e}"))?;
-            (u.clone(), line.trim_end_matches(['\r', '\n']).to_string())
-        }
+        // The prompt goes to stderr: stdout carries the report (--json).
+        None => (
+            u.clone(),
+            oxcd_client::ask_password(&mut std::io::stderr())
+                .map_err(|e| format!("reading the password: {e}"))?,
+        ),
     };
     Ok(Some(Credentials {
         user: name,
@@ -43,18 +41,25 @@ fn options(g: &Global) -> Result<ConnectOptions, Error> {
     })
 }
 
+/// Whether the member `c` talks to is the leader (by its Status).
+pub async fn is_leader(c: &Client) -> Result<bool, Error> {
+    let s = c
+        .maintenance()
+        .status(StatusRequest {})
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner();
+    let member = s.header.map(|h| h.member_id).unwrap_or_default();
+    Ok(s.leader != 0 && s.leader == member)
+}
+
 /// The endpoint of the member that is leader, asking each endpoint in turn.
 async fn leader_endpoint(endpoints: &[String], opts: &ConnectOptions) -> Result<String, Error> {
     for ep in endpoints {
         let Ok(c) = Client::connect(std::slice::from_ref(ep), opts).await else {
             continue;
         };
-        let Ok(status) = c.maintenance().status(StatusRequest {}).await else {
-            continue;
-        };
-        let s = status.into_inner();
-        let member = s.header.map(|h| h.member_id).unwrap_or_default();
-        if s.leader != 0 && s.leader == member {
+        if let Ok(true) = is_leader(&c).await {
             return Ok(ep.clone());
         }
     }

@@ -14,8 +14,10 @@ mod client;
 mod endpoint;
 mod error;
 mod ops;
+mod password;
 
 pub use client::{Client, ConnectOptions, Credentials, Service, TokenInterceptor};
 pub use endpoint::endpoint_uri;
 pub use error::Error;
 pub use ops::prefix_end;
+pub use password::ask_password;

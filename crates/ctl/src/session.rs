@@ -2,8 +2,6 @@
 //! (`clientConfigFromCmd`): `ETCDCTL_*` variables, endpoints, TLS and auth flags, the
 //! output format; then the connection.
 
-use std::io::{BufRead, IsTerminal, Write};
-
 use oxcd_client::{Client, ConnectOptions, Credentials};
 
 use crate::args::Parsed;
@@ -93,32 +91,11 @@ fn credentials(f: &Parsed) -> Result<Option<Credentials>, Fail> {
     } else if let Some((u, p)) = user.split_once(':') {
         (u.to_string(), p.to_string())
     } else {
-        (user.to_string(), ask_password()?)
+        let password = oxcd_client::ask_password(&mut std::io::stdout())
+            .map_err(|e| Fail::new(exit::ERROR, e.to_string()))?;
+        (user.to_string(), password)
     };
     Ok(Some(Credentials { user, password }))
-}
-
-/// Prompts `Password: ` and reads a line, without echo when stdin is a terminal; as
-/// etcdctl's prompt, ends the line after the answer and trims spaces from it.
-fn ask_password() -> Result<String, Fail> {
-    print!("Password: ");
-    let _ = std::io::stdout().flush();
-    let tty = std::io::stdin().is_terminal();
-    let stty = |arg: &str| {
-        if tty {
-            let _ = std::process::Command::new("stty")
-                .arg(arg)
-                .stdin(std::process::Stdio::inherit())
-                .status();
-        }
-    };
-    stty("-echo");
-    let mut line = String::new();
-    let read = std::io::stdin().lock().read_line(&mut line);
-    stty("echo");
-    println!();
-    read.map_err(|e| Fail::new(exit::ERROR, e.to_string()))?;
-    Ok(line.trim().to_string())
 }
 
 impl Session {

@@ -219,13 +219,7 @@ impl Cluster {
     pub async fn a_follower(&self) -> Result<usize, String> {
         for (i, m) in self.members.iter().enumerate() {
             let c = client(&m.client_url).await?;
-            let s = c
-                .maintenance()
-                .status(StatusRequest {})
-                .await
-                .map_err(|e| e.to_string())?
-                .into_inner();
-            if s.header.map(|h| h.member_id) != Some(s.leader) {
+            if !crate::conns::is_leader(&c).await? {
                 return Ok(i);
             }
         }
