@@ -186,6 +186,21 @@ async fn oxcdctl_prints_what_etcdctl_prints() {
         mismatches.join("\n")
     );
 
+    // The password prompt of `--user name` (oxcd has no Auth service yet, so both CLIs
+    // then fail alike; what is compared is the prompt and the exit code).
+    let (a, b) = (ep_a.clone(), ep_b.clone());
+    let (want, got) = tokio::task::spawn_blocking(move || {
+        let args = "get k --user root";
+        (
+            run(ETCDCTL, &a, args, "secret\n", &[]),
+            run(oxcdctl, &b, args, "secret\n", &[]),
+        )
+    })
+    .await
+    .expect("join");
+    assert!(want.0.starts_with("Password: \n"), "{want:?}");
+    assert_eq!(want, got, "the password prompt");
+
     // etcd 3.5 additions and environment variables, on oxcdctl alone.
     let b = ep_b.clone();
     tokio::task::spawn_blocking(move || {
