@@ -22,6 +22,10 @@ fi
 # Debian's etcd-server unit may not start here; make sure no stray etcd holds 2379.
 if command -v systemctl >/dev/null 2>&1; then systemctl stop etcd >/dev/null 2>&1 || true; fi
 
+# A failing test's output ends with its panic message rather than a backtrace, so the
+# tail that CI reports names the failure (OXCD_TEST_BACKTRACE=1 brings backtraces back).
+export RUST_BACKTRACE="${OXCD_TEST_BACKTRACE:-0}"
+
 start=$(date +%s)
 cargo build --workspace --all-targets --locked
 echo "build: $(( $(date +%s) - start ))s"

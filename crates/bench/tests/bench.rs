@@ -24,10 +24,7 @@ fn oxcd() -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
+    oxcd_testkit::ports::free_port().expect("free port")
 }
 
 /// One oxcd member, killed on drop.

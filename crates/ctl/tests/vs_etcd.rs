@@ -10,7 +10,6 @@
 //! timestamps of log lines.
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -36,10 +35,7 @@ impl Drop for Etcd {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+    oxcd_testkit::ports::free_port().expect("a free loopback port")
 }
 
 /// Starts etcd listening on free ports, advertising `peer_url` (not listened on; a

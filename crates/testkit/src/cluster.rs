@@ -11,12 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::proxy::{self, Links};
 
-/// A free loopback port (bound, then released).
-pub fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
+use crate::ports::free_port;
 
 /// How to start the members.
 #[derive(Debug, Clone)]

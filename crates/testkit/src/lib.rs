@@ -4,8 +4,9 @@
 //! [`proxy`]), [`faults`] (a seeded schedule of kills, pauses and partitions),
 //! [`workload`] (recorded concurrent clients), [`scenario`] (named runs), [`history`] (what a workload did: every operation with its invocation and
 //! completion time and its result, indeterminate ones included), [`model`] (etcd's KV
-//! semantics with revisions, as a step function with undo), and [`checker`]
-//! (linearizability of a history against the model, plus checks of serializable reads).
+//! semantics with revisions, as a step function with undo), [`checker`]
+//! (linearizability of a history against the model, plus checks of serializable reads), and
+//! [`ports`] (loopback ports for servers started elsewhere, clear of the ephemeral range).
 //!
 //! Invariants: the checker never drops an operation: an indeterminate write may or may
 //! not have taken effect and is checked both ways; a history is accepted only if one
@@ -16,6 +17,7 @@ pub mod cluster;
 pub mod faults;
 pub mod history;
 pub mod model;
+pub mod ports;
 pub mod proxy;
 pub mod rng;
 pub mod scenario;

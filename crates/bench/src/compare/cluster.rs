@@ -38,10 +38,7 @@ pub struct Cluster {
 }
 
 fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
+    oxcd_testkit::ports::free_port().map_err(|e| format!("no free port: {e}"))
 }
 
 impl Member {

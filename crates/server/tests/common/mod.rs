@@ -106,12 +106,10 @@ impl Drop for InProc {
     }
 }
 
-/// A free loopback port (bound, then released for the server to take).
+/// A free loopback port for a server to take, clear of the ephemeral range
+/// ([`oxcd_testkit::ports`]).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    oxcd_testkit::ports::free_port().expect("free port")
 }
 
 /// The `oxcd` binary, without any `ETCD_*` variable inherited from the developer.
