@@ -39,6 +39,11 @@ fn wal_segments(data: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Where a segment's records end: segments are preallocated, zeroes follow the data.
+fn data_end(bytes: &[u8]) -> usize {
+    bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1)
+}
+
 #[tokio::test]
 async fn locked_data_dir_is_refused_and_the_owner_keeps_serving() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -74,7 +79,7 @@ async fn corrupt_wal_record_refuses_to_start_naming_the_file() {
     m.stop().await;
     let seg = wal_segments(&data).pop().expect("segment");
     let mut bytes = std::fs::read(&seg).expect("read");
-    let mid = bytes.len() / 2;
+    let mid = data_end(&bytes) / 2;
     bytes[mid] ^= 0x5a;
     std::fs::write(&seg, &bytes).expect("write");
     // Remove the backend too, so the WAL is the only copy: replay must not drop data.
@@ -94,14 +99,20 @@ async fn torn_wal_tail_is_repaired_and_acknowledged_data_kept() {
     let m = InProc::start(data.clone(), |_| {}).await;
     fill(&m, 100).await;
     m.stop().await;
-    // A crash in the middle of a write leaves half a record at the end.
+    // A crash in the middle of a write: of a 4 KiB record after the last one, only the
+    // first sector reached the disk (the rest of the segment is preallocated zeroes).
     let seg = wal_segments(&data).pop().expect("segment");
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
+    let end = data_end(&std::fs::read(&seg).expect("read"));
+    let f = std::fs::OpenOptions::new()
+        .write(true)
         .open(&seg)
         .expect("open");
-    std::io::Write::write_all(&mut f, &[0x30, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef, 3, 1, 2])
-        .expect("torn write");
+    std::os::unix::fs::FileExt::write_all_at(
+        &f,
+        &[0, 0x10, 0, 0, 0xde, 0xad, 0xbe, 0xef, 3, 1, 2],
+        end as u64,
+    )
+    .expect("torn write");
     drop(f);
     let m = InProc::start(data, |_| {}).await;
     let mut c = m.client().await;

@@ -3,23 +3,27 @@
 //! Layout: `<dir>/<seq:016x>-<first_index:016x>.wal` segment files, numbered without
 //! gaps. A segment opens with a CRC record (continuing the checksum chain), the member
 //! metadata, and the latest snapshot mark and hard state, so the newest segments alone
-//! always describe the member. Records are appended to the newest segment; a segment that
-//! grew past the size limit is closed at the next sync and a new one started.
+//! always describe the member. Segments are preallocated to the size limit
+//! ([`segment_file`]): records are written after the last one, into zeroes; a segment whose
+//! data reached the limit is closed at the next sync and a new one started.
 //!
 //! Durability: [`Wal::sync`] writes every buffered record with one `write` and one
 //! `fdatasync`; only then may the caller act on them (acknowledge, send, apply).
 //!
-//! Recovery ([`Wal::open`]): every segment is read and checked. In the newest segment a
-//! record cut short or followed only by zeroes is a torn write that was never synced (so
-//! never acknowledged) and is truncated away. Any other damage — a bad CRC with valid data
+//! Recovery ([`Wal::open`]): every segment is read and checked; a segment's data ends where
+//! only zeroes follow. In the newest segment a record cut short, or one with zeroed
+//! sectors and nothing written after it, is a torn write that was never synced (so never
+//! acknowledged) and is cut away. Any other damage — a bad CRC with valid data
 //! after it, a gap, an older segment that does not decode — stops recovery with
 //! [`StorageError::CorruptWal`] naming the file and offset: refusing to start is better
 //! than silently dropping acknowledged writes.
 
 pub mod record;
+mod segment_file;
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use record::{DecodeError, RecordKind};
@@ -127,20 +131,12 @@ impl Wal {
         let mut buf = Vec::new();
         let crc = record::encode(&mut buf, 0, RecordKind::Crc, &0u32.to_le_bytes());
         let crc = record::encode(&mut buf, crc, RecordKind::Metadata, metadata);
-        let tmp_path = tmp.join(&name);
-        let mut f = File::create(&tmp_path).map_err(|e| StorageError::io(&tmp_path, e))?;
-        f.write_all(&buf)
-            .and_then(|_| f.sync_all())
-            .map_err(|e| StorageError::io(&tmp_path, e))?;
-        drop(f);
+        segment_file::write_new(&tmp.join(&name), &buf, segment_size)?;
         sync_dir(&tmp)?;
         std::fs::rename(&tmp, dir).map_err(|e| StorageError::io(dir, e))?;
         sync_dir(parent)?;
         let path = dir.join(&name);
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| StorageError::io(&path, e))?;
+        let file = segment_file::open_for_writes(&path)?;
         Ok(Wal {
             dir: dir.to_path_buf(),
             segment_size,
@@ -197,11 +193,13 @@ impl Wal {
         let mut replay = Replay::default();
         let mut crc = 0u32;
         let mut end_of_last = 0u64;
+        let mut torn_bytes = 0u64;
         for (i, seg) in segments.iter().enumerate() {
             let is_last = i + 1 == segments.len();
-            let (new_crc, end) = replay_segment(seg, i == 0, crc, is_last, &mut replay)?;
-            crc = new_crc;
-            end_of_last = end;
+            let end = replay_segment(seg, i == 0, crc, is_last, &mut replay)?;
+            crc = end.crc;
+            end_of_last = end.data_end;
+            torn_bytes = end.torn_bytes;
         }
         let last = segments.last().ok_or_else(|| StorageError::CorruptWal {
             path: dir.display().to_string(),
@@ -225,31 +223,22 @@ impl Wal {
                 });
             }
         }
-        let file_len = std::fs::metadata(&last.path)
-            .map_err(|e| StorageError::io(&last.path, e))?
-            .len();
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&last.path)
-            .map_err(|e| StorageError::io(&last.path, e))?;
-        if file_len != end_of_last {
-            // Cut the torn tail off so that new records follow the last good one.
+        let file = segment_file::open_for_writes(&last.path)?;
+        if torn_bytes > 0 {
+            // Cut the torn tail off so that new records follow the last good one, with
+            // zeroes after them.
             file.set_len(end_of_last)
-                .and_then(|_| file.sync_all())
                 .map_err(|e| StorageError::io(&last.path, e))?;
             let msg = format!(
-                "{}: cut a torn tail of {} bytes at offset {}",
+                "{}: cut a torn tail of {torn_bytes} bytes at offset {end_of_last}",
                 last.path.display(),
-                file_len - end_of_last,
-                end_of_last
             );
             tracing::warn!("wal: {msg}");
             replay.repaired = Some(msg);
         }
-        drop(file);
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&last.path)
+        // Also reserves the newest segment of a WAL written before segments were.
+        segment_file::preallocate(&file, &last.path, segment_size);
+        file.sync_all()
             .map_err(|e| StorageError::io(&last.path, e))?;
         let last_index = replay
             .entries
@@ -322,12 +311,13 @@ impl Wal {
         let path = &self.segments[self.segments.len() - 1].path;
         if let Err(e) = self
             .file
-            .write_all(&self.pending)
+            .write_all_at(&self.pending, self.file_len)
             .and_then(|_| self.file.sync_data())
         {
-            // Leave no half-written record behind for the next write to follow: cut back
-            // to the last durable length (best effort; recovery would repair it anyway).
-            let _ = self.file.set_len(self.file_len);
+            // Leave no half-written record behind for the next write to follow: zero what
+            // this one may have written (best effort; recovery would repair it anyway).
+            let zeroes = vec![0u8; self.pending.len()];
+            let _ = self.file.write_all_at(&zeroes, self.file_len);
             self.pending.clear();
             return Err(StorageError::io(path, e));
         }
@@ -359,17 +349,10 @@ impl Wal {
         if let Some(hs) = &self.hard_state {
             crc = record::encode(&mut buf, crc, RecordKind::HardState, hs);
         }
-        let mut f = File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
-        f.write_all(&buf)
-            .and_then(|_| f.sync_all())
-            .map_err(|e| StorageError::io(&tmp, e))?;
-        drop(f);
+        segment_file::write_new(&tmp, &buf, self.segment_size)?;
         std::fs::rename(&tmp, &path).map_err(|e| StorageError::io(&path, e))?;
         sync_dir(&self.dir)?;
-        self.file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| StorageError::io(&path, e))?;
+        self.file = segment_file::open_for_writes(&path)?;
         self.file_len = buf.len() as u64;
         self.crc = crc;
         self.segments.push(Segment {
@@ -441,41 +424,52 @@ fn list_segments(dir: &Path) -> Result<Vec<Segment>> {
     Ok(segments)
 }
 
-/// Decides whether damage at `off` in the newest segment is a torn write: nothing but the
-/// broken record follows, and it is either cut short or has a zeroed 512-byte sector.
-fn is_torn_tail(buf: &[u8], off: usize, err: &DecodeError) -> bool {
-    let rest = &buf[off..];
-    if rest.iter().all(|b| *b == 0) || *err == DecodeError::Truncated {
+/// Decides whether damage at `off` in the newest segment is a torn write: nothing was
+/// written after the broken record (`data_end`: only zeroes follow), and the record is
+/// cut short by the end of the file or one of its pieces between 512-byte sector
+/// boundaries is all zeroes (a sector the crash never wrote).
+fn is_torn_tail(buf: &[u8], off: usize, data_end: usize, err: &DecodeError) -> bool {
+    if *err == DecodeError::Truncated {
         return true;
     }
+    let rest = &buf[off..];
     if rest.len() < record::HEADER_LEN {
         return false;
     }
     let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
     let end = off + record::HEADER_LEN + len;
-    if end != buf.len() {
+    if end < data_end || end > buf.len() {
         return false;
     }
-    let first_sector = off.div_ceil(512) * 512;
-    let mut s = first_sector;
-    while s + 512 <= end {
-        if buf[s..s + 512].iter().all(|b| *b == 0) {
+    let mut start = off;
+    while start < end {
+        let stop = ((start / 512 + 1) * 512).min(end);
+        if buf[start..stop].iter().all(|b| *b == 0) {
             return true;
         }
-        s += 512;
+        start = stop;
     }
     false
 }
 
-/// Replays one segment into `replay`; returns the chain CRC after it and the offset
-/// where valid data ends.
+/// Where a segment's records end.
+struct SegmentEnd {
+    /// The chain CRC after its last record.
+    crc: u32,
+    /// The offset after its last record.
+    data_end: u64,
+    /// Bytes of a torn write after it (zero when only zeroes follow).
+    torn_bytes: u64,
+}
+
+/// Replays one segment into `replay`; returns where its records end.
 fn replay_segment(
     seg: &Segment,
     first: bool,
     mut crc: u32,
     is_last: bool,
     replay: &mut Replay,
-) -> Result<(u32, u64)> {
+) -> Result<SegmentEnd> {
     let mut buf = Vec::new();
     File::open(&seg.path)
         .and_then(|mut f| f.read_to_end(&mut buf))
@@ -485,11 +479,15 @@ fn replay_segment(
         offset: offset as u64,
         reason,
     };
+    let written = segment_file::data_end(&buf);
     let mut off = 0usize;
     while off < buf.len() {
         let rec = match record::decode(&buf[off..], crc) {
             Ok(r) => r,
-            Err(err) if is_last && off > 0 && is_torn_tail(&buf, off, &err) => break,
+            // The reserved, never written rest of the segment. In a closed segment, lost
+            // records would show as a broken chain at the start of the next one.
+            Err(_) if off > 0 && written <= off => break,
+            Err(err) if is_last && off > 0 && is_torn_tail(&buf, off, written, &err) => break,
             Err(DecodeError::Truncated) => return Err(corrupt(off, "record cut short".into())),
             Err(DecodeError::Bad(reason)) => return Err(corrupt(off, reason)),
         };
@@ -525,7 +523,11 @@ fn replay_segment(
         crc = rec.crc;
         off += rec.len;
     }
-    Ok((crc, off as u64))
+    Ok(SegmentEnd {
+        crc,
+        data_end: off as u64,
+        torn_bytes: written.saturating_sub(off) as u64,
+    })
 }
 
 fn push_entry(

@@ -1,4 +1,5 @@
 use super::*;
+use std::fs::OpenOptions;
 
 fn open(dir: &Path) -> (Wal, Replay) {
     Wal::open(dir, 4096).expect("open wal")
@@ -45,21 +46,93 @@ fn overwritten_suffix_is_dropped() {
     assert_eq!(replay.entries[5], (6, b"new-6".to_vec()));
 }
 
+/// The newest segment's path and where its records end.
+fn newest_segment(dir: &Path) -> (PathBuf, usize) {
+    let seg = list_segments(dir).expect("list").pop().expect("segment");
+    let bytes = std::fs::read(&seg.path).expect("read");
+    (seg.path, segment_file::data_end(&bytes))
+}
+
+fn write_at(path: &Path, offset: u64, bytes: &[u8]) {
+    let f = OpenOptions::new().write(true).open(path).expect("open");
+    f.write_all_at(bytes, offset).expect("write");
+}
+
 #[test]
-fn torn_tail_is_repaired_and_appendable() {
+fn segments_are_preallocated() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    let mut wal = Wal::create(&dir, b"m", 1 << 20).expect("create");
+    write_entries(&mut wal, 1..=3);
+    drop(wal);
+    let (path, data) = newest_segment(&dir);
+    assert_eq!(std::fs::metadata(&path).expect("meta").len(), 1 << 20);
+    assert!(data > 0 && data < 4096, "{data}");
+    let (_, replay) = Wal::open(&dir, 1 << 20).expect("open");
+    assert_eq!(replay.entries.len(), 3);
+    assert!(replay.repaired.is_none(), "reserved zeroes are no damage");
+}
+
+#[test]
+fn a_segment_written_without_reservation_is_reserved_on_open() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    let mut wal = Wal::create(&dir, b"m", 1 << 20).expect("create");
+    write_entries(&mut wal, 1..=3);
+    drop(wal);
+    // As a WAL written before segments were reserved, or on a file system without
+    // fallocate: the file ends with the data.
+    let (path, data) = newest_segment(&dir);
+    let f = OpenOptions::new().write(true).open(&path).expect("open");
+    f.set_len(data as u64).expect("truncate");
+    drop(f);
+    let (mut wal, replay) = Wal::open(&dir, 1 << 20).expect("open");
+    assert!(replay.repaired.is_none());
+    assert_eq!(std::fs::metadata(&path).expect("meta").len(), 1 << 20);
+    write_entries(&mut wal, 4..=5);
+    drop(wal);
+    let (_, replay) = Wal::open(&dir, 1 << 20).expect("open");
+    assert_eq!(replay.entries.len(), 5);
+}
+
+#[test]
+fn torn_tail_in_a_reserved_segment_is_repaired_and_appendable() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
+    write_entries(&mut wal, 1..=20);
+    let (path, before) = newest_segment(&dir);
+    // A large last write whose later sectors never reached the disk.
+    wal.append_entry(21, &[7u8; 3000]);
+    wal.sync().expect("sync");
+    drop(wal);
+    let (_, after) = newest_segment(&dir);
+    let boundary = before.div_ceil(512) * 512 + 512;
+    assert!(boundary < after);
+    write_at(&path, boundary as u64, &vec![0u8; after - boundary]);
+    let (mut wal, replay) = open(&dir);
+    assert!(replay.repaired.is_some());
+    assert_eq!(replay.entries.len(), 20, "only entry 21 was torn");
+    // New records are shorter than the torn one: nothing of it may follow them.
+    write_entries(&mut wal, 21..=22);
+    drop(wal);
+    let (_, replay) = open(&dir);
+    assert_eq!(replay.entries.len(), 22);
+    assert_eq!(replay.entries[20], (21, b"entry-21".to_vec()));
+    assert!(replay.repaired.is_none());
+}
+
+#[test]
+fn file_cut_short_is_repaired() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("wal");
     let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
     write_entries(&mut wal, 1..=20);
     drop(wal);
-    let seg = list_segments(&dir).expect("list").pop().expect("segment");
-    let len = std::fs::metadata(&seg.path).expect("meta").len();
-    // A torn final write: the last record is cut in half.
-    let f = OpenOptions::new()
-        .write(true)
-        .open(&seg.path)
-        .expect("open");
-    f.set_len(len - 3).expect("truncate");
+    // A segment that grows as written (no fallocate), torn: the last record is cut in half.
+    let (path, data) = newest_segment(&dir);
+    let f = OpenOptions::new().write(true).open(&path).expect("open");
+    f.set_len(data as u64 - 3).expect("truncate");
     drop(f);
     let (mut wal, replay) = open(&dir);
     assert!(replay.repaired.is_some());
@@ -76,22 +149,17 @@ fn torn_tail_is_repaired_and_appendable() {
 }
 
 #[test]
-fn zeroed_tail_is_repaired() {
+fn data_after_a_zeroed_gap_refuses_to_open() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("wal");
     let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
-    write_entries(&mut wal, 1..=3);
+    write_entries(&mut wal, 1..=20);
     drop(wal);
-    let seg = list_segments(&dir).expect("list").pop().expect("segment");
-    let mut f = OpenOptions::new()
-        .append(true)
-        .open(&seg.path)
-        .expect("open");
-    f.write_all(&[0u8; 4096]).expect("zeros");
-    drop(f);
-    let (_, replay) = open(&dir);
-    assert!(replay.repaired.is_some());
-    assert_eq!(replay.entries.len(), 3);
+    // Something written far past the records: the zeroes before it are not the end.
+    let (path, data) = newest_segment(&dir);
+    write_at(&path, data as u64 + 8192, b"late");
+    let err = Wal::open(&dir, DEFAULT_SEGMENT_SIZE).expect_err("must refuse");
+    assert!(matches!(err, StorageError::CorruptWal { .. }), "{err}");
 }
 
 #[test]
@@ -101,16 +169,15 @@ fn corrupt_record_in_the_middle_refuses_to_open() {
     let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
     write_entries(&mut wal, 1..=50);
     drop(wal);
-    let seg = list_segments(&dir).expect("list").pop().expect("segment");
-    let mut bytes = std::fs::read(&seg.path).expect("read");
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x40;
-    std::fs::write(&seg.path, &bytes).expect("write");
+    let (path, data) = newest_segment(&dir);
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[data / 2] ^= 0x40;
+    std::fs::write(&path, &bytes).expect("write");
     let err = Wal::open(&dir, DEFAULT_SEGMENT_SIZE).expect_err("must refuse");
     let msg = err.to_string();
     assert!(matches!(err, StorageError::CorruptWal { .. }), "{msg}");
     assert!(
-        msg.contains(&seg.path.display().to_string()),
+        msg.contains(&path.display().to_string()),
         "names the file: {msg}"
     );
 }
