@@ -58,6 +58,30 @@ fn write_at(path: &Path, offset: u64, bytes: &[u8]) {
     f.write_all_at(bytes, offset).expect("write");
 }
 
+/// A closed WAL of 64 MiB segments holding entries `1..=n`; the temp dir owns it.
+fn closed_wal(n: u64) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
+    write_entries(&mut wal, 1..=n);
+    drop(wal);
+    (tmp, dir)
+}
+
+/// After a repair that kept entries 1..=20, 21 and 22 append and replay cleanly.
+fn appends_after_repair(dir: &Path) {
+    let (mut wal, replay) = open(dir);
+    assert!(replay.repaired.is_some());
+    assert_eq!(replay.entries.len(), 20, "only the last write was torn");
+    // New records may be shorter than the torn one: nothing of it may follow them.
+    write_entries(&mut wal, 21..=22);
+    drop(wal);
+    let (_, replay) = open(dir);
+    assert_eq!(replay.entries.len(), 22);
+    assert_eq!(replay.entries[20], (21, b"entry-21".to_vec()));
+    assert!(replay.repaired.is_none());
+}
+
 #[test]
 fn segments_are_preallocated() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -97,11 +121,9 @@ fn a_segment_written_without_reservation_is_reserved_on_open() {
 
 #[test]
 fn torn_tail_in_a_reserved_segment_is_repaired_and_appendable() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("wal");
-    let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
-    write_entries(&mut wal, 1..=20);
+    let (_tmp, dir) = closed_wal(20);
     let (path, before) = newest_segment(&dir);
+    let (mut wal, _) = open(&dir);
     // A large last write whose later sectors never reached the disk.
     wal.append_entry(21, &[7u8; 3000]);
     wal.sync().expect("sync");
@@ -110,51 +132,23 @@ fn torn_tail_in_a_reserved_segment_is_repaired_and_appendable() {
     let boundary = before.div_ceil(512) * 512 + 512;
     assert!(boundary < after);
     write_at(&path, boundary as u64, &vec![0u8; after - boundary]);
-    let (mut wal, replay) = open(&dir);
-    assert!(replay.repaired.is_some());
-    assert_eq!(replay.entries.len(), 20, "only entry 21 was torn");
-    // New records are shorter than the torn one: nothing of it may follow them.
-    write_entries(&mut wal, 21..=22);
-    drop(wal);
-    let (_, replay) = open(&dir);
-    assert_eq!(replay.entries.len(), 22);
-    assert_eq!(replay.entries[20], (21, b"entry-21".to_vec()));
-    assert!(replay.repaired.is_none());
+    appends_after_repair(&dir);
 }
 
 #[test]
 fn file_cut_short_is_repaired() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("wal");
-    let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
-    write_entries(&mut wal, 1..=20);
-    drop(wal);
+    let (_tmp, dir) = closed_wal(20);
     // A segment that grows as written (no fallocate), torn: the last record is cut in half.
     let (path, data) = newest_segment(&dir);
     let f = OpenOptions::new().write(true).open(&path).expect("open");
     f.set_len(data as u64 - 3).expect("truncate");
     drop(f);
-    let (mut wal, replay) = open(&dir);
-    assert!(replay.repaired.is_some());
-    assert_eq!(
-        replay.entries.len(),
-        20,
-        "only the hard state record was torn"
-    );
-    write_entries(&mut wal, 21..=22);
-    drop(wal);
-    let (_, replay) = open(&dir);
-    assert_eq!(replay.entries.len(), 22);
-    assert!(replay.repaired.is_none());
+    appends_after_repair(&dir);
 }
 
 #[test]
 fn data_after_a_zeroed_gap_refuses_to_open() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("wal");
-    let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
-    write_entries(&mut wal, 1..=20);
-    drop(wal);
+    let (_tmp, dir) = closed_wal(20);
     // Something written far past the records: the zeroes before it are not the end.
     let (path, data) = newest_segment(&dir);
     write_at(&path, data as u64 + 8192, b"late");
@@ -164,11 +158,7 @@ fn data_after_a_zeroed_gap_refuses_to_open() {
 
 #[test]
 fn corrupt_record_in_the_middle_refuses_to_open() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("wal");
-    let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
-    write_entries(&mut wal, 1..=50);
-    drop(wal);
+    let (_tmp, dir) = closed_wal(50);
     let (path, data) = newest_segment(&dir);
     let mut bytes = std::fs::read(&path).expect("read");
     bytes[data / 2] ^= 0x40;
