@@ -6,12 +6,13 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use crate::proxy::{self, Links};
 
 use crate::ports::free_port;
+use crate::process;
 
 /// How to start the members.
 #[derive(Debug, Clone)]
@@ -53,19 +54,12 @@ pub type Result<T> = std::result::Result<T, String>;
 
 impl Member {
     fn spawn(&mut self, binary: &Path, index: usize) -> Result<()> {
-        let log = File::options()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .map_err(|e| format!("{}: {e}", self.log.display()))?;
-        let child = Command::new(binary)
-            .args(&self.flags)
-            .env("OXCD_PEER_SOURCE_IP", proxy::source_ip(index).to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("start {}: {e}", binary.display()))?;
+        let child = process::spawn_logged(
+            Command::new(binary)
+                .args(&self.flags)
+                .env("OXCD_PEER_SOURCE_IP", proxy::source_ip(index).to_string()),
+            &self.log,
+        )?;
         self.child = Some(child);
         self.paused = false;
         Ok(())
@@ -80,14 +74,7 @@ impl Member {
         let Some(c) = &self.child else {
             return Err(format!("{} is not running", self.name));
         };
-        let status = Command::new("kill")
-            .args([sig, &c.id().to_string()])
-            .status()
-            .map_err(|e| e.to_string())?;
-        status
-            .success()
-            .then_some(())
-            .ok_or_else(|| format!("kill {sig} {} failed", c.id()))
+        process::signal(c.id(), sig)
     }
 
     /// Lines of its log containing `text`.
@@ -308,9 +295,7 @@ impl Drop for Cluster {
         for m in &mut self.members {
             if let Some(mut c) = m.child.take() {
                 if m.paused {
-                    let _ = Command::new("kill")
-                        .args(["-CONT", &c.id().to_string()])
-                        .status();
+                    let _ = process::signal(c.id(), "-CONT");
                 }
                 let _ = c.kill();
                 let _ = c.wait();

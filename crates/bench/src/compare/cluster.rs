@@ -4,13 +4,13 @@
 //!
 //! Invariant: every process it started is killed when the cluster is dropped.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use oxcd_api::etcdserverpb::{RangeRequest, StatusRequest};
 use oxcd_client::{Client, ConnectOptions};
+use oxcd_testkit::process;
 
 /// Settings both systems get.
 #[derive(Debug, Clone)]
@@ -43,18 +43,7 @@ fn free_port() -> Result<u16, String> {
 
 impl Member {
     fn spawn(&mut self, binary: &Path) -> Result<(), String> {
-        let log = File::options()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .map_err(|e| format!("{}: {e}", self.log.display()))?;
-        let child = Command::new(binary)
-            .args(&self.flags)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("start {}: {e}", binary.display()))?;
+        let child = process::spawn_logged(Command::new(binary).args(&self.flags), &self.log)?;
         self.child = Some(child);
         Ok(())
     }
@@ -69,9 +58,7 @@ impl Member {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
+        let _ = process::signal(child.id(), "-TERM");
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
