@@ -3,7 +3,8 @@
 #
 # Installs (when missing): protobuf-compiler (the etcd-client crate's build needs protoc),
 # etcd-client (etcdctl 3.4) and etcd-server (etcd 3.4) — the third-party client and the
-# reference server the compatibility tests compare against. Needs root for apt and for
+# reference server the compatibility tests compare against — and curl and iproute2 (ss)
+# for the TLS tests. Needs root for apt and for
 # the full-disk test's tmpfs mount.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,9 @@ need=()
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 [ -x /usr/bin/etcdctl ] || need+=(etcd-client)
 [ -x /usr/bin/etcd ] || need+=(etcd-server)
+# The TLS tests fetch /health over HTTPS with curl and read listen backlogs with ss.
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v ss >/dev/null 2>&1 || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

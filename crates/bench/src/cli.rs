@@ -41,15 +41,18 @@ pub struct Global {
     /// Dial timeout in seconds.
     #[arg(long, global = true, default_value_t = 2)]
     pub dial_timeout: u64,
-    /// Server TLS CA file (TLS is not built yet: refused with a clear error).
+    /// Verify the servers' certificates with this CA bundle (TLS for every endpoint).
     #[arg(long, global = true)]
     pub cacert: Option<PathBuf>,
-    /// Client TLS certificate file (refused, see --cacert).
+    /// Identify with this TLS client certificate.
     #[arg(long, global = true)]
     pub cert: Option<PathBuf>,
-    /// Client TLS key file (refused, see --cacert).
+    /// The key of --cert.
     #[arg(long = "key", id = "tls_key", global = true)]
     pub key_file: Option<PathBuf>,
+    /// Skip verifying the servers' certificates (testing only).
+    #[arg(long, global = true)]
+    pub insecure_skip_tls_verify: bool,
     /// Print the result as one JSON object instead of text.
     #[arg(long, global = true)]
     pub json: bool,

@@ -1,11 +1,11 @@
 //! The connections a run shares: `--conns` gRPC connections spread over the endpoints
-//! in turn (or all to the leader with `--target-leader`), authenticated when `--user`
-//! is given.
+//! in turn (or all to the leader with `--target-leader`), over TLS with `--cacert`,
+//! `--cert`, `--key` or `https://` endpoints, authenticated when `--user` is given.
 
 use std::time::Duration;
 
 use oxcd_api::etcdserverpb::StatusRequest;
-use oxcd_client::{Client, ConnectOptions, Credentials};
+use oxcd_client::{Client, ConnectOptions, Credentials, TlsConfig};
 
 use crate::cli::Global;
 
@@ -30,10 +30,18 @@ fn credentials(user: &Option<String>) -> Result<Option<Credentials>, Error> {
 }
 
 fn options(g: &Global) -> Result<ConnectOptions, Error> {
-    if g.cacert.is_some() || g.cert.is_some() || g.key_file.is_some() {
-        return Err("TLS is not supported yet by oxcd-bench (--cacert/--cert/--key)".into());
-    }
+    let tls = (g.cacert.is_some()
+        || g.cert.is_some()
+        || g.key_file.is_some()
+        || g.insecure_skip_tls_verify)
+        .then(|| TlsConfig {
+            ca_file: g.cacert.clone(),
+            cert_file: g.cert.clone(),
+            key_file: g.key_file.clone(),
+            insecure_skip_verify: g.insecure_skip_tls_verify,
+        });
     Ok(ConnectOptions {
+        tls,
         dial_timeout: Duration::from_secs(g.dial_timeout.max(1)),
         request_timeout: Duration::from_secs(30),
         credentials: credentials(&g.user)?,

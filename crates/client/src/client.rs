@@ -16,7 +16,15 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::{Error, endpoint_uri};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use oxcd_transport::TlsInfo;
+use oxcd_transport::dial::Dialer;
+use oxcd_transport::tls::ClientTls;
+
+use crate::Error;
+use crate::endpoint::{Target, parse_endpoint};
 
 /// The shortest keepalive ping interval used, as grpc-go's client enforces.
 const MIN_KEEPALIVE_TIME: Duration = Duration::from_secs(10);
@@ -51,6 +59,39 @@ pub struct ConnectOptions {
     pub keepalive_timeout: Duration,
     /// Authenticate as this user.
     pub credentials: Option<Credentials>,
+    /// TLS settings (`--cacert`, `--cert`, `--key`, `--insecure-skip-tls-verify`);
+    /// `None`: only `https`/`unixs` endpoints use TLS, with the system's CAs.
+    pub tls: Option<TlsConfig>,
+}
+
+/// Client TLS settings, as etcdctl's flags give them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsConfig {
+    /// CA bundle the server's certificate must chain to (`--cacert`); none: the
+    /// system's CAs.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate (`--cert`).
+    pub cert_file: Option<PathBuf>,
+    /// Its key (`--key`).
+    pub key_file: Option<PathBuf>,
+    /// Accept any server certificate (`--insecure-skip-tls-verify`).
+    pub insecure_skip_verify: bool,
+}
+
+impl TlsConfig {
+    /// Reads the files now: a missing or bad one is an error before any dial.
+    fn load(&self) -> Result<Arc<ClientTls>, Error> {
+        let info = TlsInfo {
+            cert_file: self.cert_file.clone(),
+            key_file: self.key_file.clone(),
+            trusted_ca_file: self.ca_file.clone(),
+            insecure_skip_verify: self.insecure_skip_verify,
+            ..TlsInfo::default()
+        };
+        ClientTls::new("client", &info)
+            .map(Arc::new)
+            .map_err(|e| Error::Tls(e.0))
+    }
 }
 
 impl Default for ConnectOptions {
@@ -61,6 +102,7 @@ impl Default for ConnectOptions {
             keepalive_time: Duration::from_secs(2),
             keepalive_timeout: Duration::from_secs(6),
             credentials: None,
+            tls: None,
         }
     }
 }
@@ -100,10 +142,24 @@ impl Client {
     /// the next.
     pub async fn connect(endpoints: &[String], opts: &ConnectOptions) -> Result<Client, Error> {
         let mut last = Error::DeadlineExceeded;
+        let configured = opts.tls.as_ref().map(TlsConfig::load).transpose()?;
+        let mut default_tls = None;
         for ep in endpoints {
-            let channel = match dial(ep, opts).await {
+            let target = parse_endpoint(ep)?;
+            let tls = match (target.tls, &configured) {
+                (Some(false), _) => None,
+                (None, None) => None,
+                (_, Some(c)) => Some(c.clone()),
+                (Some(true), None) => {
+                    if default_tls.is_none() {
+                        default_tls = Some(TlsConfig::default().load()?);
+                    }
+                    default_tls.clone()
+                }
+            };
+            let channel = match dial(ep, &target, tls, opts).await {
                 Ok(c) => c,
-                Err(e @ (Error::TlsUnsupported(_) | Error::BadEndpoint(..))) => return Err(e),
+                Err(e @ Error::BadEndpoint(..)) => return Err(e),
                 Err(e) => {
                     last = e;
                     continue;
@@ -199,10 +255,20 @@ impl Client {
     }
 }
 
-/// Opens a channel to one endpoint, waiting at most the dial timeout.
-async fn dial(ep: &str, opts: &ConnectOptions) -> Result<Channel, Error> {
-    let uri = endpoint_uri(ep)?;
-    let endpoint = Endpoint::from_shared(uri)
+/// Opens a channel to one endpoint, waiting at most the dial timeout; `tls`: over TLS
+/// with that configuration.
+async fn dial(
+    ep: &str,
+    target: &Target,
+    tls: Option<Arc<ClientTls>>,
+    opts: &ConnectOptions,
+) -> Result<Channel, Error> {
+    // The channel is made for the http:// URI; TLS is the dialer's business.
+    let mut dialer = Dialer::new(tls.clone()).with_tls(tls.is_some());
+    if let Some(path) = &target.unix {
+        dialer = dialer.with_unix_socket(path.clone());
+    }
+    let endpoint = Endpoint::from_shared(target.uri.clone())
         .map_err(|e| Error::BadEndpoint(ep.to_string(), e.to_string()))?
         .connect_timeout(opts.dial_timeout)
         .tcp_nodelay(true)
@@ -211,7 +277,7 @@ async fn dial(ep: &str, opts: &ConnectOptions) -> Result<Channel, Error> {
         // --grpc-keepalive-min-time (5 s) while a stream is open.
         .http2_keep_alive_interval(opts.keepalive_time.max(MIN_KEEPALIVE_TIME))
         .keep_alive_timeout(opts.keepalive_timeout);
-    match tokio::time::timeout(opts.dial_timeout, endpoint.connect()).await {
+    match tokio::time::timeout(opts.dial_timeout, endpoint.connect_with_connector(dialer)).await {
         Ok(Ok(channel)) => Ok(channel),
         Ok(Err(_)) | Err(_) => Err(Error::DeadlineExceeded),
     }

@@ -10,9 +10,10 @@ pub enum Error {
     /// An endpoint string is not usable.
     #[error("invalid endpoint {0:?}: {1}")]
     BadEndpoint(String, String),
-    /// TLS was asked for; this client speaks plain HTTP/2 only so far.
-    #[error("TLS is not supported yet by oxcd-client (endpoint {0})")]
-    TlsUnsupported(String),
+    /// The TLS settings cannot be used (a file is missing or unreadable, a key does
+    /// not match its certificate): Go's message for the same problem.
+    #[error("{0}")]
+    Tls(String),
     /// The auth token the server returned cannot be sent as gRPC metadata.
     #[error("invalid auth token from server")]
     BadToken,

@@ -1,6 +1,7 @@
 //! oxcd-client: an async client for etcd v3 servers (oxcd or etcd).
 //!
-//! Owns: endpoint handling (etcdctl's forms: `host:port`, `http://host:port`), the
+//! Owns: endpoint handling (etcdctl's forms: `host:port`, `http(s)://host:port`,
+//! `unix(s)://path`), TLS as etcdctl sets it up, the
 //! connection (the first endpoint, in order, that answers within the dial timeout),
 //! authentication (a token from `Auth.Authenticate`, sent as `token` metadata on every
 //! call), the generated service stubs, convenience calls for the common requests, and
@@ -16,8 +17,8 @@ mod error;
 mod ops;
 mod password;
 
-pub use client::{Client, ConnectOptions, Credentials, Service, TokenInterceptor};
-pub use endpoint::endpoint_uri;
+pub use client::{Client, ConnectOptions, Credentials, Service, TlsConfig, TokenInterceptor};
+pub use endpoint::{Target, endpoint_uri, parse_endpoint};
 pub use error::Error;
 pub use ops::prefix_end;
 pub use password::ask_password;

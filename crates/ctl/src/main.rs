@@ -87,8 +87,7 @@ impl Fail {
 impl From<oxcd_client::Error> for Fail {
     fn from(e: oxcd_client::Error) -> Fail {
         let code = match e {
-            oxcd_client::Error::TlsUnsupported(_) => exit::BAD_FEATURE,
-            oxcd_client::Error::BadEndpoint(..) => exit::BAD_ARGS,
+            oxcd_client::Error::BadEndpoint(..) | oxcd_client::Error::Tls(_) => exit::BAD_ARGS,
             _ => exit::ERROR,
         };
         Fail::new(code, e.to_string())

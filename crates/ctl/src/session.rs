@@ -2,7 +2,9 @@
 //! (`clientConfigFromCmd`): `ETCDCTL_*` variables, endpoints, TLS and auth flags, the
 //! output format; then the connection.
 
-use oxcd_client::{Client, ConnectOptions, Credentials};
+use std::path::PathBuf;
+
+use oxcd_client::{Client, ConnectOptions, Credentials, TlsConfig};
 
 use crate::args::Parsed;
 use crate::commands::{self, Command};
@@ -50,14 +52,7 @@ impl Ctx {
                 ));
             }
         }
-        for tls in ["cert", "key", "cacert"] {
-            if !f.get(tls).is_empty() {
-                return Err(Fail::new(
-                    exit::BAD_FEATURE,
-                    format!("--{tls}: TLS is not supported yet by oxcdctl"),
-                ));
-            }
-        }
+        let tls = tls_config(f);
         let credentials = credentials(f)?;
         let format = Format::parse(f.get("write-out"))
             .ok_or_else(|| Fail::new(exit::BAD_FEATURE, "unsupported output format"))?;
@@ -73,10 +68,33 @@ impl Ctx {
                 keepalive_time: f.duration("keepalive-time"),
                 keepalive_timeout: f.duration("keepalive-timeout"),
                 credentials,
+                tls,
             },
             endpoints,
         })
     }
+}
+
+/// etcdctl's TLS set-up (`newClientCfg`): TLS settings exist when a certificate, key or
+/// CA is given, or `--insecure-transport=false`; then bare `host:port` endpoints use
+/// TLS too (`https://` ones always do, `http://` ones never). Unlike etcdctl, which
+/// drops `--insecure-skip-tls-verify` unless another TLS flag is given, oxcdctl honors
+/// it on its own for `https://` endpoints.
+fn tls_config(f: &Parsed) -> Option<TlsConfig> {
+    let path = |name: &str| {
+        Some(f.get(name))
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    };
+    let (ca_file, cert_file, key_file) = (path("cacert"), path("cert"), path("key"));
+    let skip = f.flag("insecure-skip-tls-verify");
+    let given = ca_file.is_some() || cert_file.is_some() || key_file.is_some();
+    (given || skip || !f.flag("insecure-transport")).then(|| TlsConfig {
+        ca_file,
+        cert_file,
+        key_file,
+        insecure_skip_verify: skip,
+    })
 }
 
 /// `--user name[:password]` and `--password`, prompting when no password is given.

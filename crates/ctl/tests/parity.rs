@@ -13,8 +13,17 @@ const ETCDCTL: &str = "/usr/bin/etcdctl";
 
 /// Starts an in-process member; returns its address and a stopper.
 async fn member(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>) {
+    member_with(dir, |_| {}).await
+}
+
+/// [`member`] with more settings.
+async fn member_with(
+    dir: &Path,
+    tweak: impl FnOnce(&mut Settings),
+) -> (String, tokio::sync::oneshot::Sender<()>) {
     let mut s = Settings::new("default", dir.to_path_buf());
     s.listen_client_urls = vec!["http://127.0.0.1:0".into()];
+    tweak(&mut s);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
     tokio::spawn(serve::run(
@@ -258,6 +267,130 @@ async fn oxcdctl_prints_what_etcdctl_prints() {
             (code, err.as_str()),
             (1, "Error: context deadline exceeded\n")
         );
+    })
+    .await
+    .expect("join");
+    let _ = stop_a.send(());
+    let _ = stop_b.send(());
+}
+
+/// Over TLS with client certificates: the session through both CLIs (each against its
+/// own member with the same certificates), then TLS failures — no client certificate,
+/// one from another CA, no CA, a missing file, a key of another certificate, a
+/// certificate without its key — must print and exit alike; `ETCDCTL_CACERT` & co work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oxcdctl_over_tls_prints_what_etcdctl_prints() {
+    use oxcd_testkit::pki::{Ca, Spec};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = dir.path().join("pki");
+    let ca = Ca::new(&pki, "ca").expect("ca");
+    let other = Ca::new(&pki, "other").expect("other ca");
+    let server = ca.issue(&Spec::member("server")).expect("server");
+    let client = ca.issue(&Spec::client("client", "root")).expect("client");
+    let stranger = other
+        .issue(&Spec::client("stranger", "root"))
+        .expect("stranger");
+    let tls = |d: &Path| {
+        let (cert, key, ca_file) = (server.cert.clone(), server.key.clone(), ca.cert.clone());
+        let d = d.to_path_buf();
+        async move {
+            member_with(&d, move |s| {
+                s.listen_client_urls = vec!["https://127.0.0.1:0".into()];
+                s.advertise_client_urls = vec!["https://127.0.0.1:2379".into()];
+                s.client_tls.cert_file = Some(cert);
+                s.client_tls.key_file = Some(key);
+                s.client_tls.trusted_ca_file = Some(ca_file);
+                s.client_tls.client_cert_auth = true;
+            })
+            .await
+        }
+    };
+    let (a, stop_a) = tls(&dir.path().join("a")).await;
+    let (b, stop_b) = tls(&dir.path().join("b")).await;
+    let (ep_a, ep_b) = (format!("https://{a}"), format!("https://{b}"));
+    let p = |f: &Path| f.display().to_string();
+    let good = format!(
+        "--cacert={} --cert={} --key={}",
+        p(&ca.cert),
+        p(&client.cert),
+        p(&client.key)
+    );
+    let oxcdctl = env!("CARGO_BIN_EXE_oxcdctl");
+    let mut steps: Vec<(String, String)> = session()
+        .into_iter()
+        .filter(|(a, _)| a != "version" && !a.contains("--count-only") && !a.contains("--cluster"))
+        .map(|(a, i)| (format!("{good} {a}"), i))
+        .collect();
+    let missing = dir.path().join("missing.pem");
+    for refusal in [
+        format!("--cacert={} get k", p(&ca.cert)),
+        format!(
+            "--cacert={} --cert={} --key={} put k v",
+            p(&ca.cert),
+            p(&stranger.cert),
+            p(&stranger.key)
+        ),
+        format!("--cert={} --key={} get k", p(&client.cert), p(&client.key)),
+        format!("--cacert={} get k", p(&missing)),
+        format!(
+            "--cacert={} --cert={} --key={} get k",
+            p(&ca.cert),
+            p(&client.cert),
+            p(&stranger.key)
+        ),
+        format!("--cacert={} --cert={} get k", p(&ca.cert), p(&client.cert)),
+        format!("--cacert={} endpoint health", p(&ca.cert)),
+    ] {
+        steps.push((refusal, String::new()));
+    }
+    let mut mismatches = Vec::new();
+    for (args, stdin) in &steps {
+        let (a, b, x, i, o) = (
+            ep_a.clone(),
+            ep_b.clone(),
+            args.clone(),
+            stdin.clone(),
+            oxcdctl.to_string(),
+        );
+        let (want, got) = tokio::task::spawn_blocking(move || {
+            (run(ETCDCTL, &a, &x, &i, &[]), run(&o, &b, &x, &i, &[]))
+        })
+        .await
+        .expect("join");
+        let (want, got) = if args.contains("endpoint status") {
+            (
+                (mask_db_size(&want.0), want.1, want.2),
+                (mask_db_size(&got.0), got.1, got.2),
+            )
+        } else {
+            (want, got)
+        };
+        if want != got {
+            mismatches.push(format!("{args}\n  etcdctl: {want:?}\n  oxcdctl: {got:?}"));
+        }
+    }
+    eprintln!(
+        "{} commands compared over TLS, {} mismatches",
+        steps.len(),
+        mismatches.len()
+    );
+    assert!(
+        mismatches.is_empty(),
+        "oxcdctl differs from etcdctl over TLS:\n{}",
+        mismatches.join("\n")
+    );
+    // The same settings from ETCDCTL_* variables.
+    let (cacert, cert, key) = (p(&ca.cert), p(&client.cert), p(&client.key));
+    let b2 = ep_b.clone();
+    tokio::task::spawn_blocking(move || {
+        let env = [
+            ("ETCDCTL_ENDPOINTS", b2.as_str()),
+            ("ETCDCTL_CACERT", cacert.as_str()),
+            ("ETCDCTL_CERT", cert.as_str()),
+            ("ETCDCTL_KEY", key.as_str()),
+        ];
+        let (out, err, code) = run(oxcdctl, "", "put tls-env v", "", &env);
+        assert_eq!((code, out.as_str()), (0, "OK\n"), "{err}");
     })
     .await
     .expect("join");

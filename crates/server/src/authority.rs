@@ -16,7 +16,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
 
 /// The HTTP/2 client connection preface.
 const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -31,33 +30,6 @@ const PRIORITY: u8 = 0x20;
 /// The smallest SETTINGS_MAX_FRAME_SIZE a server accepts; re-encoded blocks are split
 /// to fit it.
 const MAX_FRAME: usize = 16_384;
-
-/// A client listener whose connections go through [`AuthorityFix`].
-pub struct FixingListener(pub TcpListener);
-
-impl axum::serve::Listener for FixingListener {
-    type Io = AuthorityFix<TcpStream>;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            match self.0.accept().await {
-                Ok((s, addr)) => {
-                    let _ = s.set_nodelay(true);
-                    return (AuthorityFix::new(s), addr);
-                }
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                }
-            }
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.0.local_addr()
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {

@@ -15,7 +15,8 @@ use tokio::sync::watch;
 use crate::apply_loop::ApplyLoop;
 use crate::member::{Identity, Limits, Member};
 use crate::members::Cluster;
-use crate::peer::transport::PeerTransport;
+use crate::peer::PeerDialer;
+use crate::peer::transport::{PeerFaults, PeerTransport};
 use crate::settings::Settings;
 use crate::waiters::Waiters;
 
@@ -59,8 +60,13 @@ fn cluster_of(s: &Settings) -> Result<Cluster, StartError> {
     }
 }
 
-/// Starts a member with `settings`.
-pub fn start(s: &Settings) -> Result<Started, StartError> {
+/// Starts a member with `settings`, dialing peers with `dialer`; `faults` cuts peer
+/// links (partition tests only).
+pub fn start(
+    s: &Settings,
+    dialer: PeerDialer,
+    faults: Option<PeerFaults>,
+) -> Result<Started, StartError> {
     let lock = DirLock::acquire(&s.data_dir.join("member"))?;
     let backend = Arc::new(Backend::open(&s.backend_path())?);
     let store = Arc::new(Store::open(backend)?);
@@ -87,7 +93,8 @@ pub fn start(s: &Settings) -> Result<Started, StartError> {
             &cluster.peers(),
             store.clone(),
             raft_slot.clone(),
-            s.peer_faults.clone(),
+            faults,
+            dialer,
         ))
     } else {
         Box::new(NoPeers)

@@ -25,6 +25,7 @@ use oxcd_api::oxcdpb::{PeerHashKvRequest, PeerHashKvResponse};
 use tokio::sync::watch;
 
 use crate::member::Member;
+use crate::peer::PeerDialer;
 use crate::peer::transport::Link;
 
 /// How long a peer has to answer a hash request.
@@ -39,15 +40,20 @@ fn local_hash(member: &Member, rev: i64) -> Result<(u32, i64, i64), String> {
 }
 
 /// Asks one peer for its HashKV at `rev`.
-async fn peer_hash(member: &Member, url: &str, rev: i64) -> Result<PeerHashKvResponse, String> {
+async fn peer_hash(
+    member: &Member,
+    dialer: &PeerDialer,
+    url: &str,
+    rev: i64,
+) -> Result<PeerHashKvResponse, String> {
     let link = Link {
         me: member.id.member_id,
         cluster_id: member.id.cluster_id,
         url: url.to_string(),
+        dialer: dialer.clone(),
     };
-    let endpoint = link.endpoint().ok_or("invalid peer URL")?;
     let call = async {
-        let channel = endpoint.connect().await.map_err(|e| e.to_string())?;
+        let channel = link.connect().await?;
         PeerClient::new(channel)
             .hash_kv(link.request(PeerHashKvRequest { revision: rev }))
             .await
@@ -60,7 +66,11 @@ async fn peer_hash(member: &Member, url: &str, rev: i64) -> Result<PeerHashKvRes
 }
 
 /// Every other member's answer (or why there is none), by member id.
-async fn peer_hashes(member: &Member, rev: i64) -> Vec<(u64, Result<PeerHashKvResponse, String>)> {
+async fn peer_hashes(
+    member: &Member,
+    dialer: &PeerDialer,
+    rev: i64,
+) -> Vec<(u64, Result<PeerHashKvResponse, String>)> {
     let mut out = Vec::new();
     for m in member
         .id
@@ -69,7 +79,7 @@ async fn peer_hashes(member: &Member, rev: i64) -> Vec<(u64, Result<PeerHashKvRe
         .filter(|m| m.id != member.id.member_id)
     {
         let res = match m.peer_urls.first() {
-            Some(url) => peer_hash(member, url, rev).await,
+            Some(url) => peer_hash(member, dialer, url, rev).await,
             None => Err("no peer URL".into()),
         };
         out.push((m.id, res));
@@ -79,12 +89,12 @@ async fn peer_hashes(member: &Member, rev: i64) -> Vec<(u64, Result<PeerHashKvRe
 
 /// etcd's initial check: Err (etcd's message) if a peer at the same compaction point has
 /// a different hash at this member's revision.
-pub async fn initial_check(member: &Member) -> Result<(), String> {
+pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), String> {
     let me = format!("{:x}", member.id.member_id);
     tracing::info!(local_member_id = %me, "starting initial corruption check");
     let (hash, compact, rev) = local_hash(member, 0)?;
     let mut mismatch = 0;
-    for (id, res) in peer_hashes(member, rev).await {
+    for (id, res) in peer_hashes(member, dialer, rev).await {
         let peer = format!("{id:x}");
         match res {
             Ok(p) if p.hash != hash && p.compact_revision == compact => {
@@ -115,9 +125,9 @@ pub async fn initial_check(member: &Member) -> Result<(), String> {
 
 /// One leader-side check, as etcd's periodic check: returns the members found
 /// inconsistent (the leader itself if its own hash changed under the same revision).
-async fn check_once(member: &Member) -> Result<Vec<u64>, String> {
+async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, String> {
     let (h1, compact1, rev) = local_hash(member, 0)?;
-    let peers = peer_hashes(member, rev).await;
+    let peers = peer_hashes(member, dialer, rev).await;
     let (h2, compact2, rev2) = local_hash(member, 0)?;
     let mut bad = Vec::new();
     if h2 != h1 && rev2 == rev && compact1 == compact2 {
@@ -149,7 +159,12 @@ async fn check_once(member: &Member) -> Result<Vec<u64>, String> {
 
 /// Runs the periodic check every `every` while this member leads, raising the CORRUPT
 /// alarm for the first member found inconsistent.
-pub async fn periodic(member: Arc<Member>, every: Duration, mut stop: watch::Receiver<bool>) {
+pub async fn periodic(
+    member: Arc<Member>,
+    dialer: PeerDialer,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
     tracing::info!(interval = ?every, "enabled corruption checking");
     loop {
         tokio::select! {
@@ -159,7 +174,7 @@ pub async fn periodic(member: Arc<Member>, every: Duration, mut stop: watch::Rec
         if member.raft.status().leader() != member.id.member_id {
             continue;
         }
-        let bad = match check_once(&member).await {
+        let bad = match check_once(&member, &dialer).await {
             Ok(b) => b,
             Err(e) => {
                 tracing::warn!("corruption check failed: {e}");

@@ -3,8 +3,8 @@
 //! Owns: the apply path ([`apply`], [`apply_loop`]), request validation ([`validate`]),
 //! the proposal registry ([`waiters`]), the member handle the services share
 //! ([`member`]), the gRPC services ([`services`]) and HTTP endpoints ([`http`]),
-//! configuration ([`flags`], [`settings`]), ids ([`ids`]), start-up ([`bootstrap`]) and
-//! serving ([`serve`]).
+//! configuration ([`flags`], [`settings`]), ids ([`ids`]), TLS ([`security`]), the
+//! sockets ([`listeners`]), start-up ([`bootstrap`]) and serving ([`serve`]).
 //!
 //! Invariants:
 //! - Every write goes through raft: propose, WAL fsync, commit, apply, then respond.
@@ -21,10 +21,12 @@ pub mod flags;
 pub mod grpc_compat;
 pub mod http;
 pub mod ids;
+pub mod listeners;
 pub mod logging;
 pub mod member;
 pub mod members;
 pub mod peer;
+pub mod security;
 pub mod serve;
 pub mod services;
 pub mod settings;

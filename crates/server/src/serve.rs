@@ -1,20 +1,24 @@
-//! Serving a started member: bind the client URLs, serve gRPC and HTTP on each, log
-//! readiness, and stop cleanly on a shutdown signal or when the member fails.
+//! Serving a started member: resolve its TLS, bind the client, metrics and peer URLs,
+//! serve gRPC and HTTP on each, log readiness, and stop cleanly on a shutdown signal or
+//! when the member fails.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use oxcd_transport::listen::Addr;
 use tokio::sync::watch;
 
 use crate::bootstrap::{self, StartError};
 use crate::corrupt;
+use crate::listeners::{self, ClientListener, PlainListener};
 use crate::member::Member;
+use crate::peer::PeerDialer;
 use crate::peer::service::PeerService;
+use crate::peer::transport::PeerFaults;
 use crate::settings::Settings;
-use crate::{http, services};
+use crate::{http, security, services};
 use oxcd_api::oxcdpb::peer_server::PeerServer;
 
 /// Why serving ended with an error.
@@ -31,56 +35,57 @@ pub enum ServeError {
     Fatal(String),
 }
 
-/// Resolves a listen URL (`http://host:port`) to a socket address; `localhost` is the
-/// IPv4 loopback, as etcd binds it.
-pub fn listen_addr(url: &str) -> Result<SocketAddr, ServeError> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| {
-        ServeError::Listen(format!(
-            "listen URL {url:?}: only http:// is supported yet (TLS comes later)"
-        ))
-    })?;
-    let hostport = rest.trim_end_matches('/');
-    let hostport = match hostport.strip_prefix("localhost:") {
-        Some(port) => format!("127.0.0.1:{port}"),
-        None => hostport.to_string(),
-    };
-    hostport
-        .parse()
-        .map_err(|_| ServeError::Listen(format!("listen URL {url:?}: expected http://<ip>:<port>")))
+/// What tests may add to a member; the binary runs with none.
+#[derive(Debug, Clone, Default)]
+pub struct TestHooks {
+    /// Cut peer links (partition tests).
+    pub peer_faults: Option<PeerFaults>,
 }
 
 /// Starts the member in `settings` and serves clients until `shutdown` completes or the
-/// member fails. `on_ready` is told each bound address once serving.
+/// member fails. `on_ready` is told each bound TCP client address once serving.
 pub async fn run(
     settings: Settings,
     shutdown: impl Future<Output = ()>,
     on_ready: impl FnOnce(Vec<SocketAddr>),
 ) -> Result<(), ServeError> {
-    let addrs: Vec<SocketAddr> = settings
-        .listen_client_urls
-        .iter()
-        .map(|u| listen_addr(u))
-        .collect::<Result<_, _>>()?;
-    let mut listeners = Vec::new();
-    for addr in addrs {
-        let l = TcpListener::bind(addr)
-            .await
-            .map_err(|e| ServeError::Listen(format!("listen tcp {addr}: bind: {e}")))?;
-        listeners.push(l);
+    run_with(settings, TestHooks::default(), shutdown, on_ready).await
+}
+
+/// [`run`] with test hooks.
+pub async fn run_with(
+    settings: Settings,
+    hooks: TestHooks,
+    shutdown: impl Future<Output = ()>,
+    on_ready: impl FnOnce(Vec<SocketAddr>),
+) -> Result<(), ServeError> {
+    let security = security::load(&settings).map_err(ServeError::Listen)?;
+    let mut client_listeners = Vec::new();
+    for url in &settings.listen_client_urls {
+        client_listeners.push(bind(url, "client", security.client.as_ref(), None)?);
     }
-    crate::peer::set_source_ip(settings.peer_source_ip);
+    let mut metrics_listeners = Vec::new();
+    for url in &settings.listen_metrics_urls {
+        metrics_listeners.push(bind(url, "metrics", security.client.as_ref(), None)?);
+    }
+    let dialer = PeerDialer::new(security.peer_dialer.clone(), settings.peer_source_ip);
     if !oxcd_storage::wal::Wal::exists(&settings.wal_dir()) {
-        crate::peer::remote::check_fresh_member(&settings)
+        crate::peer::remote::check_fresh_member(&settings, &dialer)
             .await
             .map_err(StartError::Other)?;
     }
     let s = settings.clone();
-    let started = tokio::task::spawn_blocking(move || bootstrap::start(&s))
-        .await
-        .map_err(|e| ServeError::Fatal(e.to_string()))??;
+    let start_dialer = dialer.clone();
+    let started =
+        tokio::task::spawn_blocking(move || bootstrap::start(&s, start_dialer, hooks.peer_faults))
+            .await
+            .map_err(|e| ServeError::Fatal(e.to_string()))??;
     let member = started.member.clone();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut servers = Vec::new();
+    let until_stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
     if member.id.members.len() > 1 {
         // Peers must reach us before a leader can be elected: serve them first.
         let peer_router = tonic::service::Routes::new(
@@ -93,22 +98,22 @@ pub async fn run(
         )
         .into_axum_router();
         for url in &settings.listen_peer_urls {
-            let addr = listen_addr(url)?;
-            let l = TcpListener::bind(addr)
-                .await
-                .map_err(|e| ServeError::Listen(format!("listen tcp {addr}: bind: {e}")))?;
-            tracing::info!(address = %addr, "serving peer traffic");
-            let mut rx = stop_rx.clone();
-            let server = axum::serve(l, peer_router.clone()).with_graceful_shutdown(async move {
-                let _ = rx.wait_for(|s| *s).await;
-            });
+            let l = bind(
+                url,
+                "peer",
+                security.peer.as_ref(),
+                security.peer_check.clone(),
+            )?;
+            tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
+            let server = axum::serve(PlainListener(l), peer_router.clone())
+                .with_graceful_shutdown(until_stopped(stop_rx.clone()));
             servers.push(tokio::spawn(async move { server.await }));
         }
     }
     // As etcd: serve clients once the member has joined a leader and replayed its log.
     wait_until_ready(&member, &started.raft_thread, &started.apply_thread).await?;
     if settings.initial_corrupt_check
-        && let Err(e) = corrupt::initial_check(&member).await
+        && let Err(e) = corrupt::initial_check(&member, &dialer).await
     {
         let _ = stop_tx.send(true);
         stop_member(&member);
@@ -117,6 +122,7 @@ pub async fn run(
     if !settings.corrupt_check_time.is_zero() {
         tokio::spawn(corrupt::periodic(
             member.clone(),
+            dialer.clone(),
             settings.corrupt_check_time,
             stop_rx.clone(),
         ));
@@ -126,17 +132,31 @@ pub async fn run(
         .merge(http::routes(member.clone()))
         .layer(axum::middleware::map_response(crate::grpc_compat::rewrite));
     let mut bound = Vec::new();
-    for l in listeners {
-        let addr = l
-            .local_addr()
-            .map_err(|e| ServeError::Listen(e.to_string()))?;
-        tracing::info!(address = %addr, "serving client traffic insecurely; this is strongly discouraged!");
-        bound.push(addr);
-        let mut rx = stop_rx.clone();
-        let server = axum::serve(crate::authority::FixingListener(l), router.clone())
-            .with_graceful_shutdown(async move {
-                let _ = rx.wait_for(|s| *s).await;
-            });
+    for (l, url) in client_listeners
+        .into_iter()
+        .zip(&settings.listen_client_urls)
+    {
+        let addr = l.local_addr().clone();
+        if is_tls(url) {
+            tracing::info!(address = %addr, url, "serving client traffic securely");
+        } else {
+            tracing::info!(address = %addr, url, "serving client traffic insecurely; this is strongly discouraged!");
+        }
+        if let Addr::Tcp(a) = addr {
+            bound.push(a);
+        }
+        let server = axum::serve(ClientListener(l), router.clone())
+            .with_graceful_shutdown(until_stopped(stop_rx.clone()));
+        servers.push(tokio::spawn(async move { server.await }));
+    }
+    let metrics_router = http::routes(member.clone());
+    for (l, url) in metrics_listeners
+        .into_iter()
+        .zip(&settings.listen_metrics_urls)
+    {
+        tracing::info!(address = %l.local_addr(), url, "serving metrics");
+        let server = axum::serve(PlainListener(l), metrics_router.clone())
+            .with_graceful_shutdown(until_stopped(stop_rx.clone()));
         servers.push(tokio::spawn(async move { server.await }));
     }
     tracing::info!(
@@ -180,6 +200,19 @@ pub async fn run(
     drop(started.lock);
     tracing::info!("stopped serving");
     result
+}
+
+fn is_tls(url: &str) -> bool {
+    url.starts_with("https://") || url.starts_with("unixs://")
+}
+
+fn bind(
+    url: &str,
+    side: &'static str,
+    tls: Option<&Arc<oxcd_transport::tls::ServerTls>>,
+    check: Option<oxcd_transport::listen::ConnCheck>,
+) -> Result<oxcd_transport::listen::Listener, ServeError> {
+    listeners::bind(url, side, tls, check).map_err(ServeError::Listen)
 }
 
 fn stop_member(member: &Arc<Member>) {

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use oxcd_transport::TlsInfo;
+
 /// Member settings.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -49,8 +51,23 @@ pub struct Settings {
     pub initial_corrupt_check: bool,
     /// `--experimental-corrupt-check-time` (zero: off): the leader compares periodically.
     pub corrupt_check_time: Duration,
-    /// Cut peer links (partition tests only; never set by the binary).
-    pub peer_faults: Option<crate::peer::transport::PeerFaults>,
+    /// `--listen-metrics-urls`: `/metrics` and `/health` only (plain or https, with the
+    /// client TLS settings, as etcd).
+    pub listen_metrics_urls: Vec<String>,
+    /// Client port TLS (`--cert-file`, `--key-file`, `--trusted-ca-file`,
+    /// `--client-cert-auth`, `--client-crl-file`, `--client-cert-allowed-hostname`,
+    /// `--cipher-suites`, `--tls-min-version`, `--tls-max-version`).
+    pub client_tls: TlsInfo,
+    /// `--auto-tls`: a self-signed client certificate when none is given.
+    pub client_auto_tls: bool,
+    /// Peer port TLS (`--peer-*` files and checks, the same versions and suites).
+    pub peer_tls: TlsInfo,
+    /// `--peer-auto-tls`: a self-signed peer certificate when none is given.
+    pub peer_auto_tls: bool,
+    /// `--self-signed-cert-validity`, in years.
+    pub self_signed_cert_validity: u32,
+    /// `--experimental-peer-skip-client-san-verification`.
+    pub peer_skip_client_san_verification: bool,
     /// The local address peer connections are made from (`OXCD_PEER_SOURCE_IP`; not an
     /// etcd setting). The robustness suite gives each member its own loopback address so
     /// that its partitioning proxy can tell which member a connection comes from.
@@ -58,33 +75,14 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// etcd's defaults for a member called `name` in `data_dir`.
+    /// etcd's defaults (the flag table's) for a member called `name` in `data_dir`,
+    /// alone in its cluster.
     pub fn new(name: &str, data_dir: PathBuf) -> Settings {
-        Settings {
-            name: name.to_string(),
-            data_dir,
-            wal_dir: None,
-            listen_client_urls: vec!["http://localhost:2379".into()],
-            advertise_client_urls: vec!["http://localhost:2379".into()],
-            peer_urls: vec!["http://localhost:2380".into()],
-            listen_peer_urls: vec!["http://localhost:2380".into()],
-            initial_cluster: vec![(name.to_string(), vec!["http://localhost:2380".into()])],
-            initial_cluster_existing: false,
-            initial_cluster_token: "etcd-cluster".into(),
-            max_txn_ops: 128,
-            max_request_bytes: 1536 * 1024,
-            snapshot_count: 100_000,
-            heartbeat: Duration::from_millis(100),
-            election_timeout: Duration::from_millis(1000),
-            pre_vote: true,
-            snapshot_catchup_entries: 5000,
-            initial_corrupt_check: false,
-            corrupt_check_time: Duration::ZERO,
-            max_wals: 5,
-            quota_backend_bytes: 0,
-            peer_faults: None,
-            peer_source_ip: None,
-        }
+        let mut s = crate::flags::Config::defaults().settings();
+        s.name = name.to_string();
+        s.data_dir = data_dir;
+        s.initial_cluster = vec![(name.to_string(), s.peer_urls.clone())];
+        s
     }
 
     /// The WAL directory.

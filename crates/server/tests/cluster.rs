@@ -317,6 +317,20 @@ async fn partitioned_leader_yields_to_the_majority_and_rejoins_quietly() {
     let dir = tempfile::tempdir().expect("tempdir");
     let faults = PeerFaults::default();
     let (members, _) = three_with(dir.path(), Some(faults.clone())).await;
+    partitioned_leader_yields(members, faults).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitioned_leader_yields_with_peer_tls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let faults = PeerFaults::default();
+    let (members, _) = common::cluster::three_peer_tls(dir.path(), Some(faults.clone())).await;
+    partitioned_leader_yields(members, faults).await;
+}
+
+/// The leader cut off from both followers: the majority elects and serves, the old
+/// leader refuses linearizable reads, and after the heal it rejoins without an election.
+async fn partitioned_leader_yields(members: Vec<InProc>, faults: PeerFaults) {
     let li = leader_index(&members).await;
     let ids: Vec<u64> = statuses(&members).await.iter().map(|s| s.0).collect();
     let majority: Vec<usize> = (0..3).filter(|i| *i != li).collect();

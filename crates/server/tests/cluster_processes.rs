@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{OxcdProcess, free_port};
 use etcd_client::{Client, GetOptions};
+use oxcd_testkit::pki::{Ca, Spec};
 use tokio::sync::Mutex;
 
 const ELECTION_MS: u64 = 500;
@@ -20,12 +21,40 @@ struct Plan {
     client_ports: Vec<u16>,
     initial_cluster: String,
     peer_urls: Vec<String>,
+    /// Each member's own extra flags (its peer certificate).
+    member_flags: Vec<Vec<String>>,
 }
 
 fn plan() -> Plan {
+    plan_with("http", vec![Vec::new(); 3])
+}
+
+/// Peer TLS: a CA and a certificate per member, each member checking its peers'.
+fn plan_with_peer_tls(pki_dir: &Path) -> Plan {
+    let ca = Ca::new(pki_dir, "ca").expect("ca");
+    let member_flags = (0..3)
+        .map(|i| {
+            let c = ca
+                .issue(&Spec::member(&format!("m{i}")))
+                .expect("member cert");
+            vec![
+                "--peer-cert-file".into(),
+                c.cert.display().to_string(),
+                "--peer-key-file".into(),
+                c.key.display().to_string(),
+                "--peer-trusted-ca-file".into(),
+                ca.cert.display().to_string(),
+                "--peer-client-cert-auth".into(),
+            ]
+        })
+        .collect();
+    plan_with("https", member_flags)
+}
+
+fn plan_with(scheme: &str, member_flags: Vec<Vec<String>>) -> Plan {
     let client_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let peer_urls: Vec<String> = (0..3)
-        .map(|_| format!("http://127.0.0.1:{}", free_port()))
+        .map(|_| format!("{scheme}://127.0.0.1:{}", free_port()))
         .collect();
     let initial_cluster = peer_urls
         .iter()
@@ -37,11 +66,12 @@ fn plan() -> Plan {
         client_ports,
         initial_cluster,
         peer_urls,
+        member_flags,
     }
 }
 
 fn flags(p: &Plan, i: usize) -> Vec<String> {
-    vec![
+    let mut f: Vec<String> = vec![
         "--name".into(),
         format!("m{i}"),
         "--listen-peer-urls".into(),
@@ -54,7 +84,9 @@ fn flags(p: &Plan, i: usize) -> Vec<String> {
         "50".into(),
         "--election-timeout".into(),
         ELECTION_MS.to_string(),
-    ]
+    ];
+    f.extend(p.member_flags[i].iter().cloned());
+    f
 }
 
 fn start_all(dir: &Path, p: &Plan, extra: &[&str]) -> Vec<OxcdProcess> {
@@ -132,8 +164,19 @@ async fn contents(url: &str) -> Vec<(Vec<u8>, Vec<u8>, i64)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_the_leader_under_load() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let p = plan();
-    let mut procs = start_all(dir.path(), &p, &[]);
+    kill_the_leader_under_load(dir.path(), plan()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_the_leader_under_load_with_peer_tls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = plan_with_peer_tls(&dir.path().join("pki"));
+    kill_the_leader_under_load(dir.path(), p).await;
+}
+
+/// `kill -9` of the leader while the followers take writes (see the file's header).
+async fn kill_the_leader_under_load(dir: &Path, p: Plan) {
+    let mut procs = start_all(dir, &p, &[]);
     let urls: Vec<String> = procs.iter().map(|x| x.url.clone()).collect();
     let (leader, term_before) = leader_and_term(&urls).await;
 
@@ -187,7 +230,7 @@ async fn kill_9_the_leader_under_load() {
     );
 
     // The killed member restarts with its data dir and catches up.
-    let back = start_one(dir.path(), &p, leader, &[]);
+    let back = start_one(dir, &p, leader, &[]);
     let mut cb = Client::connect([back.url.clone()], None)
         .await
         .expect("connect");

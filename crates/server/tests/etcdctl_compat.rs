@@ -40,16 +40,23 @@ impl Drop for Etcd {
 }
 
 fn start_etcd(dir: &Path) -> Etcd {
+    start_etcd_with(dir, "http", &[], &[])
+}
+
+/// etcd serving clients on a `scheme` URL with `flags`; `ctl` are the etcdctl flags
+/// that reach it.
+fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String]) -> Etcd {
     assert!(
         Path::new(ETCD).exists() && Path::new(ETCDCTL).exists(),
         "this test needs etcd 3.4 and etcdctl: apt-get install -y etcd-server etcd-client"
     );
     let (c, p) = (free_port(), free_port());
-    let client = format!("http://127.0.0.1:{c}");
+    let client = format!("{scheme}://127.0.0.1:{c}");
     let peer = format!("http://127.0.0.1:{p}");
     let child = Command::new(ETCD)
         .arg("--data-dir")
         .arg(dir)
+        .args(flags)
         .args([
             "--listen-client-urls",
             &client,
@@ -69,11 +76,15 @@ fn start_etcd(dir: &Path) -> Etcd {
         .expect("start etcd");
     let etcd = Etcd {
         child,
-        endpoint: format!("127.0.0.1:{c}"),
+        endpoint: if scheme == "http" {
+            format!("127.0.0.1:{c}")
+        } else {
+            client
+        },
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        if run(&etcd.endpoint, "endpoint health", "").2 == 0 {
+        if run_with(&etcd.endpoint, ctl, "endpoint health", "").2 == 0 {
             return etcd;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -83,11 +94,19 @@ fn start_etcd(dir: &Path) -> Etcd {
 
 /// Runs etcdctl; returns stdout, the `Error:` and health lines of stderr, exit code.
 fn run(endpoint: &str, args: &str, stdin: &str) -> (String, String, i32) {
+    run_with(endpoint, &[], args, stdin)
+}
+
+/// [`run`] with more global flags (`--cacert` ...).
+fn run_with(endpoint: &str, global: &[String], args: &str, stdin: &str) -> (String, String, i32) {
     let mut words: Vec<String> = args
         .split(' ')
         .map(|w| w.trim_matches('"').to_string())
         .collect();
     words.insert(0, format!("--endpoints={endpoint}"));
+    for (i, g) in global.iter().enumerate() {
+        words.insert(1 + i, g.clone());
+    }
     let mut child = Command::new(ETCDCTL)
         .args(&words)
         .env("ETCDCTL_API", "3")
@@ -193,6 +212,102 @@ fn mask_between(s: &str, start: &str, end: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The session over TLS with client certificates, against etcd 3.4 and oxcd with the
+/// same certificates; then the same refusals (no client certificate, a certificate of
+/// another CA, no CA) must look the same to etcdctl.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcdctl_session_over_tls_matches_real_etcd() {
+    use oxcd_testkit::pki::{Ca, Spec};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = Ca::new(&dir.path().join("pki"), "ca").expect("ca");
+    let other = Ca::new(&dir.path().join("pki"), "other").expect("other ca");
+    let server = ca.issue(&Spec::member("server")).expect("server");
+    let client = ca.issue(&Spec::client("client", "root")).expect("client");
+    let stranger = other
+        .issue(&Spec::client("stranger", "root"))
+        .expect("stranger");
+    let p = |f: &Path| f.display().to_string();
+    let server_flags = vec![
+        format!("--cert-file={}", p(&server.cert)),
+        format!("--key-file={}", p(&server.key)),
+        format!("--trusted-ca-file={}", p(&ca.cert)),
+        "--client-cert-auth".to_string(),
+    ];
+    let ctl = |c: &oxcd_testkit::pki::CertFiles| {
+        vec![
+            format!("--cacert={}", p(&ca.cert)),
+            format!("--cert={}", p(&c.cert)),
+            format!("--key={}", p(&c.key)),
+        ]
+    };
+    let good = ctl(&client);
+    let etcd = start_etcd_with(&dir.path().join("etcd"), "https", &server_flags, &good);
+    let url = format!("https://127.0.0.1:{}", free_port());
+    let (cert, key, ca_file) = (server.cert.clone(), server.key.clone(), ca.cert.clone());
+    let oxcd = InProc::start(dir.path().join("oxcd"), move |s| {
+        s.listen_client_urls = vec![url.clone()];
+        s.advertise_client_urls = vec![url];
+        s.client_tls.cert_file = Some(cert);
+        s.client_tls.key_file = Some(key);
+        s.client_tls.trusted_ca_file = Some(ca_file);
+        s.client_tls.client_cert_auth = true;
+    })
+    .await;
+    let ox_ep = format!("https://{}", oxcd.addr);
+    let mut script = script();
+    let refusals = [
+        (vec![format!("--cacert={}", p(&ca.cert))], "get foo"),
+        (ctl(&stranger), "put foo bar"),
+        (Vec::new(), "get foo"),
+        (vec![format!("--cacert={}", p(&ca.cert))], "endpoint health"),
+    ];
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    let mut steps: Vec<(Vec<String>, String, String)> = script
+        .drain(..)
+        .map(|(a, s)| (good.clone(), a, s))
+        .collect();
+    steps.extend(
+        refusals
+            .iter()
+            .map(|(g, a)| (g.clone(), a.to_string(), String::new())),
+    );
+    for (global, args, stdin) in steps {
+        let (ep1, ep2, a, s, g) = (
+            etcd.endpoint.clone(),
+            ox_ep.clone(),
+            args.clone(),
+            stdin.clone(),
+            global.clone(),
+        );
+        let (want, got) = tokio::task::spawn_blocking(move || {
+            (run_with(&ep1, &g, &a, &s), run_with(&ep2, &g, &a, &s))
+        })
+        .await
+        .expect("join");
+        compared += 1;
+        let want = (
+            mask(&want.0, &etcd.endpoint),
+            mask(&want.1, &etcd.endpoint),
+            want.2,
+        );
+        let got = (mask(&got.0, &ox_ep), mask(&got.1, &ox_ep), got.2);
+        if want != got {
+            mismatches.push(format!("etcdctl {args}\n  etcd: {want:?}\n  oxcd: {got:?}"));
+        }
+    }
+    eprintln!(
+        "{compared} etcdctl commands compared over TLS, {} mismatches",
+        mismatches.len()
+    );
+    assert!(
+        mismatches.is_empty(),
+        "etcdctl output differs over TLS:\n{}",
+        mismatches.join("\n")
+    );
+    oxcd.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::proxy::{self, Links};
 
+use crate::pki::{Ca, Spec};
 use crate::ports::free_port;
 use crate::process;
 
@@ -25,6 +26,9 @@ pub struct ClusterConfig {
     pub dir: PathBuf,
     /// More flags for every member.
     pub extra_flags: Vec<String>,
+    /// Client and peer traffic over TLS, with certificates from a CA made under `dir`,
+    /// every member checking its clients' and peers' certificates.
+    pub tls: bool,
 }
 
 /// One member.
@@ -47,6 +51,7 @@ pub struct Cluster {
     binary: PathBuf,
     links: Links,
     _proxies: Vec<tokio::task::JoinHandle<()>>,
+    connect: Option<etcd_client::ConnectOptions>,
 }
 
 /// Why a cluster operation failed.
@@ -96,6 +101,33 @@ impl Member {
     }
 }
 
+/// A CA and one certificate for every member (127.0.0.1), used for both ports; the
+/// members' flags and the clients' options.
+fn tls_setup(dir: &Path) -> Result<(Vec<String>, etcd_client::ConnectOptions)> {
+    let ca = Ca::new(dir, "ca")?;
+    let member = ca.issue(&Spec::member("member"))?;
+    let client = ca.issue(&Spec::client("client", "root"))?;
+    let p = |f: &Path| f.display().to_string();
+    let flags = vec![
+        format!("--cert-file={}", p(&member.cert)),
+        format!("--key-file={}", p(&member.key)),
+        format!("--trusted-ca-file={}", p(&ca.cert)),
+        "--client-cert-auth".into(),
+        format!("--peer-cert-file={}", p(&member.cert)),
+        format!("--peer-key-file={}", p(&member.key)),
+        format!("--peer-trusted-ca-file={}", p(&ca.cert)),
+        "--peer-client-cert-auth".into(),
+    ];
+    let read = |f: &Path| std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()));
+    let tls = etcd_client::TlsOptions::new()
+        .ca_certificate(etcd_client::Certificate::from_pem(read(&ca.cert)?))
+        .identity(etcd_client::Identity::from_pem(
+            read(&client.cert)?,
+            read(&client.key)?,
+        ));
+    Ok((flags, etcd_client::ConnectOptions::new().with_tls(tls)))
+}
+
 impl Cluster {
     /// Starts every member and waits until each serves clients.
     pub async fn start(cfg: &ClusterConfig) -> Result<Cluster> {
@@ -109,8 +141,15 @@ impl Cluster {
                 free_port().map_err(io)?,
             ));
         }
+        std::fs::create_dir_all(&cfg.dir).map_err(io)?;
+        let (scheme, tls_flags, connect) = if cfg.tls {
+            let (flags, connect) = tls_setup(&cfg.dir.join("pki"))?;
+            ("https", flags, Some(connect))
+        } else {
+            ("http", Vec::new(), None)
+        };
         let initial_cluster = (0..n)
-            .map(|i| format!("m{i}=http://127.0.0.1:{}", ports[i].2))
+            .map(|i| format!("m{i}={scheme}://127.0.0.1:{}", ports[i].2))
             .collect::<Vec<_>>()
             .join(",");
         let links = Links::default();
@@ -128,7 +167,7 @@ impl Cluster {
         for (i, (client, peer, proxy_port)) in ports.iter().enumerate() {
             let name = format!("m{i}");
             let data_dir = cfg.dir.join(&name);
-            let client_url = format!("http://127.0.0.1:{client}");
+            let client_url = format!("{scheme}://127.0.0.1:{client}");
             let mut flags: Vec<String> = [
                 "--name",
                 &name,
@@ -139,15 +178,16 @@ impl Cluster {
                 "--advertise-client-urls",
                 &client_url,
                 "--listen-peer-urls",
-                &format!("http://127.0.0.1:{peer}"),
+                &format!("{scheme}://127.0.0.1:{peer}"),
                 "--initial-advertise-peer-urls",
-                &format!("http://127.0.0.1:{proxy_port}"),
+                &format!("{scheme}://127.0.0.1:{proxy_port}"),
                 "--initial-cluster",
                 &initial_cluster,
             ]
             .iter()
             .map(|s| s.to_string())
             .collect();
+            flags.extend(tls_flags.iter().cloned());
             flags.extend(cfg.extra_flags.iter().cloned());
             members.push(Member {
                 log: cfg.dir.join(format!("{name}.log")),
@@ -159,12 +199,12 @@ impl Cluster {
                 paused: false,
             });
         }
-        std::fs::create_dir_all(&cfg.dir).map_err(io)?;
         let mut cluster = Cluster {
             members,
             binary: cfg.binary.clone(),
             links,
             _proxies: proxies,
+            connect,
         };
         for i in 0..n {
             let binary = cluster.binary.clone();
@@ -190,6 +230,11 @@ impl Cluster {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Ok(())
+    }
+
+    /// How clients connect (TLS settings, when the cluster uses TLS).
+    pub fn connect_options(&self) -> Option<etcd_client::ConnectOptions> {
+        self.connect.clone()
     }
 
     /// Every client URL.
@@ -246,7 +291,7 @@ impl Cluster {
         for m in self.members.iter().filter(|m| m.is_up() && !m.paused) {
             let Ok(Ok(mut c)) = tokio::time::timeout(
                 Duration::from_secs(1),
-                etcd_client::Client::connect([m.client_url.clone()], None),
+                etcd_client::Client::connect([m.client_url.clone()], self.connect_options()),
             )
             .await
             else {
@@ -259,7 +304,10 @@ impl Cluster {
             for (i, other) in self.members.iter().enumerate() {
                 let Ok(Ok(mut oc)) = tokio::time::timeout(
                     Duration::from_secs(1),
-                    etcd_client::Client::connect([other.client_url.clone()], None),
+                    etcd_client::Client::connect(
+                        [other.client_url.clone()],
+                        self.connect_options(),
+                    ),
                 )
                 .await
                 else {

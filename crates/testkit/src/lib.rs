@@ -6,7 +6,8 @@
 //! completion time and its result, indeterminate ones included), [`model`] (etcd's KV
 //! semantics with revisions, as a step function with undo), [`checker`]
 //! (linearizability of a history against the model, plus checks of serializable reads), and
-//! [`ports`] (loopback ports for servers started elsewhere, clear of the ephemeral range)
+//! [`pki`] (certificate authorities, certificates and CRLs for TLS tests), [`ports`]
+//! (loopback ports for servers started elsewhere, clear of the ephemeral range)
 //! and [`process`] (spawning them with a log file, signalling them).
 //!
 //! Invariants: the checker never drops an operation: an indeterminate write may or may
@@ -18,6 +19,7 @@ pub mod cluster;
 pub mod faults;
 pub mod history;
 pub mod model;
+pub mod pki;
 pub mod ports;
 pub mod process;
 pub mod proxy;

@@ -27,6 +27,8 @@ pub struct Scenario {
     pub plan: FaultPlan,
     /// Whether a client compacts the history every half second.
     pub compact: bool,
+    /// Client and peer traffic over TLS.
+    pub tls: bool,
 }
 
 /// The named scenarios.
@@ -36,6 +38,7 @@ pub const NAMES: &[&str] = &[
     "pause-leader",
     "partition-heal",
     "kill-snapshot",
+    "kill-tls",
 ];
 
 fn workload(clients: usize, write_percent: u64, seed: u64) -> WorkloadConfig {
@@ -63,6 +66,7 @@ pub fn custom(faults: Vec<Fault>, seed: u64) -> Scenario {
             seed,
         },
         compact: false,
+        tls: false,
     }
 }
 
@@ -118,6 +122,18 @@ pub fn named(name: &str, seed: u64) -> Option<Scenario> {
             plan: plan(vec![Fault::Kill], Target::Index, (1000, 3000)),
             ..base
         },
+        // The leader killed while clients and peers talk TLS with certificates checked
+        // both ways: reconnections and elections over TLS.
+        "kill-tls" => Scenario {
+            workload: workload(8, 60, seed),
+            plan: plan(
+                vec![Fault::Kill, Fault::Partition],
+                Target::Leader,
+                (500, 2000),
+            ),
+            tls: true,
+            ..base
+        },
         _ => return None,
     };
     Some(Scenario {
@@ -145,8 +161,8 @@ pub struct Report {
     pub data: PathBuf,
 }
 
-async fn compactor(url: String, stop: Arc<AtomicBool>) {
-    let Ok(mut c) = etcd_client::Client::connect([url], None).await else {
+async fn compactor(url: String, opts: Option<etcd_client::ConnectOptions>, stop: Arc<AtomicBool>) {
+    let Ok(mut c) = etcd_client::Client::connect([url], opts).await else {
         return;
     };
     while !stop.load(Ordering::Relaxed) {
@@ -198,14 +214,26 @@ async fn run_in(
         members: s.members,
         dir: dir.to_path_buf(),
         extra_flags: s.flags.clone(),
+        tls: s.tls,
     })
     .await?;
     let start = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
-    let clients = workload::start(&cluster.client_urls(), &s.workload, start, stop.clone());
-    let compacting = s
-        .compact
-        .then(|| tokio::spawn(compactor(cluster.client_urls()[0].clone(), stop.clone())));
+    let opts = cluster.connect_options();
+    let clients = workload::start(
+        &cluster.client_urls(),
+        opts.clone(),
+        &s.workload,
+        start,
+        stop.clone(),
+    );
+    let compacting = s.compact.then(|| {
+        tokio::spawn(compactor(
+            cluster.client_urls()[0].clone(),
+            opts.clone(),
+            stop.clone(),
+        ))
+    });
     let faults = faults::run(&mut cluster, &s.plan, start + duration).await;
     stop.store(true, Ordering::Relaxed);
     let history = clients.await.map_err(|e| e.to_string())?;

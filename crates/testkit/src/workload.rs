@@ -199,6 +199,7 @@ async fn cas(
 async fn client_loop(
     id: usize,
     url: String,
+    opts: Option<etcd_client::ConnectOptions>,
     cfg: WorkloadConfig,
     start: Instant,
     stop: Arc<AtomicBool>,
@@ -216,7 +217,7 @@ async fn client_loop(
         let op = st.next_op(&cfg);
         let invoke = now();
         if client.is_none() {
-            let connect = Client::connect([url.clone()], None);
+            let connect = Client::connect([url.clone()], opts.clone());
             client = match tokio::time::timeout(cfg.op_timeout, connect).await {
                 Ok(Ok(c)) => Some(c),
                 _ => {
@@ -270,6 +271,7 @@ async fn client_loop(
 /// Starts the clients; they run until `stop` is set. Await the handle for the history.
 pub fn start(
     urls: &[String],
+    opts: Option<etcd_client::ConnectOptions>,
     cfg: &WorkloadConfig,
     start: Instant,
     stop: Arc<AtomicBool>,
@@ -279,6 +281,7 @@ pub fn start(
             tokio::spawn(client_loop(
                 id,
                 urls[id % urls.len()].clone(),
+                opts.clone(),
                 cfg.clone(),
                 start,
                 stop.clone(),

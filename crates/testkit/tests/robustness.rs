@@ -76,3 +76,8 @@ async fn kill_snapshot() {
     let r = run("kill-snapshot", 15).await;
     assert!(r.snapshots > 0, "no member caught up by snapshot");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_tls() {
+    run("kill-tls", 16).await;
+}

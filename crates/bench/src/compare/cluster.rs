@@ -19,6 +19,61 @@ pub struct Settings {
     pub election_ms: u64,
     pub snapshot_count: u64,
     pub quota_bytes: u64,
+    /// Client and peer TLS with these certificates (the same for both systems).
+    pub tls: Option<TlsFiles>,
+}
+
+/// Certificates for a TLS run: one CA, one member certificate (for 127.0.0.1) used on
+/// both ports, one client certificate.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub ca: PathBuf,
+    pub member_cert: PathBuf,
+    pub member_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Makes the certificates in `dir`.
+    pub fn make(dir: &Path) -> Result<TlsFiles, String> {
+        use oxcd_testkit::pki::{Ca, Spec};
+        let ca = Ca::new(dir, "ca")?;
+        let member = ca.issue(&Spec::member("member"))?;
+        let client = ca.issue(&Spec::client("client", "root"))?;
+        Ok(TlsFiles {
+            ca: ca.cert.clone(),
+            member_cert: member.cert,
+            member_key: member.key,
+            client_cert: client.cert,
+            client_key: client.key,
+        })
+    }
+
+    /// The server flags: client and peer TLS, certificates checked both ways.
+    fn flags(&self) -> Vec<String> {
+        let p = |f: &PathBuf| f.display().to_string();
+        vec![
+            format!("--cert-file={}", p(&self.member_cert)),
+            format!("--key-file={}", p(&self.member_key)),
+            format!("--trusted-ca-file={}", p(&self.ca)),
+            "--client-cert-auth".into(),
+            format!("--peer-cert-file={}", p(&self.member_cert)),
+            format!("--peer-key-file={}", p(&self.member_key)),
+            format!("--peer-trusted-ca-file={}", p(&self.ca)),
+            "--peer-client-cert-auth".into(),
+        ]
+    }
+
+    /// The client's TLS settings.
+    pub fn client(&self) -> oxcd_client::TlsConfig {
+        oxcd_client::TlsConfig {
+            ca_file: Some(self.ca.clone()),
+            cert_file: Some(self.client_cert.clone()),
+            key_file: Some(self.client_key.clone()),
+            insecure_skip_verify: false,
+        }
+    }
 }
 
 /// One member process.
@@ -35,6 +90,8 @@ pub struct Member {
 pub struct Cluster {
     pub binary: PathBuf,
     pub members: Vec<Member>,
+    /// The TLS files, when it serves TLS.
+    pub tls: Option<TlsFiles>,
 }
 
 fn free_port() -> Result<u16, String> {
@@ -111,10 +168,11 @@ pub fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
-async fn client(url: &str) -> Result<Client, String> {
+async fn client(url: &str, tls: Option<&TlsFiles>) -> Result<Client, String> {
     let opts = ConnectOptions {
         dial_timeout: Duration::from_millis(500),
         request_timeout: Duration::from_secs(2),
+        tls: tls.map(TlsFiles::client),
         ..ConnectOptions::default()
     };
     Client::connect(&[url.to_string()], &opts)
@@ -130,17 +188,18 @@ impl Cluster {
         for _ in 0..3 {
             ports.push((free_port()?, free_port()?));
         }
+        let scheme = if s.tls.is_some() { "https" } else { "http" };
         let initial: Vec<String> = ports
             .iter()
             .enumerate()
-            .map(|(i, (_, p))| format!("m{i}=http://127.0.0.1:{p}"))
+            .map(|(i, (_, p))| format!("m{i}={scheme}://127.0.0.1:{p}"))
             .collect();
         let mut members = Vec::new();
         for (i, (client_port, peer_port)) in ports.iter().enumerate() {
-            let client_url = format!("http://127.0.0.1:{client_port}");
-            let peer_url = format!("http://127.0.0.1:{peer_port}");
+            let client_url = format!("{scheme}://127.0.0.1:{client_port}");
+            let peer_url = format!("{scheme}://127.0.0.1:{peer_port}");
             let data_dir = dir.join(format!("m{i}"));
-            let flags = vec![
+            let mut flags = vec![
                 format!("--name=m{i}"),
                 format!("--data-dir={}", data_dir.display()),
                 format!("--listen-client-urls={client_url}"),
@@ -155,6 +214,7 @@ impl Cluster {
                 format!("--snapshot-count={}", s.snapshot_count),
                 format!("--quota-backend-bytes={}", s.quota_bytes),
             ];
+            flags.extend(s.tls.iter().flat_map(TlsFiles::flags));
             members.push(Member {
                 name: format!("m{i}"),
                 client_url,
@@ -167,6 +227,7 @@ impl Cluster {
         let mut cluster = Cluster {
             binary: binary.to_path_buf(),
             members,
+            tls: s.tls.clone(),
         };
         for m in &mut cluster.members {
             m.spawn(binary)?;
@@ -179,7 +240,7 @@ impl Cluster {
         let deadline = Instant::now() + within;
         for m in &self.members {
             loop {
-                if let Ok(c) = client(&m.client_url).await
+                if let Ok(c) = client(&m.client_url, self.tls.as_ref()).await
                     && let Ok(s) = c.maintenance().status(StatusRequest {}).await
                     && s.get_ref().leader != 0
                 {
@@ -202,7 +263,7 @@ impl Cluster {
     /// The index of the member that is not the leader (the first such).
     pub async fn a_follower(&self) -> Result<usize, String> {
         for (i, m) in self.members.iter().enumerate() {
-            let c = client(&m.client_url).await?;
+            let c = client(&m.client_url, self.tls.as_ref()).await?;
             if !crate::conns::is_leader(&c).await? {
                 return Ok(i);
             }
@@ -221,6 +282,7 @@ impl Cluster {
         count: i64,
     ) -> Result<Duration, String> {
         let binary = self.binary.clone();
+        let tls = self.tls.clone();
         let m = &mut self.members[i];
         m.stop();
         let start = Instant::now();
@@ -228,7 +290,7 @@ impl Cluster {
         let url = m.client_url.clone();
         let deadline = start + Duration::from_secs(300);
         loop {
-            if let Ok(c) = client(&url).await {
+            if let Ok(c) = client(&url, tls.as_ref()).await {
                 let req = RangeRequest {
                     key: key.to_vec(),
                     range_end: end.to_vec(),

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::cluster::{Cluster, dir_size};
+use super::cluster::{Cluster, TlsFiles, dir_size};
 use crate::cli::{
     Global, KeyArgs, PutArgs, RangeArgs, TxnMixedArgs, TxnPutArgs, WatchArgs, WatchLatencyArgs,
 };
@@ -40,7 +40,7 @@ pub struct Outcome {
     pub restart_secs: f64,
 }
 
-fn global(endpoints: &[String], clients: usize, conns: usize) -> Global {
+fn global(endpoints: &[String], clients: usize, conns: usize, tls: Option<&TlsFiles>) -> Global {
     Global {
         endpoints: endpoints.to_vec(),
         conns,
@@ -50,9 +50,10 @@ fn global(endpoints: &[String], clients: usize, conns: usize) -> Global {
         target_leader: conns == 1,
         user: None,
         dial_timeout: 2,
-        cacert: None,
-        cert: None,
-        key_file: None,
+        cacert: tls.map(|t| t.ca.clone()),
+        cert: tls.map(|t| t.client_cert.clone()),
+        key_file: tls.map(|t| t.client_key.clone()),
+        insecure_skip_tls_verify: false,
         json: false,
     }
 }
@@ -78,6 +79,11 @@ enum Work {
     TxnMixed(TxnMixedArgs),
     Watch(WatchArgs),
     WatchLatency(WatchLatencyArgs),
+    /// New connections: each request dials (TLS handshake included) and makes one
+    /// serializable range.
+    Connect {
+        total: u64,
+    },
 }
 
 fn range(total: u64, consistency: &str) -> Work {
@@ -193,34 +199,109 @@ async fn run_work(
         Work::TxnMixed(a) => txn::txn_mixed(a, clients, conns).await?,
         Work::Watch(a) => watch::watch(a, conns).await?,
         Work::WatchLatency(a) => watch::watch_latency(a, conns).await?,
+        Work::Connect { .. } => return Err("Connect runs through connect_rate".into()),
     })
 }
 
-fn is_unsupported(e: &str) -> bool {
-    e.starts_with("unsupported")
+/// `total` new connections, `clients` at a time, each making one serializable range.
+async fn connect_rate(
+    endpoints: &[String],
+    tls: Option<&TlsFiles>,
+    total: u64,
+    clients: usize,
+) -> Report {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let opts = oxcd_client::ConnectOptions {
+        dial_timeout: Duration::from_secs(5),
+        request_timeout: Duration::from_secs(5),
+        tls: tls.map(TlsFiles::client),
+        ..oxcd_client::ConnectOptions::default()
+    };
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients.max(1) {
+        let (next, opts, endpoints) = (next.clone(), opts.clone(), endpoints.to_vec());
+        tasks.push(tokio::spawn(async move {
+            let mut s = crate::stats::Samples::default();
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= total {
+                    return s;
+                }
+                let ep = endpoints[n as usize % endpoints.len()].clone();
+                let t = Instant::now();
+                let req = oxcd_api::etcdserverpb::RangeRequest {
+                    key: b"bench-range-key".to_vec(),
+                    serializable: true,
+                    ..Default::default()
+                };
+                let res = match oxcd_client::Client::connect(&[ep], &opts).await {
+                    Ok(c) => c
+                        .kv()
+                        .range(req)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.message().to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                match res {
+                    Ok(()) => s.latencies.push(t.elapsed()),
+                    Err(e) => *s.errors.entry(e).or_default() += 1,
+                }
+            }
+        }));
+    }
+    let mut all = crate::stats::Samples::default();
+    for t in tasks {
+        if let Ok(s) = t.await {
+            all.merge(s);
+        }
+    }
+    all.elapsed = start.elapsed();
+    Report::new("connect", all)
 }
 
-/// CPU time used so far by the members together (None if one is not running) and by
-/// this process.
-fn cpu_times(cluster: &Cluster) -> (Option<Duration>, Option<Duration>) {
-    let members = cluster.members.iter().map(|m| m.cpu_time()).sum();
-    (members, super::cluster::cpu_time_of("self"))
+/// The cases run again with client and peer TLS: writes and linearizable reads under
+/// load, and new connections (handshake and one request) per second.
+fn tls_cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
+    let s = |n| scaled(n, scale);
+    vec![
+        (
+            "TLS: put, 1000 clients / 100 conns",
+            1000,
+            100,
+            Work::Put(PutArgs {
+                keys: keys(8, 256, 100_000, false),
+                total: s(100_000),
+                rate: 0,
+            }),
+        ),
+        (
+            "TLS: range linearizable, 1000 clients / 100 conns",
+            1000,
+            100,
+            range(s(100_000), "l"),
+        ),
+        (
+            "TLS: new connection + 1 range, 50 at a time",
+            50,
+            1,
+            Work::Connect { total: s(5_000) },
+        ),
+    ]
 }
 
-/// What each side used between two readings of [`cpu_times`].
-fn cpu_used(
-    before: (Option<Duration>, Option<Duration>),
-    after: (Option<Duration>, Option<Duration>),
-) -> (Option<Duration>, Option<Duration>) {
-    let diff = |a: Option<Duration>, b: Option<Duration>| Some(b?.saturating_sub(a?));
-    (diff(before.0, after.0), diff(before.1, after.1))
+/// Runs the TLS cases on a cluster that serves TLS.
+pub async fn run_tls(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
+    seed_range_key(cluster).await?;
+    run_cases(cluster, tls_cases(scale)).await
 }
 
-/// Runs the matrix, the load and the resource measurements on `cluster`.
-pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Outcome, String> {
+async fn seed_range_key(cluster: &Cluster) -> Result<(), String> {
     let endpoints = cluster.endpoints();
-    // The key the range cases read.
-    let seed = crate::conns::open(&global(&endpoints, 1, 1)).await?;
+    let seed = crate::conns::open(&global(&endpoints, 1, 1, cluster.tls.as_ref())).await?;
     let put = oxcd_api::etcdserverpb::PutRequest {
         key: b"bench-range-key".to_vec(),
         value: vec![b'v'; 256],
@@ -230,12 +311,30 @@ pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Ou
         .kv()
         .put(put)
         .await
-        .map_err(|e| format!("seeding the range key: {e}"))?;
+        .map(|_| ())
+        .map_err(|e| format!("seeding the range key: {e}"))
+}
+
+async fn run_cases(
+    cluster: &Cluster,
+    cases: Vec<(&'static str, usize, usize, Work)>,
+) -> Result<Vec<Case>, String> {
+    let endpoints = cluster.endpoints();
     let mut out = Vec::new();
-    for (name, clients, n_conns, work) in cases(scale) {
-        let conns = crate::conns::open(&global(&endpoints, clients, n_conns)).await?;
+    for (name, clients, n_conns, work) in cases {
         let cpu_before = cpu_times(cluster);
-        let case = match run_work(&work, clients, &conns).await {
+        let result = match &work {
+            Work::Connect { total } => {
+                Ok(connect_rate(&endpoints, cluster.tls.as_ref(), *total, clients).await)
+            }
+            _ => {
+                let conns =
+                    crate::conns::open(&global(&endpoints, clients, n_conns, cluster.tls.as_ref()))
+                        .await?;
+                run_work(&work, clients, &conns).await
+            }
+        };
+        let case = match result {
             Ok(r) => {
                 let requests = (r.ok + r.failed) as f64;
                 let per_request = |d: Duration| d.as_secs_f64() * 1e6 / requests.max(1.0);
@@ -266,6 +365,35 @@ pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Ou
         };
         out.push(case);
     }
+    Ok(out)
+}
+
+fn is_unsupported(e: &str) -> bool {
+    e.starts_with("unsupported")
+}
+
+/// CPU time used so far by the members together (None if one is not running) and by
+/// this process.
+fn cpu_times(cluster: &Cluster) -> (Option<Duration>, Option<Duration>) {
+    let members = cluster.members.iter().map(|m| m.cpu_time()).sum();
+    (members, super::cluster::cpu_time_of("self"))
+}
+
+/// What each side used between two readings of [`cpu_times`].
+fn cpu_used(
+    before: (Option<Duration>, Option<Duration>),
+    after: (Option<Duration>, Option<Duration>),
+) -> (Option<Duration>, Option<Duration>) {
+    let diff = |a: Option<Duration>, b: Option<Duration>| Some(b?.saturating_sub(a?));
+    (diff(before.0, after.0), diff(before.1, after.1))
+}
+
+/// Runs the matrix, the load and the resource measurements on `cluster`.
+pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Outcome, String> {
+    let endpoints = cluster.endpoints();
+    // The key the range cases read.
+    seed_range_key(cluster).await?;
+    let out = run_cases(cluster, cases(scale)).await?;
     // Load: txns of 100 sequential keys (etcd's --max-txn-ops is 128).
     let per_txn = 100u64;
     let load_args = TxnPutArgs {
@@ -274,7 +402,7 @@ pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Ou
         txn_ops: per_txn as usize,
         rate: 0,
     };
-    let conns = crate::conns::open(&global(&endpoints, 100, 10)).await?;
+    let conns = crate::conns::open(&global(&endpoints, 100, 10, cluster.tls.as_ref())).await?;
     let t = Instant::now();
     let load = txn::txn_put(&load_args, 100, &conns).await;
     eprintln!(

@@ -38,6 +38,9 @@ pub struct CompareArgs {
     /// Run only one system: etcd or oxcd.
     #[arg(long)]
     pub only: Option<String>,
+    /// Skip the cases with client and peer TLS.
+    #[arg(long)]
+    pub skip_tls: bool,
 }
 
 /// Today's date (UTC) as YYYY-MM-DD.
@@ -62,6 +65,13 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
         election_ms: 1000,
         snapshot_count: 100_000,
         quota_bytes: 8 << 30,
+        tls: None,
+    };
+    // The same certificates for both systems.
+    let tls = if a.skip_tls {
+        None
+    } else {
+        Some(cluster::TlsFiles::make(&a.dir.join("pki"))?)
     };
     let systems = [("etcd", a.etcd.clone()), ("oxcd", oxcd_binary(a))];
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
@@ -81,9 +91,23 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
         );
         let mut cluster = Cluster::start(&binary, &dir, &settings)?;
         cluster.wait_ready(Duration::from_secs(30)).await?;
-        let outcome = matrix::run(&mut cluster, a.scale, a.load_keys).await?;
+        let mut outcome = matrix::run(&mut cluster, a.scale, a.load_keys).await?;
         drop(cluster);
         let _ = std::fs::remove_dir_all(&dir);
+        if let Some(tls) = &tls {
+            eprintln!("== {name} with client and peer TLS");
+            let s = Settings {
+                tls: Some(tls.clone()),
+                ..settings.clone()
+            };
+            let mut cluster = Cluster::start(&binary, &dir, &s)?;
+            cluster.wait_ready(Duration::from_secs(30)).await?;
+            outcome
+                .cases
+                .extend(matrix::run_tls(&mut cluster, a.scale).await?);
+            drop(cluster);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
         outcomes.push((name.to_string(), outcome));
     }
     let date = today();

@@ -4,6 +4,7 @@
 
 use std::process::ExitCode;
 
+use oxcd_server::flags::table::key;
 use oxcd_server::{flags, logging, serve};
 
 fn main() -> ExitCode {
@@ -37,7 +38,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    let output = if cfg.str("log-outputs") == "stdout" {
+    let output = if cfg.get(key::LOG_OUTPUTS) == "stdout" {
         logging::Output::Stdout
     } else {
         logging::Output::Stderr

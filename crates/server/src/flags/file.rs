@@ -346,7 +346,7 @@ pub fn apply(path: &str, cfg: &mut Config, warnings: &mut Vec<String>) -> Result
     }
     // etcd converts the URL strings after unmarshaling; a bad one ends the process.
     for (key, what) in URL_KEYS {
-        let Some(text) = cfg.explicit(key) else {
+        let Some(text) = cfg.explicit_raw(key) else {
             continue;
         };
         if text.is_empty() {
@@ -356,7 +356,7 @@ pub fn apply(path: &str, cfg: &mut Config, warnings: &mut Vec<String>) -> Result
             return Err(err(format!("unexpected error setting up {what}: {e}")));
         }
     }
-    if cfg.explicit("initial-cluster-state") == Some("") {
+    if cfg.explicit(table::key::INITIAL_CLUSTER_STATE) == Some("") {
         cfg.values.remove("initial-cluster-state");
     }
     // etcdmain's second pass over the file, into configProxy.

@@ -17,13 +17,17 @@
 
 mod file;
 pub mod table;
+pub mod typed;
 pub mod value;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use table::{Kind, Support};
+use table::{Kind, Support, key};
+use typed::{Key, ValueType};
+
+use oxcd_transport::{TlsInfo, TlsOptions, TlsVersion};
 
 use crate::settings::Settings;
 
@@ -91,7 +95,7 @@ pub fn load(
     }
     // etcd reads ETCD_CONFIG_FILE on its own, before deciding whether to look at any
     // other variable.
-    let file = match cfg.explicit("config-file") {
+    let file = match cfg.explicit(key::CONFIG_FILE) {
         Some(p) if !p.is_empty() => Some((p.to_string(), Source::Flag)),
         _ => env("ETCD_CONFIG_FILE")
             .filter(|p| !p.is_empty())
@@ -285,18 +289,18 @@ fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigE
             }
         }
     }
-    if cfg.str("metrics") == "extensive" {
+    if cfg.get(key::METRICS) == "extensive" {
         return Err(err(
             "--metrics=\"extensive\" is not supported yet by oxcd (no gRPC histograms); remove it or set it to \"basic\"",
         ));
     }
-    if cfg.str("log-format") != "json" {
+    if cfg.get(key::LOG_FORMAT) != "json" {
         return Err(err(format!(
             "--log-format={:?} is not supported yet by oxcd; use json",
-            cfg.str("log-format")
+            cfg.get(key::LOG_FORMAT)
         )));
     }
-    for out in cfg.str("log-outputs").split(',') {
+    for out in cfg.get(key::LOG_OUTPUTS).split(',') {
         if !matches!(out, "default" | "stderr" | "stdout") {
             return Err(err(format!(
                 "--log-outputs={out:?} is not supported yet by oxcd; use default, stderr or stdout"
@@ -339,28 +343,28 @@ fn zap_level(v: &str) -> Option<&'static str> {
 /// embed.Config.Validate, in etcd's order.
 fn validate(cfg: &Config) -> Result<(), ConfigError> {
     // setupLogging.
-    match cfg.str("logger") {
+    match cfg.get(key::LOGGER) {
         "zap" => {}
         "capnslog" => return Err(err("--logger=capnslog is removed in v3.5")),
         other => return Err(err(format!("unknown logger option {other:?}"))),
     }
-    let outputs: Vec<&str> = cfg.str("log-outputs").split(',').collect();
+    let outputs: Vec<&str> = cfg.get(key::LOG_OUTPUTS).split(',').collect();
     if outputs.len() > 1 && outputs.contains(&"default") {
         return Err(err("multi logoutput for \"default\" is not supported yet"));
     }
-    if zap_level(cfg.str("log-level")).is_none() {
+    if zap_level(cfg.get(key::LOG_LEVEL)).is_none() {
         return Err(err(format!(
             "unrecognized level: {:?}",
-            cfg.str("log-level")
+            cfg.get(key::LOG_LEVEL)
         )));
     }
-    for name in [
-        "listen-peer-urls",
-        "listen-client-urls",
-        "listen-client-http-urls",
-        "listen-metrics-urls",
+    for k in [
+        key::LISTEN_PEER_URLS,
+        key::LISTEN_CLIENT_URLS,
+        key::LISTEN_CLIENT_HTTP_URLS,
+        key::LISTEN_METRICS_URLS,
     ] {
-        for u in cfg.parsed_urls(name)? {
+        for u in cfg.parsed_urls(k.name)? {
             if u.scheme == "unix" || u.scheme == "unixs" {
                 continue;
             }
@@ -370,8 +374,9 @@ fn validate(cfg: &Config) -> Result<(), ConfigError> {
             }
         }
     }
-    for name in ["initial-advertise-peer-urls", "advertise-client-urls"] {
-        if name == "advertise-client-urls" && cfg.advertise_client_unset() {
+    for k in [key::INITIAL_ADVERTISE_PEER_URLS, key::ADVERTISE_CLIENT_URLS] {
+        let name = k.name;
+        if name == key::ADVERTISE_CLIENT_URLS.name && cfg.advertise_client_unset() {
             continue;
         }
         let urls = cfg.parsed_urls(name)?;
@@ -390,21 +395,24 @@ fn validate(cfg: &Config) -> Result<(), ConfigError> {
             }
         }
     }
-    let state = cfg.str("initial-cluster-state");
+    let state = cfg.get(key::INITIAL_CLUSTER_STATE);
     if state != "new" && state != "existing" {
         return Err(err(format!("unexpected clusterState {state:?}")));
     }
     let bootstrap_sources = [
-        !cfg.str("discovery").is_empty(),
+        !cfg.get(key::DISCOVERY).is_empty(),
         !cfg.initial_cluster_text().is_empty(),
-        !cfg.str("discovery-srv").is_empty(),
+        !cfg.get(key::DISCOVERY_SRV).is_empty(),
     ];
     if bootstrap_sources.iter().filter(|b| **b).count() > 1 {
         return Err(err(
             "multiple discovery or bootstrap flags are set. Choose one of \"initial-cluster\", \"discovery\" or \"discovery-srv\"",
         ));
     }
-    let (tick, election) = (cfg.uint("heartbeat-interval"), cfg.uint("election-timeout"));
+    let (tick, election) = (
+        cfg.get(key::HEARTBEAT_INTERVAL),
+        cfg.get(key::ELECTION_TIMEOUT),
+    );
     if tick == 0 {
         return Err(err(format!(
             "--heartbeat-interval must be >0 (set to {tick}ms)"
@@ -430,51 +438,27 @@ fn validate(cfg: &Config) -> Result<(), ConfigError> {
             "--advertise-client-urls is required when --listen-client-urls is set explicitly",
         ));
     }
-    match cfg.str("auto-compaction-mode") {
+    match cfg.get(key::AUTO_COMPACTION_MODE) {
         "" | "periodic" | "revision" => {}
         other => {
             return Err(err(format!("unknown auto-compaction-mode {other:?}")));
         }
     }
-    if cfg.bool("experimental-enable-lease-checkpoint-persist")
-        && !cfg.bool("experimental-enable-lease-checkpoint")
+    if cfg.get(key::EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT_PERSIST)
+        && !cfg.get(key::EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT)
     {
         return Err(err(
             "setting experimental-enable-lease-checkpoint-persist requires experimental-enable-lease-checkpoint",
         ));
     }
-    let hash_check = cfg.str("experimental-compact-hash-check-time");
-    if value::parse_duration(hash_check).is_none_or(|d| d.is_zero()) {
+    let hash_check = key::EXPERIMENTAL_COMPACT_HASH_CHECK_TIME;
+    if cfg.get(hash_check).is_none_or(|d| d.is_zero()) {
         return Err(err(format!(
-            "--experimental-compact-hash-check-time must be >0 (set to {hash_check})"
+            "--experimental-compact-hash-check-time must be >0 (set to {})",
+            cfg.text(hash_check.name)
         )));
     }
-    let tls_version = |name: &str| -> Result<u8, ConfigError> {
-        match cfg.str(name) {
-            "" => Ok(0),
-            "TLS1.2" => Ok(12),
-            "TLS1.3" => Ok(13),
-            other => Err(err(format!(
-                "unexpected TLS version {other:?} (must be one of: TLS1.2, TLS1.3)"
-            ))),
-        }
-    };
-    let (min, max) = (
-        tls_version("tls-min-version")?,
-        tls_version("tls-max-version")?,
-    );
-    if max != 0 && min > max {
-        return Err(err(format!(
-            "min version ({}) is greater than max version ({})",
-            cfg.str("tls-min-version"),
-            cfg.str("tls-max-version")
-        )));
-    }
-    if min == 13 && !cfg.str("cipher-suites").is_empty() {
-        return Err(err(
-            "cipher suites cannot be configured when only TLS1.3 is enabled",
-        ));
-    }
+    cfg.tls_options()?;
     Ok(())
 }
 
@@ -504,27 +488,38 @@ impl Config {
         }
     }
 
-    /// The value of a flag (its default when unset; a URL flag set to "" keeps its
-    /// default, as etcd's `UniqueURLs` do).
-    pub fn str(&self, name: &str) -> &str {
-        let default = || table::find(name).map(|f| f.default).unwrap_or("");
-        match self.values.get(name) {
-            Some((v, _))
-                if v.is_empty() && table::find(name).is_some_and(|f| f.kind == Kind::Urls) =>
-            {
-                default()
-            }
+    /// The value of a typed flag (its default when unset).
+    pub fn get<T: ValueType>(&self, k: Key<T>) -> T::Value<'_> {
+        T::read(self, k.name)
+    }
+
+    /// The text of the flag called `name` (its default when unset; a URL flag set to ""
+    /// keeps its default, as etcd's `UniqueURLs` do); `None` if no flag has that name.
+    /// For code that goes over the whole table; everything else reads typed keys.
+    pub fn raw(&self, name: &str) -> Option<&str> {
+        let flag = table::find(name)?;
+        Some(match self.values.get(name) {
+            Some((v, _)) if v.is_empty() && flag.kind == Kind::Urls => flag.default,
             Some((v, _)) => v,
-            None => default(),
-        }
+            None => flag.default,
+        })
+    }
+
+    /// The text of a flag known to exist (keys are made from the table).
+    fn text(&self, name: &'static str) -> &str {
+        self.raw(name).unwrap_or_default()
     }
 
     /// The value when set by flag, variable or file.
-    pub fn explicit(&self, name: &str) -> Option<&str> {
+    pub fn explicit<T>(&self, k: Key<T>) -> Option<&str> {
+        self.explicit_raw(k.name)
+    }
+
+    fn explicit_raw(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(|(v, _)| v.as_str())
     }
 
-    /// Where a value came from.
+    /// Where a value came from (`name`: a flag of the table).
     pub fn source(&self, name: &str) -> Source {
         self.values
             .get(name)
@@ -532,64 +527,37 @@ impl Config {
             .unwrap_or(Source::Default)
     }
 
-    /// An unsigned value (validated at parse time; Go's number syntax).
-    pub fn uint(&self, name: &str) -> u64 {
-        value::parse_go_uint(self.str(name), 64).unwrap_or(0)
-    }
-
-    /// A signed value.
-    pub fn int(&self, name: &str) -> i64 {
-        value::parse_go_int(self.str(name), 64).unwrap_or(0)
-    }
-
-    /// A boolean value.
-    pub fn bool(&self, name: &str) -> bool {
-        value::parse_bool(self.str(name)).unwrap_or(false)
-    }
-
-    /// A duration value (`None` if negative).
-    pub fn duration(&self, name: &str) -> Option<Duration> {
-        value::parse_duration(self.str(name))
-    }
-
-    fn parsed_urls(&self, name: &str) -> Result<Vec<value::GoUrl>, ConfigError> {
-        let text = self.str(name);
+    fn parsed_urls(&self, name: &'static str) -> Result<Vec<value::GoUrl>, ConfigError> {
+        let text = self.text(name);
         if text.is_empty() {
             return Ok(Vec::new());
         }
         value::parse_urls(text).map_err(err)
     }
 
-    /// A URL list as etcd keeps it: trimmed, scheme lower-cased, de-duplicated, sorted.
-    pub fn urls(&self, name: &str) -> Vec<String> {
-        self.parsed_urls(name)
-            .map(|us| us.iter().map(value::GoUrl::text).collect())
-            .unwrap_or_default()
-    }
-
     /// etcd drops the default advertise client URLs when only the listen URLs were given
     /// (by flag or variable; a config file keeps the default).
     fn advertise_client_unset(&self) -> bool {
         !self.from_file
-            && self.explicit("listen-client-urls").is_some()
-            && self.explicit("advertise-client-urls").is_none()
+            && self.explicit(key::LISTEN_CLIENT_URLS).is_some()
+            && self.explicit(key::ADVERTISE_CLIENT_URLS).is_none()
     }
 
     /// `--version` was asked for.
     pub fn version(&self) -> bool {
-        self.bool("version")
+        self.get(key::VERSION)
     }
 
     /// `--data-dir`, or etcd's `<name>.etcd`.
     pub fn data_dir(&self) -> PathBuf {
-        match self.explicit("data-dir") {
+        match self.explicit(key::DATA_DIR) {
             Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => PathBuf::from(format!("{}.etcd", self.str("name"))),
+            _ => PathBuf::from(format!("{}.etcd", self.get(key::NAME))),
         }
     }
 
     fn wal_dir(&self) -> PathBuf {
-        match self.explicit("wal-dir") {
+        match self.explicit(key::WAL_DIR) {
             Some(w) if !w.is_empty() => PathBuf::from(w),
             _ => self.data_dir().join("member").join("wal"),
         }
@@ -597,26 +565,27 @@ impl Config {
 
     /// The log level (lower case), `--debug` meaning debug.
     pub fn log_level(&self) -> &str {
-        if self.bool("debug") {
+        if self.get(key::DEBUG) {
             return "debug";
         }
-        zap_level(self.str("log-level")).unwrap_or("info")
+        zap_level(self.get(key::LOG_LEVEL)).unwrap_or("info")
     }
 
     /// `--initial-cluster` as etcd resolves it: the given text, else etcd's default
     /// `default=http://localhost:2380`, which a member not named `default` turns into
     /// `<name>=<each --initial-advertise-peer-urls>` (UpdateDefaultClusterFromName).
     fn initial_cluster_text(&self) -> String {
-        let discovery = !self.str("discovery").is_empty() || !self.str("discovery-srv").is_empty();
-        let text = match self.explicit("initial-cluster") {
+        let discovery =
+            !self.get(key::DISCOVERY).is_empty() || !self.get(key::DISCOVERY_SRV).is_empty();
+        let text = match self.explicit(key::INITIAL_CLUSTER) {
             Some(t) => t.to_string(),
             None if discovery => String::new(),
             None => DEFAULT_INITIAL_CLUSTER.to_string(),
         };
-        let name = self.str("name");
+        let name = self.get(key::NAME);
         if name != "default" && text == DEFAULT_INITIAL_CLUSTER {
             return self
-                .urls("initial-advertise-peer-urls")
+                .get(key::INITIAL_ADVERTISE_PEER_URLS)
                 .iter()
                 .map(|u| format!("{name}={u}"))
                 .collect::<Vec<_>>()
@@ -654,13 +623,13 @@ impl Config {
     /// it lists this member, with exactly its advertised peer URLs, and no URL twice.
     pub fn verify_bootstrap(&self) -> Result<(), ConfigError> {
         let members = self.initial_cluster()?;
-        let name = self.str("name");
+        let name = self.get(key::NAME);
         let Some((_, urls)) = members.iter().find(|(n, _)| n == name) else {
             return Err(err(format!(
                 "couldn't find local name {name:?} in the initial cluster configuration"
             )));
         };
-        let advertised = self.urls("initial-advertise-peer-urls");
+        let advertised = self.get(key::INITIAL_ADVERTISE_PEER_URLS);
         if &advertised != urls {
             let why = if advertised.len() != urls.len() {
                 format!(
@@ -725,40 +694,113 @@ impl Config {
         Ok(())
     }
 
+    /// etcd's defaults: every flag unset.
+    pub fn defaults() -> Config {
+        Config::empty()
+    }
+
     /// What the member needs to start.
     pub fn settings(&self) -> Settings {
-        let mut s = Settings::new(self.str("name"), self.data_dir());
-        s.wal_dir = self
-            .explicit("wal-dir")
-            .filter(|w| !w.is_empty())
-            .map(PathBuf::from);
-        s.listen_client_urls = self.urls("listen-client-urls");
-        s.advertise_client_urls = self.urls("advertise-client-urls");
-        s.peer_urls = self.urls("initial-advertise-peer-urls");
-        s.listen_peer_urls = self.urls("listen-peer-urls");
-        s.initial_cluster = self.initial_cluster().unwrap_or_default();
-        s.initial_cluster_token = self.str("initial-cluster-token").to_string();
-        s.max_txn_ops = self.uint("max-txn-ops") as usize;
-        s.max_request_bytes = self.uint("max-request-bytes") as usize;
-        s.snapshot_count = self.uint("snapshot-count");
-        s.heartbeat = Duration::from_millis(self.uint("heartbeat-interval"));
-        s.election_timeout = Duration::from_millis(self.uint("election-timeout"));
-        s.pre_vote = self.bool("pre-vote");
-        s.max_wals = self.uint("max-wals") as usize;
-        s.quota_backend_bytes = self.int("quota-backend-bytes");
-        s.initial_cluster_existing = self.str("initial-cluster-state") == "existing";
-        // The 3.6 name wins when both are given (etcd 3.6 deprecates the other).
-        s.snapshot_catchup_entries = match self.explicit("snapshot-catchup-entries") {
-            Some(_) => self.uint("snapshot-catchup-entries"),
-            None => self.uint("experimental-snapshot-catchup-entries"),
+        let name = self.get(key::NAME);
+        let path = |k: Key<typed::Text>| {
+            Some(self.get(k))
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
         };
-        s.initial_corrupt_check = self.bool("experimental-initial-corrupt-check");
-        s.corrupt_check_time = ["experimental-corrupt-check-time", "corrupt-check-time"]
-            .iter()
-            .filter_map(|f| self.duration(f))
+        let list = |k: Key<typed::Text>| -> Vec<String> {
+            self.get(k)
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        let options = self.tls_options().unwrap_or_default();
+        Settings {
+            name: name.to_string(),
+            data_dir: self.data_dir(),
+            wal_dir: path(key::WAL_DIR),
+            listen_client_urls: self.get(key::LISTEN_CLIENT_URLS),
+            advertise_client_urls: self.get(key::ADVERTISE_CLIENT_URLS),
+            peer_urls: self.get(key::INITIAL_ADVERTISE_PEER_URLS),
+            listen_peer_urls: self.get(key::LISTEN_PEER_URLS),
+            initial_cluster: self.initial_cluster().unwrap_or_default(),
+            initial_cluster_existing: self.get(key::INITIAL_CLUSTER_STATE) == "existing",
+            initial_cluster_token: self.get(key::INITIAL_CLUSTER_TOKEN).to_string(),
+            max_txn_ops: self.get(key::MAX_TXN_OPS) as usize,
+            max_request_bytes: self.get(key::MAX_REQUEST_BYTES) as usize,
+            snapshot_count: self.get(key::SNAPSHOT_COUNT),
+            // The 3.6 name wins when both are given (etcd 3.6 deprecates the other).
+            snapshot_catchup_entries: match self.explicit(key::SNAPSHOT_CATCHUP_ENTRIES) {
+                Some(_) => self.get(key::SNAPSHOT_CATCHUP_ENTRIES),
+                None => self.get(key::EXPERIMENTAL_SNAPSHOT_CATCHUP_ENTRIES),
+            },
+            heartbeat: Duration::from_millis(self.get(key::HEARTBEAT_INTERVAL)),
+            election_timeout: Duration::from_millis(self.get(key::ELECTION_TIMEOUT)),
+            pre_vote: self.get(key::PRE_VOTE),
+            max_wals: self.get(key::MAX_WALS) as usize,
+            quota_backend_bytes: self.get(key::QUOTA_BACKEND_BYTES),
+            initial_corrupt_check: self.get(key::EXPERIMENTAL_INITIAL_CORRUPT_CHECK),
+            corrupt_check_time: [
+                key::EXPERIMENTAL_CORRUPT_CHECK_TIME,
+                key::CORRUPT_CHECK_TIME,
+            ]
+            .into_iter()
+            .filter_map(|k| self.get(k))
             .max()
-            .unwrap_or_default();
-        s
+            .unwrap_or_default(),
+            listen_metrics_urls: self.get(key::LISTEN_METRICS_URLS),
+            client_tls: TlsInfo {
+                cert_file: path(key::CERT_FILE),
+                key_file: path(key::KEY_FILE),
+                trusted_ca_file: path(key::TRUSTED_CA_FILE),
+                client_cert_auth: self.get(key::CLIENT_CERT_AUTH),
+                crl_file: path(key::CLIENT_CRL_FILE),
+                allowed_hostnames: list(key::CLIENT_CERT_ALLOWED_HOSTNAME),
+                options: options.clone(),
+                ..TlsInfo::default()
+            },
+            client_auto_tls: self.get(key::AUTO_TLS),
+            peer_tls: TlsInfo {
+                cert_file: path(key::PEER_CERT_FILE),
+                key_file: path(key::PEER_KEY_FILE),
+                client_cert_file: path(key::PEER_CLIENT_CERT_FILE),
+                client_key_file: path(key::PEER_CLIENT_KEY_FILE),
+                trusted_ca_file: path(key::PEER_TRUSTED_CA_FILE),
+                client_cert_auth: self.get(key::PEER_CLIENT_CERT_AUTH),
+                crl_file: path(key::PEER_CRL_FILE),
+                allowed_cn: list(key::PEER_CERT_ALLOWED_CN),
+                allowed_hostnames: list(key::PEER_CERT_ALLOWED_HOSTNAME),
+                options,
+                ..TlsInfo::default()
+            },
+            peer_auto_tls: self.get(key::PEER_AUTO_TLS),
+            self_signed_cert_validity: self
+                .get(key::SELF_SIGNED_CERT_VALIDITY)
+                .min(u64::from(u32::MAX)) as u32,
+            peer_skip_client_san_verification: self
+                .get(key::EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION),
+            peer_source_ip: None,
+        }
+    }
+
+    /// `--cipher-suites`, `--tls-min-version`, `--tls-max-version`, checked as etcd
+    /// checks them (and refused where oxcd lacks a suite).
+    fn tls_options(&self) -> Result<TlsOptions, ConfigError> {
+        let version = |k: Key<typed::Text>| TlsVersion::parse(self.get(k)).map_err(|e| err(e.0));
+        let options = TlsOptions {
+            cipher_suites: self
+                .get(key::CIPHER_SUITES)
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+            min_version: version(key::TLS_MIN_VERSION)?.unwrap_or(TlsVersion::Tls12),
+            max_version: version(key::TLS_MAX_VERSION)?,
+        };
+        options.validate().map_err(|e| err(e.0))?;
+        Ok(options)
     }
 }
 

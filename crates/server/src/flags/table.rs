@@ -57,264 +57,185 @@ const fn f(name: &'static str, default: &'static str, kind: Kind, support: Suppo
     }
 }
 
-/// The flag table.
-pub const FLAGS: &[Flag] = &[
+/// Declares the flag table ([`FLAGS`]) and, for each flag, a typed key in [`key`]
+/// named after it (`--max-txn-ops` is `key::MAX_TXN_OPS`), so that code reading the
+/// configuration names flags the compiler checks, with the value type of their kind.
+macro_rules! flags {
+    ($( $id:ident = ($name:literal, $default:expr, $kind:ident, $support:ident), )*) => {
+        /// The flag table: the one source of etcd's defaults.
+        pub const FLAGS: &[Flag] = &[ $( f($name, $default, $kind, $support), )* ];
+
+        /// A typed key for every flag of [`FLAGS`].
+        pub mod key {
+            #![allow(missing_docs)]
+            use super::super::typed::*;
+            $( pub const $id: Key<marker!($kind)> = Key::new($name); )*
+        }
+    };
+}
+
+/// The value type a flag kind reads as.
+macro_rules! marker {
+    (Str) => {
+        Text
+    };
+    (Bool) => {
+        Boolean
+    };
+    (Uint) => {
+        Unsigned
+    };
+    (Uint32) => {
+        Unsigned
+    };
+    (Int) => {
+        Signed
+    };
+    (Duration) => {
+        GoDuration
+    };
+    (Urls) => {
+        UrlList
+    };
+}
+
+flags! {
     // Member
-    f("name", "default", Str, Supported),
-    f("data-dir", "", Str, Supported),
-    f("wal-dir", "", Str, Supported),
-    f("snapshot-count", "100000", Uint, Supported),
-    f("heartbeat-interval", "100", Uint, Supported),
-    f("election-timeout", "1000", Uint, Supported),
-    f("initial-election-tick-advance", "true", Bool, NoEffect),
-    f("listen-peer-urls", "http://localhost:2380", Urls, Supported),
-    f(
-        "listen-client-urls",
-        "http://localhost:2379",
-        Urls,
-        Supported,
-    ),
-    f("listen-client-http-urls", "", Urls, NotYet),
-    f("max-snapshots", "5", Uint, Supported),
-    f("max-wals", "5", Uint, Supported),
-    f("quota-backend-bytes", "0", Int, Supported),
-    f("backend-bbolt-freelist-type", "map", Str, NoEffect),
-    f("backend-batch-interval", "0s", Duration, NoEffect),
-    f("backend-batch-limit", "0", Int, NoEffect),
-    f("max-txn-ops", "128", Uint, Supported),
-    f("max-request-bytes", "1572864", Uint, Supported),
-    f("max-concurrent-streams", "4294967295", Uint32, NoEffect),
-    f("grpc-keepalive-min-time", "5s", Duration, NoEffect),
-    f("grpc-keepalive-interval", "2h0m0s", Duration, NoEffect),
-    f("grpc-keepalive-timeout", "20s", Duration, NoEffect),
-    f("socket-reuse-port", "false", Bool, NotYet),
-    f("socket-reuse-address", "false", Bool, NotYet),
-    f("unsafe-no-fsync", "false", Bool, NotYet),
-    f("raft-read-timeout", "5s", Duration, NoEffect),
-    f("raft-write-timeout", "5s", Duration, NoEffect),
+    NAME = ("name", "default", Str, Supported),
+    DATA_DIR = ("data-dir", "", Str, Supported),
+    WAL_DIR = ("wal-dir", "", Str, Supported),
+    SNAPSHOT_COUNT = ("snapshot-count", "100000", Uint, Supported),
+    HEARTBEAT_INTERVAL = ("heartbeat-interval", "100", Uint, Supported),
+    ELECTION_TIMEOUT = ("election-timeout", "1000", Uint, Supported),
+    INITIAL_ELECTION_TICK_ADVANCE = ("initial-election-tick-advance", "true", Bool, NoEffect),
+    LISTEN_PEER_URLS = ("listen-peer-urls", "http://localhost:2380", Urls, Supported),
+    LISTEN_CLIENT_URLS = ("listen-client-urls", "http://localhost:2379", Urls, Supported),
+    LISTEN_CLIENT_HTTP_URLS = ("listen-client-http-urls", "", Urls, NotYet),
+    MAX_SNAPSHOTS = ("max-snapshots", "5", Uint, Supported),
+    MAX_WALS = ("max-wals", "5", Uint, Supported),
+    QUOTA_BACKEND_BYTES = ("quota-backend-bytes", "0", Int, Supported),
+    BACKEND_BBOLT_FREELIST_TYPE = ("backend-bbolt-freelist-type", "map", Str, NoEffect),
+    BACKEND_BATCH_INTERVAL = ("backend-batch-interval", "0s", Duration, NoEffect),
+    BACKEND_BATCH_LIMIT = ("backend-batch-limit", "0", Int, NoEffect),
+    MAX_TXN_OPS = ("max-txn-ops", "128", Uint, Supported),
+    MAX_REQUEST_BYTES = ("max-request-bytes", "1572864", Uint, Supported),
+    MAX_CONCURRENT_STREAMS = ("max-concurrent-streams", "4294967295", Uint32, NoEffect),
+    GRPC_KEEPALIVE_MIN_TIME = ("grpc-keepalive-min-time", "5s", Duration, NoEffect),
+    GRPC_KEEPALIVE_INTERVAL = ("grpc-keepalive-interval", "2h0m0s", Duration, NoEffect),
+    GRPC_KEEPALIVE_TIMEOUT = ("grpc-keepalive-timeout", "20s", Duration, NoEffect),
+    SOCKET_REUSE_PORT = ("socket-reuse-port", "false", Bool, NotYet),
+    SOCKET_REUSE_ADDRESS = ("socket-reuse-address", "false", Bool, NotYet),
+    UNSAFE_NO_FSYNC = ("unsafe-no-fsync", "false", Bool, NotYet),
+    RAFT_READ_TIMEOUT = ("raft-read-timeout", "5s", Duration, NoEffect),
+    RAFT_WRITE_TIMEOUT = ("raft-write-timeout", "5s", Duration, NoEffect),
     // Clustering
-    f(
-        "initial-advertise-peer-urls",
-        "http://localhost:2380",
-        Urls,
-        Supported,
-    ),
-    f("initial-cluster", "", Str, Supported),
-    f("initial-cluster-state", "new", Str, Supported),
-    f("initial-cluster-token", "etcd-cluster", Str, Supported),
-    f(
-        "advertise-client-urls",
-        "http://localhost:2379",
-        Urls,
-        Supported,
-    ),
-    f("discovery", "", Str, NotYet),
-    f("discovery-fallback", "proxy", Str, NotYet),
-    f("discovery-proxy", "", Str, NotYet),
-    f("discovery-srv", "", Str, NotYet),
-    f("discovery-srv-name", "", Str, NotYet),
-    f("discovery-token", "", Str, NotYet),
-    f("discovery-endpoints", "", Str, NotYet),
-    f("strict-reconfig-check", "true", Bool, Supported),
-    f("pre-vote", "true", Bool, Supported),
-    f("auto-compaction-retention", "0", Str, NotYet),
-    f("auto-compaction-mode", "periodic", Str, NotYet),
-    f("enable-v2", "false", Bool, NotYet),
-    f("v2-deprecation", "not-yet", Str, NoEffect),
-    f("max-learners", "1", Uint, NotYet),
+    INITIAL_ADVERTISE_PEER_URLS = ("initial-advertise-peer-urls", "http://localhost:2380", Urls, Supported),
+    INITIAL_CLUSTER = ("initial-cluster", "", Str, Supported),
+    INITIAL_CLUSTER_STATE = ("initial-cluster-state", "new", Str, Supported),
+    INITIAL_CLUSTER_TOKEN = ("initial-cluster-token", "etcd-cluster", Str, Supported),
+    ADVERTISE_CLIENT_URLS = ("advertise-client-urls", "http://localhost:2379", Urls, Supported),
+    DISCOVERY = ("discovery", "", Str, NotYet),
+    DISCOVERY_FALLBACK = ("discovery-fallback", "proxy", Str, NotYet),
+    DISCOVERY_PROXY = ("discovery-proxy", "", Str, NotYet),
+    DISCOVERY_SRV = ("discovery-srv", "", Str, NotYet),
+    DISCOVERY_SRV_NAME = ("discovery-srv-name", "", Str, NotYet),
+    DISCOVERY_TOKEN = ("discovery-token", "", Str, NotYet),
+    DISCOVERY_ENDPOINTS = ("discovery-endpoints", "", Str, NotYet),
+    STRICT_RECONFIG_CHECK = ("strict-reconfig-check", "true", Bool, Supported),
+    PRE_VOTE = ("pre-vote", "true", Bool, Supported),
+    AUTO_COMPACTION_RETENTION = ("auto-compaction-retention", "0", Str, NotYet),
+    AUTO_COMPACTION_MODE = ("auto-compaction-mode", "periodic", Str, NotYet),
+    ENABLE_V2 = ("enable-v2", "false", Bool, NotYet),
+    V2_DEPRECATION = ("v2-deprecation", "not-yet", Str, NoEffect),
+    MAX_LEARNERS = ("max-learners", "1", Uint, NotYet),
     // Security
-    f("cert-file", "", Str, NotYet),
-    f("key-file", "", Str, NotYet),
-    f("client-cert-file", "", Str, NotYet),
-    f("client-key-file", "", Str, NotYet),
-    f("client-cert-auth", "false", Bool, NotYet),
-    f("client-crl-file", "", Str, NotYet),
-    f("client-cert-allowed-hostname", "", Str, NotYet),
-    f("trusted-ca-file", "", Str, NotYet),
-    f("auto-tls", "false", Bool, NotYet),
-    f("self-signed-cert-validity", "1", Uint, NotYet),
-    f("peer-cert-file", "", Str, NotYet),
-    f("peer-key-file", "", Str, NotYet),
-    f("peer-client-cert-file", "", Str, NotYet),
-    f("peer-client-key-file", "", Str, NotYet),
-    f("peer-client-cert-auth", "false", Bool, NotYet),
-    f("peer-trusted-ca-file", "", Str, NotYet),
-    f("peer-cert-allowed-cn", "", Str, NotYet),
-    f("peer-cert-allowed-hostname", "", Str, NotYet),
-    f("peer-auto-tls", "false", Bool, NotYet),
-    f("peer-crl-file", "", Str, NotYet),
-    f("cipher-suites", "", Str, NotYet),
-    f("tls-min-version", "TLS1.2", Str, NotYet),
-    f("tls-max-version", "", Str, NotYet),
-    f("cors", "*", Str, NoEffect),
-    f("host-whitelist", "*", Str, NoEffect),
+    CERT_FILE = ("cert-file", "", Str, Supported),
+    KEY_FILE = ("key-file", "", Str, Supported),
+    CLIENT_CERT_FILE = ("client-cert-file", "", Str, NotYet),
+    CLIENT_KEY_FILE = ("client-key-file", "", Str, NotYet),
+    CLIENT_CERT_AUTH = ("client-cert-auth", "false", Bool, Supported),
+    CLIENT_CRL_FILE = ("client-crl-file", "", Str, Supported),
+    CLIENT_CERT_ALLOWED_HOSTNAME = ("client-cert-allowed-hostname", "", Str, Supported),
+    TRUSTED_CA_FILE = ("trusted-ca-file", "", Str, Supported),
+    AUTO_TLS = ("auto-tls", "false", Bool, Supported),
+    SELF_SIGNED_CERT_VALIDITY = ("self-signed-cert-validity", "1", Uint, Supported),
+    PEER_CERT_FILE = ("peer-cert-file", "", Str, Supported),
+    PEER_KEY_FILE = ("peer-key-file", "", Str, Supported),
+    PEER_CLIENT_CERT_FILE = ("peer-client-cert-file", "", Str, Supported),
+    PEER_CLIENT_KEY_FILE = ("peer-client-key-file", "", Str, Supported),
+    PEER_CLIENT_CERT_AUTH = ("peer-client-cert-auth", "false", Bool, Supported),
+    PEER_TRUSTED_CA_FILE = ("peer-trusted-ca-file", "", Str, Supported),
+    PEER_CERT_ALLOWED_CN = ("peer-cert-allowed-cn", "", Str, Supported),
+    PEER_CERT_ALLOWED_HOSTNAME = ("peer-cert-allowed-hostname", "", Str, Supported),
+    PEER_AUTO_TLS = ("peer-auto-tls", "false", Bool, Supported),
+    PEER_CRL_FILE = ("peer-crl-file", "", Str, Supported),
+    CIPHER_SUITES = ("cipher-suites", "", Str, Supported),
+    TLS_MIN_VERSION = ("tls-min-version", "TLS1.2", Str, Supported),
+    TLS_MAX_VERSION = ("tls-max-version", "", Str, Supported),
+    CORS = ("cors", "*", Str, NoEffect),
+    HOST_WHITELIST = ("host-whitelist", "*", Str, NoEffect),
     // Auth
-    f("auth-token", "simple", Str, NotYet),
-    f("bcrypt-cost", "10", Uint, NotYet),
-    f("auth-token-ttl", "300", Uint, NotYet),
+    AUTH_TOKEN = ("auth-token", "simple", Str, NotYet),
+    BCRYPT_COST = ("bcrypt-cost", "10", Uint, NotYet),
+    AUTH_TOKEN_TTL = ("auth-token-ttl", "300", Uint, NotYet),
     // Profiling, monitoring, logging
-    f("enable-pprof", "false", Bool, NotYet),
+    ENABLE_PPROF = ("enable-pprof", "false", Bool, NotYet),
     // oxcd has no HTTP/JSON gateway: `false` is what it does anyway.
-    f("enable-grpc-gateway", "true", Bool, NoEffect),
-    f("metrics", "basic", Str, Supported),
-    f("listen-metrics-urls", "", Urls, NotYet),
-    f("logger", "zap", Str, Supported),
-    f("log-outputs", "default", Str, Supported),
-    f("log-level", "info", Str, Supported),
-    f("log-format", "json", Str, Supported),
-    f("enable-log-rotation", "false", Bool, NotYet),
-    f(
-        "log-rotation-config-json",
-        "{\"maxsize\": 100, \"maxage\": 0, \"maxbackups\": 0, \"localtime\": false, \"compress\": false}",
-        Str,
-        NotYet,
-    ),
-    f("debug", "false", Bool, Supported),
-    f("log-package-levels", "", Str, NoEffect),
+    ENABLE_GRPC_GATEWAY = ("enable-grpc-gateway", "true", Bool, NoEffect),
+    METRICS = ("metrics", "basic", Str, Supported),
+    LISTEN_METRICS_URLS = ("listen-metrics-urls", "", Urls, Supported),
+    LOGGER = ("logger", "zap", Str, Supported),
+    LOG_OUTPUTS = ("log-outputs", "default", Str, Supported),
+    LOG_LEVEL = ("log-level", "info", Str, Supported),
+    LOG_FORMAT = ("log-format", "json", Str, Supported),
+    ENABLE_LOG_ROTATION = ("enable-log-rotation", "false", Bool, NotYet),
+    LOG_ROTATION_CONFIG_JSON = ("log-rotation-config-json", "{\"maxsize\": 100, \"maxage\": 0, \"maxbackups\": 0, \"localtime\": false, \"compress\": false}", Str, NotYet),
+    DEBUG = ("debug", "false", Bool, Supported),
+    LOG_PACKAGE_LEVELS = ("log-package-levels", "", Str, NoEffect),
     // v2 proxy (deprecated in etcd)
-    f("proxy", "off", Str, NotYet),
-    f("proxy-failure-wait", "5000", Uint, NotYet),
-    f("proxy-refresh-interval", "30000", Uint, NotYet),
-    f("proxy-dial-timeout", "1000", Uint, NotYet),
-    f("proxy-write-timeout", "5000", Uint, NotYet),
-    f("proxy-read-timeout", "0", Uint, NotYet),
+    PROXY = ("proxy", "off", Str, NotYet),
+    PROXY_FAILURE_WAIT = ("proxy-failure-wait", "5000", Uint, NotYet),
+    PROXY_REFRESH_INTERVAL = ("proxy-refresh-interval", "30000", Uint, NotYet),
+    PROXY_DIAL_TIMEOUT = ("proxy-dial-timeout", "1000", Uint, NotYet),
+    PROXY_WRITE_TIMEOUT = ("proxy-write-timeout", "5000", Uint, NotYet),
+    PROXY_READ_TIMEOUT = ("proxy-read-timeout", "0", Uint, NotYet),
     // Experimental (3.5 names) and their 3.6 successors
-    f(
-        "experimental-initial-corrupt-check",
-        "false",
-        Bool,
-        Supported,
-    ),
-    f("experimental-corrupt-check-time", "0s", Duration, Supported),
-    f(
-        "experimental-compact-hash-check-enabled",
-        "false",
-        Bool,
-        NotYet,
-    ),
-    f(
-        "experimental-compact-hash-check-time",
-        "1m0s",
-        Duration,
-        NotYet,
-    ),
-    f("experimental-enable-v2v3", "", Str, NotYet),
-    f(
-        "experimental-enable-lease-checkpoint",
-        "false",
-        Bool,
-        NotYet,
-    ),
-    f(
-        "experimental-enable-lease-checkpoint-persist",
-        "false",
-        Bool,
-        NotYet,
-    ),
-    f("experimental-compaction-batch-limit", "1000", Int, NoEffect),
-    f(
-        "experimental-compaction-sleep-interval",
-        "10ms",
-        Duration,
-        NoEffect,
-    ),
-    f(
-        "experimental-peer-skip-client-san-verification",
-        "false",
-        Bool,
-        NotYet,
-    ),
-    f(
-        "experimental-watch-progress-notify-interval",
-        "10m0s",
-        Duration,
-        NotYet,
-    ),
-    f(
-        "experimental-warning-apply-duration",
-        "100ms",
-        Duration,
-        NoEffect,
-    ),
-    f(
-        "experimental-warning-unary-request-duration",
-        "300ms",
-        Duration,
-        NoEffect,
-    ),
-    f(
-        "experimental-bootstrap-defrag-threshold-megabytes",
-        "0",
-        Uint,
-        NotYet,
-    ),
-    f(
-        "experimental-txn-mode-write-with-shared-buffer",
-        "true",
-        Bool,
-        NoEffect,
-    ),
-    f(
-        "experimental-enable-distributed-tracing",
-        "false",
-        Bool,
-        NotYet,
-    ),
-    f(
-        "experimental-distributed-tracing-address",
-        "localhost:4317",
-        Str,
-        NotYet,
-    ),
-    f(
-        "experimental-distributed-tracing-service-name",
-        "etcd",
-        Str,
-        NotYet,
-    ),
-    f(
-        "experimental-distributed-tracing-instance-id",
-        "",
-        Str,
-        NotYet,
-    ),
-    f(
-        "experimental-distributed-tracing-sampling-rate",
-        "0",
-        Int,
-        NotYet,
-    ),
-    f("experimental-max-learners", "1", Uint, NotYet),
-    f(
-        "experimental-snapshot-catchup-entries",
-        "5000",
-        Uint,
-        Supported,
-    ),
-    f("experimental-memory-mlock", "false", Bool, NoEffect),
-    f("experimental-downgrade-check-time", "5s", Duration, NotYet),
-    f(
-        "experimental-stop-grpc-service-on-defrag",
-        "false",
-        Bool,
-        NotYet,
-    ),
-    f(
-        "experimental-wait-cluster-ready-timeout",
-        "5s",
-        Duration,
-        NotYet,
-    ),
-    f("feature-gates", "", Str, NotYet),
-    f("watch-progress-notify-interval", "10m0s", Duration, NotYet),
-    f("corrupt-check-time", "0s", Duration, Supported),
-    f("compact-hash-check-time", "1m0s", Duration, NotYet),
-    f("snapshot-catchup-entries", "5000", Uint, Supported),
-    f("force-new-cluster", "false", Bool, NotYet),
+    EXPERIMENTAL_INITIAL_CORRUPT_CHECK = ("experimental-initial-corrupt-check", "false", Bool, Supported),
+    EXPERIMENTAL_CORRUPT_CHECK_TIME = ("experimental-corrupt-check-time", "0s", Duration, Supported),
+    EXPERIMENTAL_COMPACT_HASH_CHECK_ENABLED = ("experimental-compact-hash-check-enabled", "false", Bool, NotYet),
+    EXPERIMENTAL_COMPACT_HASH_CHECK_TIME = ("experimental-compact-hash-check-time", "1m0s", Duration, NotYet),
+    EXPERIMENTAL_ENABLE_V2V3 = ("experimental-enable-v2v3", "", Str, NotYet),
+    EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT = ("experimental-enable-lease-checkpoint", "false", Bool, NotYet),
+    EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT_PERSIST = ("experimental-enable-lease-checkpoint-persist", "false", Bool, NotYet),
+    EXPERIMENTAL_COMPACTION_BATCH_LIMIT = ("experimental-compaction-batch-limit", "1000", Int, NoEffect),
+    EXPERIMENTAL_COMPACTION_SLEEP_INTERVAL = ("experimental-compaction-sleep-interval", "10ms", Duration, NoEffect),
+    EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION = ("experimental-peer-skip-client-san-verification", "false", Bool, Supported),
+    EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL = ("experimental-watch-progress-notify-interval", "10m0s", Duration, NotYet),
+    EXPERIMENTAL_WARNING_APPLY_DURATION = ("experimental-warning-apply-duration", "100ms", Duration, NoEffect),
+    EXPERIMENTAL_WARNING_UNARY_REQUEST_DURATION = ("experimental-warning-unary-request-duration", "300ms", Duration, NoEffect),
+    EXPERIMENTAL_BOOTSTRAP_DEFRAG_THRESHOLD_MEGABYTES = ("experimental-bootstrap-defrag-threshold-megabytes", "0", Uint, NotYet),
+    EXPERIMENTAL_TXN_MODE_WRITE_WITH_SHARED_BUFFER = ("experimental-txn-mode-write-with-shared-buffer", "true", Bool, NoEffect),
+    EXPERIMENTAL_ENABLE_DISTRIBUTED_TRACING = ("experimental-enable-distributed-tracing", "false", Bool, NotYet),
+    EXPERIMENTAL_DISTRIBUTED_TRACING_ADDRESS = ("experimental-distributed-tracing-address", "localhost:4317", Str, NotYet),
+    EXPERIMENTAL_DISTRIBUTED_TRACING_SERVICE_NAME = ("experimental-distributed-tracing-service-name", "etcd", Str, NotYet),
+    EXPERIMENTAL_DISTRIBUTED_TRACING_INSTANCE_ID = ("experimental-distributed-tracing-instance-id", "", Str, NotYet),
+    EXPERIMENTAL_DISTRIBUTED_TRACING_SAMPLING_RATE = ("experimental-distributed-tracing-sampling-rate", "0", Int, NotYet),
+    EXPERIMENTAL_MAX_LEARNERS = ("experimental-max-learners", "1", Uint, NotYet),
+    EXPERIMENTAL_SNAPSHOT_CATCHUP_ENTRIES = ("experimental-snapshot-catchup-entries", "5000", Uint, Supported),
+    EXPERIMENTAL_MEMORY_MLOCK = ("experimental-memory-mlock", "false", Bool, NoEffect),
+    EXPERIMENTAL_DOWNGRADE_CHECK_TIME = ("experimental-downgrade-check-time", "5s", Duration, NotYet),
+    EXPERIMENTAL_STOP_GRPC_SERVICE_ON_DEFRAG = ("experimental-stop-grpc-service-on-defrag", "false", Bool, NotYet),
+    EXPERIMENTAL_WAIT_CLUSTER_READY_TIMEOUT = ("experimental-wait-cluster-ready-timeout", "5s", Duration, NotYet),
+    FEATURE_GATES = ("feature-gates", "", Str, NotYet),
+    WATCH_PROGRESS_NOTIFY_INTERVAL = ("watch-progress-notify-interval", "10m0s", Duration, NotYet),
+    CORRUPT_CHECK_TIME = ("corrupt-check-time", "0s", Duration, Supported),
+    COMPACT_HASH_CHECK_TIME = ("compact-hash-check-time", "1m0s", Duration, NotYet),
+    SNAPSHOT_CATCHUP_ENTRIES = ("snapshot-catchup-entries", "5000", Uint, Supported),
+    FORCE_NEW_CLUSTER = ("force-new-cluster", "false", Bool, NotYet),
     // Meta
-    f("config-file", "", Str, Supported),
-    f("version", "false", Bool, Supported),
-];
+    CONFIG_FILE = ("config-file", "", Str, Supported),
+    VERSION = ("version", "false", Bool, Supported),
+}
 
 /// Flags of etcd v2 that etcd 3.5 still accepts (without an argument) and ignores with a
 /// warning (`ignored` in etcdmain/config.go).

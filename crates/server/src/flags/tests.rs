@@ -49,9 +49,9 @@ fn go_flag_syntax() {
         &[],
     )
     .expect("load");
-    assert_eq!(l.config.str("name"), "a");
-    assert_eq!(l.config.uint("snapshot-count"), 5);
-    assert!(!l.config.bool("pre-vote"));
+    assert_eq!(l.config.get(key::NAME), "a");
+    assert_eq!(l.config.get(key::SNAPSHOT_COUNT), 5);
+    assert!(!l.config.get(key::PRE_VOTE));
     assert_eq!(
         load_with(&["--foo"], &[]).unwrap_err().0,
         "flag provided but not defined: -foo"
@@ -78,8 +78,8 @@ fn go_flag_syntax() {
 #[test]
 fn environment_rules() {
     let l = load_with(&[], &[("ETCD_NAME", "from-env"), ("ETCD_FOO", "1")]).expect("load");
-    assert_eq!(l.config.str("name"), "from-env");
-    assert_eq!(l.config.source("name"), Source::Env);
+    assert_eq!(l.config.get(key::NAME), "from-env");
+    assert_eq!(l.config.source(key::NAME.name), Source::Env);
     assert!(
         l.warnings
             .iter()
@@ -134,14 +134,14 @@ fn urls_and_cluster_checks() {
 
 #[test]
 fn unbuilt_features_are_refused_not_ignored() {
-    let e = load_with(&["--auto-tls"], &[]).unwrap_err();
+    let e = load_with(&["--enable-pprof"], &[]).unwrap_err();
     assert!(
-        e.0.contains("--auto-tls") && e.0.contains("not supported yet"),
+        e.0.contains("--enable-pprof") && e.0.contains("not supported yet"),
         "{e}"
     );
-    let e = load_with(&[], &[("ETCD_CERT_FILE", "/x.pem")]).unwrap_err();
+    let e = load_with(&[], &[("ETCD_CLIENT_CERT_FILE", "/x.pem")]).unwrap_err();
     assert!(
-        e.0.contains("--cert-file") && e.0.contains("not supported yet"),
+        e.0.contains("--client-cert-file") && e.0.contains("not supported yet"),
         "{e}"
     );
     // Defaults restated explicitly are fine.
@@ -177,8 +177,8 @@ fn config_file_overrides_flags_and_env() {
         &[("ETCD_SNAPSHOT_COUNT", "7")],
     )
     .expect("load");
-    assert_eq!(l.config.str("name"), "from-file");
-    assert_eq!(l.config.uint("snapshot-count"), 42);
+    assert_eq!(l.config.get(key::NAME), "from-file");
+    assert_eq!(l.config.get(key::SNAPSHOT_COUNT), 42);
     assert_eq!(
         l.config.settings().listen_client_urls,
         ["http://127.0.0.1:3379"]

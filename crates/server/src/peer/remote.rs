@@ -13,18 +13,16 @@ use std::time::Duration;
 use oxcd_api::oxcdpb::peer_client::PeerClient;
 use oxcd_api::oxcdpb::{PeerMembersRequest, PeerMembersResponse};
 
+use super::PeerDialer;
 use crate::ids;
 use crate::settings::Settings;
 
 /// How long each peer has to answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
-async fn ask(url: &str) -> Result<PeerMembersResponse, String> {
-    let endpoint = super::endpoint(url)
-        .ok_or("invalid peer URL")?
-        .connect_timeout(ASK_TIMEOUT);
+async fn ask(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse, String> {
     let call = async {
-        let channel = endpoint.connect().await.map_err(|e| e.to_string())?;
+        let channel = dialer.connect(url, ASK_TIMEOUT).await?;
         PeerClient::new(channel)
             .members(PeerMembersRequest {})
             .await
@@ -37,7 +35,7 @@ async fn ask(url: &str) -> Result<PeerMembersResponse, String> {
 }
 
 /// Checks a member that has no WAL yet against its peers; Err says why it must not start.
-pub async fn check_fresh_member(s: &Settings) -> Result<(), String> {
+pub async fn check_fresh_member(s: &Settings, dialer: &PeerDialer) -> Result<(), String> {
     let Some((_, my_urls)) = s.initial_cluster.iter().find(|(n, _)| *n == s.name) else {
         // Reported by the bootstrap with etcd's message.
         return Ok(());
@@ -47,7 +45,7 @@ pub async fn check_fresh_member(s: &Settings) -> Result<(), String> {
     let mut failures = Vec::new();
     for (name, urls) in s.initial_cluster.iter().filter(|(n, _)| *n != s.name) {
         for url in urls {
-            match ask(url).await {
+            match ask(dialer, url).await {
                 Ok(a) => {
                     answers.push(a);
                     break;

@@ -20,9 +20,10 @@ use oxcd_raft::node::{RaftHandle, Transport};
 use oxcd_raft::persist::encode_message;
 use oxcd_raft::{Message, MessageType};
 use tokio::sync::mpsc;
-use tonic::transport::Endpoint;
+use tonic::transport::Channel;
 
-use super::{CLUSTER_ID_KEY, FROM_KEY};
+use super::dialer::CONNECT_TIMEOUT;
+use super::{CLUSTER_ID_KEY, FROM_KEY, PeerDialer};
 
 /// Messages queued per peer before new ones are dropped.
 const QUEUE: usize = 4096;
@@ -70,6 +71,7 @@ pub struct PeerTransport {
     snapshots_in_flight: Arc<Mutex<HashSet<u64>>>,
     raft: Arc<OnceLock<RaftHandle>>,
     faults: Option<PeerFaults>,
+    dialer: PeerDialer,
     /// The runtime the tasks run on (`send` is called from the raft thread).
     runtime: tokio::runtime::Handle,
 }
@@ -85,12 +87,19 @@ impl PeerTransport {
         store: Arc<Store>,
         raft: Arc<OnceLock<RaftHandle>>,
         faults: Option<PeerFaults>,
+        dialer: PeerDialer,
     ) -> PeerTransport {
         let mut queues = HashMap::new();
         for (&id, url) in peers {
             let (tx, rx) = mpsc::channel(QUEUE);
             queues.insert(id, tx);
-            tokio::spawn(peer_loop(me, cluster_id, id, url.clone(), rx, raft.clone()));
+            let link = Link {
+                me,
+                cluster_id,
+                url: url.clone(),
+                dialer: dialer.clone(),
+            };
+            tokio::spawn(peer_loop(link, id, rx, raft.clone()));
         }
         PeerTransport {
             me,
@@ -101,6 +110,7 @@ impl PeerTransport {
             snapshots_in_flight: Arc::default(),
             raft,
             faults,
+            dialer,
             runtime: tokio::runtime::Handle::current(),
         }
     }
@@ -124,6 +134,7 @@ impl PeerTransport {
             me: self.me,
             cluster_id: self.cluster_id,
             url,
+            dialer: self.dialer.clone(),
         };
         let store = self.store.clone();
         let raft = self.raft.clone();
@@ -184,10 +195,8 @@ impl Transport for PeerTransport {
 
 /// Keeps a stream open to one peer and forwards its queue into it.
 async fn peer_loop(
-    me: u64,
-    cluster_id: u64,
+    link: Link,
     id: u64,
-    url: String,
     mut queue: mpsc::Receiver<Message>,
     raft: Arc<OnceLock<RaftHandle>>,
 ) {
@@ -197,17 +206,9 @@ async fn peer_loop(
         }
     };
     let mut logged_down = false;
-    let link = Link {
-        me,
-        cluster_id,
-        url: url.clone(),
-    };
+    let url = link.url.clone();
     loop {
-        let Some(endpoint) = link.endpoint() else {
-            tracing::error!(peer = %format!("{id:x}"), url, "invalid peer URL; not sending to it");
-            return;
-        };
-        let channel = match endpoint.connect().await {
+        let channel = match link.connect().await {
             Ok(c) => c,
             Err(e) => {
                 if !logged_down {
@@ -265,11 +266,13 @@ pub(crate) struct Link {
     pub(crate) me: u64,
     pub(crate) cluster_id: u64,
     pub(crate) url: String,
+    pub(crate) dialer: PeerDialer,
 }
 
 impl Link {
-    pub(crate) fn endpoint(&self) -> Option<Endpoint> {
-        super::endpoint(&self.url)
+    /// A channel to the peer.
+    pub(crate) async fn connect(&self) -> Result<Channel, String> {
+        self.dialer.connect(&self.url, CONNECT_TIMEOUT).await
     }
 
     /// A request carrying our cluster and member id.
@@ -322,8 +325,7 @@ async fn stream_snapshot(
             .is_ok()
         })
     });
-    let endpoint = link.endpoint().ok_or("invalid peer URL")?;
-    let channel = endpoint.connect().await.map_err(|e| e.to_string())?;
+    let channel = link.connect().await?;
     let mut client = PeerClient::new(channel).max_encoding_message_size(super::MAX_SNAPSHOT_CHUNK);
     let req = link.request(tokio_stream::wrappers::ReceiverStream::new(rx));
     client

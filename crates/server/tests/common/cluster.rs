@@ -4,17 +4,46 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use oxcd_server::peer::transport::PeerFaults;
+use oxcd_server::serve::TestHooks;
 use oxcd_server::settings::Settings;
+use oxcd_testkit::pki::{Ca, Spec};
+use oxcd_transport::TlsInfo;
 
 use super::{InProc, free_port};
 
 /// `--initial-cluster` for members m0..m2 on the given peer ports.
 pub fn cluster_of(peers: &[u16]) -> Vec<(String, Vec<String>)> {
+    cluster_with_scheme("http", peers)
+}
+
+/// As [`cluster_of`], with `scheme` peer URLs.
+pub fn cluster_with_scheme(scheme: &str, peers: &[u16]) -> Vec<(String, Vec<String>)> {
     peers
         .iter()
         .enumerate()
-        .map(|(i, p)| (format!("m{i}"), vec![format!("http://127.0.0.1:{p}")]))
+        .map(|(i, p)| (format!("m{i}"), vec![format!("{scheme}://127.0.0.1:{p}")]))
         .collect()
+}
+
+/// Three members whose peers talk TLS, each checking the others' certificates (one
+/// certificate for 127.0.0.1 from a test CA in `dir/pki`), with peer links a test can
+/// cut.
+pub async fn three_peer_tls(dir: &Path, faults: Option<PeerFaults>) -> (Vec<InProc>, Vec<u16>) {
+    let ca = Ca::new(&dir.join("pki"), "ca").expect("ca");
+    let cert = ca
+        .issue(&Spec::member("member"))
+        .expect("member certificate");
+    let tls = TlsInfo {
+        cert_file: Some(cert.cert.clone()),
+        key_file: Some(cert.key.clone()),
+        trusted_ca_file: Some(ca.cert.clone()),
+        client_cert_auth: true,
+        ..TlsInfo::default()
+    };
+    let hooks = TestHooks {
+        peer_faults: faults,
+    };
+    three_on("https", dir, hooks, move |s| s.peer_tls = tls.clone()).await
 }
 
 /// Starts three members named m0..m2 in `dir`, all at once (each waits for a leader).
@@ -24,7 +53,10 @@ pub async fn three(dir: &Path) -> (Vec<InProc>, Vec<u16>) {
 
 /// As [`three`], with peer links that a test can cut.
 pub async fn three_with(dir: &Path, faults: Option<PeerFaults>) -> (Vec<InProc>, Vec<u16>) {
-    three_tweaked(dir, move |s| s.peer_faults = faults.clone()).await
+    let hooks = TestHooks {
+        peer_faults: faults,
+    };
+    three_hooked(dir, hooks, |_| {}).await
 }
 
 /// As [`three`], with `tweak` applied to every member's settings.
@@ -32,12 +64,30 @@ pub async fn three_tweaked(
     dir: &Path,
     tweak: impl Fn(&mut Settings) + Clone,
 ) -> (Vec<InProc>, Vec<u16>) {
+    three_hooked(dir, TestHooks::default(), tweak).await
+}
+
+/// As [`three_tweaked`], with test hooks.
+pub async fn three_hooked(
+    dir: &Path,
+    hooks: TestHooks,
+    tweak: impl Fn(&mut Settings) + Clone,
+) -> (Vec<InProc>, Vec<u16>) {
+    three_on("http", dir, hooks, tweak).await
+}
+
+async fn three_on(
+    scheme: &str,
+    dir: &Path,
+    hooks: TestHooks,
+    tweak: impl Fn(&mut Settings) + Clone,
+) -> (Vec<InProc>, Vec<u16>) {
     let peers: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let cluster = cluster_of(&peers);
+    let cluster = cluster_with_scheme(scheme, &peers);
     let start = |i: usize| {
         let cluster = cluster.clone();
         let tweak = tweak.clone();
-        InProc::start(dir.join(format!("m{i}")), move |s| {
+        InProc::start_with(dir.join(format!("m{i}")), hooks.clone(), move |s| {
             tweak(s);
             configure(s, i, &cluster)
         })

@@ -23,7 +23,16 @@ pub struct InProc {
 impl InProc {
     /// Starts a member in `data_dir` on a free loopback port.
     pub async fn start(data_dir: PathBuf, tweak: impl FnOnce(&mut Settings)) -> InProc {
-        match Self::try_start(data_dir, tweak).await {
+        Self::start_with(data_dir, serve::TestHooks::default(), tweak).await
+    }
+
+    /// As [`InProc::start`], with test hooks.
+    pub async fn start_with(
+        data_dir: PathBuf,
+        hooks: serve::TestHooks,
+        tweak: impl FnOnce(&mut Settings),
+    ) -> InProc {
+        match Self::try_start_with(data_dir, hooks, tweak).await {
             Ok(m) => m,
             Err(e) => panic!("member failed to start: {e}"),
         }
@@ -32,6 +41,15 @@ impl InProc {
     /// As [`InProc::start`]; Err is why the member stopped before serving.
     pub async fn try_start(
         data_dir: PathBuf,
+        tweak: impl FnOnce(&mut Settings),
+    ) -> Result<InProc, String> {
+        Self::try_start_with(data_dir, serve::TestHooks::default(), tweak).await
+    }
+
+    /// As [`InProc::try_start`], with test hooks (cut peer links).
+    pub async fn try_start_with(
+        data_dir: PathBuf,
+        hooks: serve::TestHooks,
         tweak: impl FnOnce(&mut Settings),
     ) -> Result<InProc, String> {
         let mut s = Settings::new("default", data_dir.clone());
@@ -43,8 +61,9 @@ impl InProc {
         tweak(&mut s);
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (ready_tx, ready_rx) = oneshot::channel();
-        let task = tokio::spawn(serve::run(
+        let task = tokio::spawn(serve::run_with(
             s,
+            hooks,
             async move {
                 let _ = stop_rx.await;
             },
@@ -146,8 +165,13 @@ impl OxcdProcess {
 
     /// Starts `oxcd` without waiting; call [`Pending::wait_ready`].
     pub fn spawn(data: &std::path::Path, port: u16, extra: &[String]) -> Pending {
+        Self::spawn_at(data, &format!("http://127.0.0.1:{port}"), extra)
+    }
+
+    /// As [`OxcdProcess::spawn`], serving clients at `url` (any scheme).
+    pub fn spawn_at(data: &std::path::Path, url: &str, extra: &[String]) -> Pending {
         use std::io::BufRead;
-        let url = format!("http://127.0.0.1:{port}");
+        let url = url.to_string();
         let mut child = oxcd_command()
             .arg("--data-dir")
             .arg(data)

@@ -39,6 +39,9 @@ struct Args {
     /// List the named scenarios and exit.
     #[arg(long)]
     list: bool,
+    /// Client and peer traffic over TLS (certificates made for the run).
+    #[arg(long)]
+    tls: bool,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -80,6 +83,10 @@ async fn main() -> ExitCode {
             }
         },
         None => scenario::custom(args.faults.clone(), args.seed),
+    };
+    let s = scenario::Scenario {
+        tls: s.tls || args.tls,
+        ..s
     };
     let binary = args.binary.clone().unwrap_or_else(default_binary);
     if !binary.exists() {

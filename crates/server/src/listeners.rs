@@ -1,0 +1,64 @@
+//! The member's sockets as axum serves them: every listen URL bound (plain or TLS,
+//! with the system's largest accept backlog, see `oxcd_transport::listen`), client
+//! connections passed through the `:authority` fix ([`crate::authority`]).
+
+use std::sync::Arc;
+
+use oxcd_transport::listen::{self, Addr, Conn, ConnCheck, Listener};
+use oxcd_transport::tls::ServerTls;
+
+use crate::authority::AuthorityFix;
+
+/// Binds `url` for the `side` ("client", "peer", "metrics") endpoint; `tls` serves
+/// `https`/`unixs` URLs (checked to be present at start).
+pub fn bind(
+    url: &str,
+    side: &'static str,
+    tls: Option<&Arc<ServerTls>>,
+    check: Option<ConnCheck>,
+) -> Result<Listener, String> {
+    let parsed = listen::parse_listen_url(url)?;
+    let socket = listen::bind(&parsed.bind).map_err(|e| match &parsed.bind {
+        listen::Bind::Tcp(a) => format!("listen tcp {a}: bind: {e}"),
+        listen::Bind::Unix(p) => format!("listen unix {}: bind: {e}", p.display()),
+    })?;
+    let listener = match (parsed.tls, tls) {
+        (false, _) => Listener::plain(socket),
+        (true, Some(tls)) => Listener::tls(socket, tls.clone(), check, side),
+        (true, None) => return Err(format!("{url}: TLS URL without TLS settings")),
+    };
+    listener.map_err(|e| format!("{url}: {e}"))
+}
+
+/// A client listener: connections go through [`AuthorityFix`].
+pub struct ClientListener(pub Listener);
+
+impl axum::serve::Listener for ClientListener {
+    type Io = AuthorityFix<Conn>;
+    type Addr = Addr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (c, a) = self.0.accept().await;
+        (AuthorityFix::new(c), a)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.0.local_addr().clone())
+    }
+}
+
+/// A peer or metrics listener: connections as they are.
+pub struct PlainListener(pub Listener);
+
+impl axum::serve::Listener for PlainListener {
+    type Io = Conn;
+    type Addr = Addr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        self.0.accept().await
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.0.local_addr().clone())
+    }
+}
