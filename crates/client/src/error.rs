@@ -40,13 +40,21 @@ fn code_name(code: tonic::Code) -> String {
     }
 }
 
+/// A call that failed because the connection failed (tonic reports it as `Unknown`
+/// with the transport error as its source), not because the server answered.
+fn is_transport_failure(s: &tonic::Status) -> bool {
+    s.code() == tonic::Code::Unknown && s.message() == "transport error"
+}
+
 /// How clientv3 shows a status: the bare message for etcd's own errors (it maps them to
 /// typed errors by their text), `context deadline exceeded` for deadlines, and gRPC's
 /// `rpc error: code = ... desc = ...` for anything else.
 fn status_text(s: &tonic::Status) -> String {
     if oxcd_api::errors::EtcdError::from_message(s.message()).is_some() {
         s.message().to_string()
-    } else if s.code() == tonic::Code::DeadlineExceeded {
+    } else if s.code() == tonic::Code::DeadlineExceeded || is_transport_failure(s) {
+        // grpc-go retries a connection the server closed (e.g. a client certificate it
+        // refused after the TLS 1.3 handshake) until the deadline: etcdctl then says this.
         "context deadline exceeded".to_string()
     } else {
         format!(
@@ -75,6 +83,8 @@ mod tests {
             "rpc error: code = Unavailable desc = no route"
         );
         let e = Error::from(tonic::Status::deadline_exceeded("slow"));
+        assert_eq!(e.to_string(), "context deadline exceeded");
+        let e = Error::from(tonic::Status::unknown("transport error"));
         assert_eq!(e.to_string(), "context deadline exceeded");
     }
 }
