@@ -89,7 +89,7 @@ fn tls_config(f: &Parsed) -> Option<TlsConfig> {
     let (ca_file, cert_file, key_file) = (path("cacert"), path("cert"), path("key"));
     let skip = f.flag("insecure-skip-tls-verify");
     let given = ca_file.is_some() || cert_file.is_some() || key_file.is_some();
-    (given || skip || !f.flag("insecure-transport")).then(|| TlsConfig {
+    (given || skip || !f.flag("insecure-transport")).then_some(TlsConfig {
         ca_file,
         cert_file,
         key_file,

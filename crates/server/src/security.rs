@@ -88,16 +88,13 @@ pub fn load(s: &Settings) -> Result<Security, String> {
         out.peer = Some(Arc::new(
             ServerTls::new("peer TLS", &peer_info).map_err(|e| format!("peer TLS: {e}"))?,
         ));
-        out.peer_dialer = Some(Arc::new(
-            ClientTls::new("peer TLS (dialing)", &peer_info)
-                .map_err(|e| format!("peer TLS: {e}"))?,
-        ));
         if peer_info.client_cert_auth && !s.peer_skip_client_san_verification {
             out.peer_check = Some(Arc::new(check_peer_san));
         }
-    } else if dial_tls {
-        // Peers served over https but this member has no peer certificate: it can
-        // still dial them (verifying them against the system's CAs), as etcd.
+    }
+    // With a peer certificate, or when only other members serve https (then this member
+    // dials them without one, verifying them against the system's CAs, as etcd).
+    if !peer_info.is_empty() || dial_tls {
         out.peer_dialer = Some(Arc::new(
             ClientTls::new("peer TLS (dialing)", &peer_info)
                 .map_err(|e| format!("peer TLS: {e}"))?,
@@ -132,9 +129,9 @@ fn resolve(
     let hosts: Vec<String> = listen_urls
         .iter()
         .filter_map(|u| parse_listen_url(u).ok())
-        .filter_map(|u| match u.bind {
-            oxcd_transport::listen::Bind::Tcp(a) => Some(a.ip().to_string()),
-            oxcd_transport::listen::Bind::Unix(_) => Some("localhost".to_string()),
+        .map(|u| match u.bind {
+            oxcd_transport::listen::Bind::Tcp(a) => a.ip().to_string(),
+            oxcd_transport::listen::Bind::Unix(_) => "localhost".to_string(),
         })
         .collect();
     let dir = s.data_dir.join("fixtures").join(side);

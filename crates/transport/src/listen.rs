@@ -434,6 +434,6 @@ mod tests {
     #[test]
     fn backlog_is_the_systems() {
         let b = max_backlog();
-        assert!(b >= 128 && b <= 65_535, "{b}");
+        assert!((128..=65_535).contains(&b), "{b}");
     }
 }

@@ -9,7 +9,7 @@
 //! `--client-cert-auth` / `--peer-client-cert-auth` for that.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::tls::TlsError;
 use crate::tls::TlsInfo;
@@ -62,8 +62,8 @@ pub fn self_cert(
 
 fn make(
     dir: &Path,
-    cert_path: &PathBuf,
-    key_path: &PathBuf,
+    cert_path: &Path,
+    key_path: &Path,
     hosts: &[String],
     validity_years: u32,
     usage: Usage,

@@ -76,7 +76,7 @@ mod tests {
     #[test]
     fn chains_causes() {
         let inner = std::io::Error::other("connection refused");
-        let outer = std::io::Error::new(std::io::ErrorKind::Other, inner);
+        let outer = std::io::Error::other(inner);
         assert_eq!(super::error_chain(&outer), "connection refused");
         let _ = super::PeerDialer::default();
     }

@@ -164,7 +164,8 @@ pub struct TlsInfo {
 }
 
 impl TlsInfo {
-    /// No certificate, key, CA or CRL given (etcd's `TLSInfo.Empty`).
+    /// Neither a certificate nor a key given (etcd's `TLSInfo.Empty`): a CA or CRL
+    /// alone does not make a side TLS.
     pub fn is_empty(&self) -> bool {
         self.cert_file.is_none() && self.key_file.is_none()
     }

@@ -196,22 +196,6 @@ impl ServerCertVerifier for SkipServerVerify {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hostnames_like_go() {
-        let dns = vec!["*.example.com".to_string(), "m1.local".to_string()];
-        let ips = vec!["127.0.0.1".parse().expect("ip")];
-        assert!(valid_for_host(&dns, &ips, "a.example.com"));
-        assert!(!valid_for_host(&dns, &ips, "a.b.example.com"));
-        assert!(valid_for_host(&dns, &ips, "M1.local"));
-        assert!(valid_for_host(&dns, &ips, "127.0.0.1"));
-        assert!(!valid_for_host(&dns, &ips, "127.0.0.2"));
-    }
-}
-
 /// etcd's SAN check of a peer's client certificate (`checkSAN`): a certificate that
 /// names IP addresses or hosts must name the address the connection comes from (a
 /// host name counts if it resolves to it). One naming neither passes.
@@ -239,4 +223,20 @@ pub fn valid_for_host_of(der: &[u8], remote: std::net::IpAddr) -> Result<(), Str
     Err(format!(
         "tls: {remote} does not match any of the peer certificate's IP addresses {ips:?} or DNS names {dns:?} (CN {cn:?})"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostnames_like_go() {
+        let dns = vec!["*.example.com".to_string(), "m1.local".to_string()];
+        let ips = vec!["127.0.0.1".parse().expect("ip")];
+        assert!(valid_for_host(&dns, &ips, "a.example.com"));
+        assert!(!valid_for_host(&dns, &ips, "a.b.example.com"));
+        assert!(valid_for_host(&dns, &ips, "M1.local"));
+        assert!(valid_for_host(&dns, &ips, "127.0.0.1"));
+        assert!(!valid_for_host(&dns, &ips, "127.0.0.2"));
+    }
 }
