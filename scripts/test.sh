@@ -30,6 +30,9 @@ if command -v systemctl >/dev/null 2>&1; then systemctl stop etcd >/dev/null 2>&
 # tail that CI reports names the failure (OXCD_TEST_BACKTRACE=1 brings backtraces back).
 export RUST_BACKTRACE="${OXCD_TEST_BACKTRACE:-0}"
 
+# A fresh clone gains nothing from incremental compilation; it only costs time and disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+
 start=$(date +%s)
 cargo build --workspace --all-targets --locked
 echo "build: $(( $(date +%s) - start ))s"

@@ -111,15 +111,17 @@ pub fn named(name: &str, seed: u64) -> Option<Scenario> {
         "kill-snapshot" => Scenario {
             flags: [
                 "--snapshot-count",
-                "200",
+                "100",
                 "--experimental-snapshot-catchup-entries",
-                "50",
+                "20",
             ]
             .iter()
             .map(|s| s.to_string())
             .collect(),
             workload: workload(8, 80, seed),
-            plan: plan(vec![Fault::Kill], Target::Index, (1000, 3000)),
+            // Held down long enough that even a slow machine writes past the catch-up
+            // window meanwhile.
+            plan: plan(vec![Fault::Kill], Target::Index, (2000, 4000)),
             ..base
         },
         // The leader killed while clients and peers talk TLS with certificates checked

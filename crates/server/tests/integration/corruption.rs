@@ -3,7 +3,7 @@
 //! with `--experimental-corrupt-check-time` the leader raises the CORRUPT alarm and every
 //! member then refuses writes with "etcdserver: corrupt cluster".
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! Every KV feature, driven by the third-party `etcd-client` crate against a real member.
 
-mod common;
+use crate::common;
 
 use common::InProc;
 use etcd_client::{

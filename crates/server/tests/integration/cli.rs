@@ -2,7 +2,7 @@
 //! error messages, `--version`, readiness line, clean stop on SIGTERM, and a refused
 //! second process on a data dir in use.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,7 @@
 //! `kill -9` of the real `oxcd` binary under concurrent write load: after a restart every
 //! acknowledged write is there with its value, and the revision never goes backwards.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,7 +2,7 @@
 //! a torn WAL tail, a full disk. Each must give a clear error and never lose
 //! acknowledged data.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -40,7 +40,7 @@ async fn member_with(
 }
 
 fn session() -> Vec<(String, String)> {
-    include_str!("../../../testdata/etcdctl-session.txt")
+    include_str!("../../../../testdata/etcdctl-session.txt")
         .lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| match l.split_once(" <<< ") {

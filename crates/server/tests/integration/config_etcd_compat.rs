@@ -1032,11 +1032,8 @@ fn config_file_types_like_etcd() {
     );
     // The peer section maps to the peer flags.
     let (_dir, path) = yaml("peer-transport-security:\n  allowed-cn: [etcd]\n");
-    let e = fails(&["--config-file", &path], &[]);
-    assert!(
-        e.contains("--peer-cert-allowed-cn") && e.contains("not supported yet"),
-        "{e}"
-    );
+    let l = ok(&["--config-file", &path]);
+    assert_eq!(l.config.get(key::PEER_CERT_ALLOWED_CN), "etcd");
 }
 
 /// The flags whose features oxcd has; any other flag set to a non-default value stops

@@ -1,7 +1,7 @@
 //! Starting members whose configuration or data does not fit the cluster: each fails
 //! fast with a clear message, and the running cluster is unharmed.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

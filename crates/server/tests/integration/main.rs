@@ -1,0 +1,18 @@
+//! The server's integration tests, in one test binary so the workspace links (and
+//! monomorphizes the gRPC clients) once instead of once per file. Each module is one
+//! area; they start real `oxcd` processes or in-process servers on real sockets.
+
+mod common;
+
+mod bootstrap_checks;
+mod cli;
+mod cluster;
+mod cluster_processes;
+mod config_etcd_compat;
+mod corruption;
+mod crash;
+mod etcdctl_compat;
+mod faults;
+mod kv_etcd_client;
+mod tls;
+mod tls_cluster;
