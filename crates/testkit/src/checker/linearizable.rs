@@ -17,6 +17,11 @@
 //! (every unplaced answer requires a later revision), or at the very end; otherwise the
 //! search would try every subset of the writes lost in a crash at every step.
 //!
+//! An indeterminate write whose value some answered read saw (values are unique per
+//! write) did happen, at the mod_revision the read reported: it is checked as an
+//! answered write required at that revision. Without this, a crash that leaves dozens of
+//! writes without an answer makes the search try every way of filling each gap.
+//!
 //! Serializable reads take part too: they must be placed where the store is at their
 //! revision, before they returned, but may be stale, so their call is moved back to the
 //! call of the write that made their revision.
@@ -120,6 +125,53 @@ fn response(o: &Operation) -> Option<&Response> {
     }
 }
 
+/// The values a write sets.
+fn written_values(op: &Op) -> Vec<&str> {
+    match op {
+        Op::Put { value, .. } | Op::CasValue { value, .. } | Op::CasModRev { value, .. } => {
+            vec![value.as_str()]
+        }
+        Op::MultiPut { kvs } => kvs.iter().map(|(_, v)| v.as_str()).collect(),
+        Op::Get { .. } | Op::Range { .. } | Op::Delete { .. } => Vec::new(),
+    }
+}
+
+/// Indeterminate writes that answered reads prove happened: the revision each made,
+/// by position in `ops`. Only values written by exactly one operation count.
+fn observed_writes(ops: &[&Operation]) -> HashMap<usize, i64> {
+    let mut writers: HashMap<&str, Option<usize>> = HashMap::new();
+    for (i, o) in ops.iter().enumerate() {
+        for v in written_values(&o.op) {
+            writers
+                .entry(v)
+                .and_modify(|w| *w = None)
+                .or_insert(Some(i));
+        }
+    }
+    let mut seen: HashMap<usize, i64> = HashMap::new();
+    let mut note = |value: &str, mod_rev: i64| {
+        if let Some(Some(i)) = writers.get(value)
+            && matches!(ops[*i].outcome, Outcome::Indeterminate(_))
+        {
+            seen.insert(*i, mod_rev);
+        }
+    };
+    for o in ops {
+        match &o.outcome {
+            Outcome::Ok(Response::Get {
+                kv: Some((v, m)), ..
+            }) => note(v, *m),
+            Outcome::Ok(Response::Range { kvs, .. }) => {
+                for (_, v, m) in kvs {
+                    note(v, *m);
+                }
+            }
+            _ => {}
+        }
+    }
+    seen
+}
+
 /// The required revisions of the answered operations not placed yet.
 #[derive(Default)]
 struct Unplaced {
@@ -186,7 +238,10 @@ impl Frame {
         }
         answered.sort_by_key(|(r, w, _)| (*r, *w));
         let mut candidates: Vec<usize> = answered.into_iter().map(|(_, _, e)| e).collect();
-        candidates.extend(open);
+        // Latest call first: the writes that fill a gap in the revisions are almost
+        // always the ones in flight when the gap opened (a crash), not ones sent long
+        // before. Only the order of the search changes, not what it accepts.
+        candidates.extend(open.into_iter().rev());
         Frame {
             candidates,
             blocker: (e != NIL).then_some(e),
@@ -215,7 +270,18 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
             Outcome::Failed(_) => false,
         })
         .collect();
-    let kinds: Vec<Kind> = ops.iter().map(|o| kind_of(o)).collect();
+    let observed = observed_writes(&ops);
+    let kinds: Vec<Kind> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| match observed.get(&i) {
+            Some(made) => Kind::Answered {
+                required: made - 1,
+                writes: true,
+            },
+            None => kind_of(o),
+        })
+        .collect();
     // When the write that made each revision was sent, for stale serializable reads.
     let mut made_at: HashMap<i64, u64> = HashMap::new();
     for (o, k) in ops.iter().zip(&kinds) {
@@ -232,6 +298,11 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
     for (i, o) in ops.iter().enumerate() {
         let (call, end) = match kinds[i] {
             Kind::Indeterminate => (o.invoke, u64::MAX),
+            // Seen by a read, but when it took effect is known only by revision.
+            Kind::Answered { required, writes } if observed.contains_key(&i) => {
+                unplaced.add(required, writes);
+                (o.invoke, u64::MAX)
+            }
             Kind::Answered { required, writes } => {
                 unplaced.add(required, writes);
                 let call = if o.op.is_serializable_read() {
@@ -308,6 +379,11 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
             let Some(undo) = model.step(&o.op, response(o)) else {
                 continue;
             };
+            // A write seen by a read must make the revision the read reported.
+            if observed.contains_key(&op) && model.rev() != rev + 1 {
+                model.undo(undo);
+                continue;
+            }
             // An indeterminate write that would change nothing here waits for the end.
             if kinds[op] == Kind::Indeterminate && model.rev() == rev && !unplaced.is_empty() {
                 model.undo(undo);
