@@ -40,10 +40,13 @@ fn code_name(code: tonic::Code) -> String {
     }
 }
 
-/// A call that failed because the connection failed (tonic reports it as `Unknown`
-/// with the transport error as its source), not because the server answered.
+/// A call that failed because the connection failed, not because the server answered:
+/// tonic reports it as `Unknown` "transport error", or, when the connection closed
+/// while the request waited for it (a loaded server refusing a certificate after the
+/// TLS 1.3 handshake), as hyper's `Cancelled` "operation was canceled".
 fn is_transport_failure(s: &tonic::Status) -> bool {
-    s.code() == tonic::Code::Unknown && s.message() == "transport error"
+    (s.code() == tonic::Code::Unknown && s.message() == "transport error")
+        || (s.code() == tonic::Code::Cancelled && s.message().starts_with("operation was canceled"))
 }
 
 /// How clientv3 shows a status: the bare message for etcd's own errors (it maps them to
@@ -85,6 +88,8 @@ mod tests {
         let e = Error::from(tonic::Status::deadline_exceeded("slow"));
         assert_eq!(e.to_string(), "context deadline exceeded");
         let e = Error::from(tonic::Status::unknown("transport error"));
+        assert_eq!(e.to_string(), "context deadline exceeded");
+        let e = Error::from(tonic::Status::cancelled("operation was canceled"));
         assert_eq!(e.to_string(), "context deadline exceeded");
     }
 }
