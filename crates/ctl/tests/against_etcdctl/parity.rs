@@ -51,6 +51,33 @@ fn session() -> Vec<(String, String)> {
 }
 
 /// Runs a CLI; returns stdout, the `Error:`/health lines of stderr, and the exit code.
+/// Runs `args` (with `stdin`) through etcdctl against `ep_a` and through oxcdctl against
+/// `ep_b`; the difference, if any, described. Database sizes in `endpoint status` (after
+/// any global flags) are masked: the two members' files differ.
+async fn compare_step(ep_a: &str, ep_b: &str, args: &str, stdin: &str) -> Option<String> {
+    let (a, b, x, i) = (
+        ep_a.to_string(),
+        ep_b.to_string(),
+        args.to_string(),
+        stdin.to_string(),
+    );
+    let oxcdctl = env!("CARGO_BIN_EXE_oxcdctl");
+    let (want, got) = tokio::task::spawn_blocking(move || {
+        (run(ETCDCTL, &a, &x, &i, &[]), run(oxcdctl, &b, &x, &i, &[]))
+    })
+    .await
+    .expect("join");
+    let (want, got) = if args.contains("endpoint status") {
+        (
+            (mask_db_size(&want.0), want.1, want.2),
+            (mask_db_size(&got.0), got.1, got.2),
+        )
+    } else {
+        (want, got)
+    };
+    (want != got).then(|| format!("{args}\n  etcdctl: {want:?}\n  oxcdctl: {got:?}"))
+}
+
 fn run(
     bin: &str,
     endpoint: &str,
@@ -160,28 +187,8 @@ async fn oxcdctl_prints_what_etcdctl_prints() {
         if args == "version" || args.contains("--count-only") {
             continue; // each prints its own version; --count-only is etcd 3.5's, checked below
         }
-        let (a, b, x, i, o) = (
-            ep_a.clone(),
-            ep_b.clone(),
-            args.clone(),
-            stdin.clone(),
-            oxcdctl.to_string(),
-        );
-        let (want, got) = tokio::task::spawn_blocking(move || {
-            (run(ETCDCTL, &a, &x, &i, &[]), run(&o, &b, &x, &i, &[]))
-        })
-        .await
-        .expect("join");
-        let (want, got) = if args.starts_with("endpoint status") {
-            (
-                (mask_db_size(&want.0), want.1, want.2),
-                (mask_db_size(&got.0), got.1, got.2),
-            )
-        } else {
-            (want, got)
-        };
-        if want != got {
-            mismatches.push(format!("{args}\n  etcdctl: {want:?}\n  oxcdctl: {got:?}"));
+        if let Some(m) = compare_step(&ep_a, &ep_b, args, stdin).await {
+            mismatches.push(m);
         }
     }
     eprintln!(
@@ -345,28 +352,8 @@ async fn oxcdctl_over_tls_prints_what_etcdctl_prints() {
     }
     let mut mismatches = Vec::new();
     for (args, stdin) in &steps {
-        let (a, b, x, i, o) = (
-            ep_a.clone(),
-            ep_b.clone(),
-            args.clone(),
-            stdin.clone(),
-            oxcdctl.to_string(),
-        );
-        let (want, got) = tokio::task::spawn_blocking(move || {
-            (run(ETCDCTL, &a, &x, &i, &[]), run(&o, &b, &x, &i, &[]))
-        })
-        .await
-        .expect("join");
-        let (want, got) = if args.contains("endpoint status") {
-            (
-                (mask_db_size(&want.0), want.1, want.2),
-                (mask_db_size(&got.0), got.1, got.2),
-            )
-        } else {
-            (want, got)
-        };
-        if want != got {
-            mismatches.push(format!("{args}\n  etcdctl: {want:?}\n  oxcdctl: {got:?}"));
+        if let Some(m) = compare_step(&ep_a, &ep_b, args, stdin).await {
+            mismatches.push(m);
         }
     }
     eprintln!(

@@ -298,11 +298,6 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
     for (i, o) in ops.iter().enumerate() {
         let (call, end) = match kinds[i] {
             Kind::Indeterminate => (o.invoke, u64::MAX),
-            // Seen by a read, but when it took effect is known only by revision.
-            Kind::Answered { required, writes } if observed.contains_key(&i) => {
-                unplaced.add(required, writes);
-                (o.invoke, u64::MAX)
-            }
             Kind::Answered { required, writes } => {
                 unplaced.add(required, writes);
                 let call = if o.op.is_serializable_read() {
@@ -310,7 +305,13 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
                 } else {
                     o.invoke
                 };
-                (call, o.complete)
+                // A write seen by a read: when it took effect is known only by revision.
+                let end = if observed.contains_key(&i) {
+                    u64::MAX
+                } else {
+                    o.complete
+                };
+                (call, end)
             }
         };
         events.push((call, 0, i));
