@@ -33,12 +33,24 @@ export RUST_BACKTRACE="${OXCD_TEST_BACKTRACE:-0}"
 # A fresh clone gains nothing from incremental compilation; it only costs time and disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
+# What this run had to work with, so a slow CI run can be told from a slow machine.
+echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2 " GiB"}'), $(df -h . | awk 'NR==2 {print $4 " free"}'); $(cargo --version)"
+
+# Hard budgets, so a stuck build or test still ends with a report well inside CI's limit:
+# a passing run takes about 10 minutes on a 2-core machine. The tests get SIGINT first,
+# on which nextest cancels what runs and prints its summary.
+build_budget="${OXCD_BUILD_BUDGET:-25m}"
+test_budget="${OXCD_TEST_BUDGET:-20m}"
+
 start=$(date +%s)
-cargo build --workspace --all-targets --locked
+# Benches and examples are not built: no test runs them.
+timeout "$build_budget" cargo build --workspace --bins --tests --locked ||
+  { echo "build failed or did not finish within $build_budget"; exit 1; }
 echo "build: $(( $(date +%s) - start ))s"
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --locked --no-fail-fast
+  timeout --signal=INT --kill-after=60s "$test_budget" \
+    cargo nextest run --workspace --locked --no-fail-fast
 else
-  cargo test --workspace --locked --no-fail-fast
+  timeout --kill-after=60s "$test_budget" cargo test --workspace --locked --no-fail-fast
 fi
 echo "build + tests: $(( $(date +%s) - start ))s"
