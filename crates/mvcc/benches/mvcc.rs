@@ -42,14 +42,17 @@ fn loaded_store() -> (tempfile::TempDir, Store, u64) {
     let value = vec![0x42u8; VALUE_SIZE];
     let mut index = 0u64;
     for chunk in (0..KEYS).collect::<Vec<_>>().chunks(1_000) {
-        let mut batch = store.begin_apply().expect("begin a batch");
-        for &i in chunk {
-            let mut txn = batch.txn().expect("begin a write request");
-            txn.put(&key(i), &value, 0).expect("put");
-            txn.end();
-        }
         index += 1;
-        batch.commit(index, 1, false).expect("commit");
+        store
+            .write_batch(index, 1, false, |batch| {
+                for &i in chunk {
+                    let mut txn = batch.txn()?;
+                    txn.put(&key(i), &value, 0)?;
+                    txn.end();
+                }
+                Ok(())
+            })
+            .expect("commit");
     }
     (dir, store, index)
 }
@@ -64,16 +67,18 @@ fn store_put(c: &mut Criterion) {
         group.throughput(Throughput::Elements(per_commit as u64));
         group.bench_function(format!("{per_commit}_per_commit"), |b| {
             b.iter(|| {
-                let mut batch = store.begin_apply().expect("begin a batch");
-                for _ in 0..per_commit {
-                    let mut txn = batch.txn().expect("begin a write request");
-                    txn.put(&keys[next % KEYS], black_box(&value), 0)
-                        .expect("put");
-                    txn.end();
-                    next += 1;
-                }
                 index += 1;
-                batch.commit(index, 1, false).expect("commit")
+                store
+                    .write_batch(index, 1, false, |batch| {
+                        for _ in 0..per_commit {
+                            let mut txn = batch.txn()?;
+                            txn.put(&keys[next % KEYS], black_box(&value), 0)?;
+                            txn.end();
+                            next += 1;
+                        }
+                        Ok(())
+                    })
+                    .expect("commit")
             });
         });
     }

@@ -81,15 +81,18 @@ fn entries(n: usize, make: fn(usize) -> Op) -> Vec<Vec<u8>> {
 
 /// What the apply thread does with one batch of committed entries (minus the waiters).
 fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durable: bool) {
-    let mut batch = store.begin_apply().expect("begin a batch");
+    let tx = store.backend().begin_batch().expect("begin a batch");
+    let mut ctx = apply::Applier::new(store, &tx);
     for data in batch_entries {
         let req = InternalRequest::decode(data.as_slice()).expect("decode the entry");
         let op = req.op.expect("entry has an op");
-        let applied = apply::apply(&mut batch, &op).expect("apply");
+        let applied = apply::apply(&mut ctx, &op).expect("apply");
         black_box(applied);
         *index += 1;
     }
-    batch.commit(*index, 1, durable).expect("commit the batch");
+    let written = ctx.finish();
+    tx.commit(*index, 1, durable).expect("commit the batch");
+    store.publish(&written, *index);
 }
 
 /// A store in a temporary directory holding `KEYS` keys; the directory must outlive it.

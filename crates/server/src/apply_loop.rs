@@ -25,7 +25,7 @@ use oxcd_storage::snapshot::{list_snapshots, snapshot_path};
 use prost::Message as _;
 use tokio::sync::watch;
 
-use crate::apply::{self, ApplyError};
+use crate::apply::{self, Applier, ApplyError};
 use crate::waiters::{Outcome, Waiters};
 
 /// How often the backend is made durable while writes flow.
@@ -112,7 +112,12 @@ impl ApplyLoop {
     }
 
     fn apply_entries(&self, state: &mut State, entries: &[Entry]) -> Result<(), String> {
-        let mut batch = self.store.begin_apply().map_err(|e| e.to_string())?;
+        let tx = self
+            .store
+            .backend()
+            .begin_batch()
+            .map_err(|e| e.to_string())?;
+        let mut ctx = Applier::new(&self.store, &tx);
         let mut outcomes: Vec<(u64, Outcome)> = Vec::new();
         for e in entries {
             if e.index <= state.applied {
@@ -120,11 +125,10 @@ impl ApplyLoop {
             }
             if e.entry_type == EntryType::EntryNormal && !e.data.is_empty() {
                 match InternalRequest::decode(e.data.as_ref()) {
-                    Ok(InternalRequest { id, op: Some(op) }) => match apply::apply(&mut batch, &op)
-                    {
+                    Ok(InternalRequest { id, op: Some(op) }) => match apply::apply(&mut ctx, &op) {
                         Ok(applied) => outcomes.push((id, Ok(applied))),
                         Err(ApplyError::Request(err)) => outcomes.push((id, Err(err))),
-                        Err(ApplyError::Storage(msg)) => return Err(msg),
+                        Err(fatal @ ApplyError::Fatal(_)) => return Err(fatal.to_string()),
                     },
                     // Same bytes on every member, so every member skips it alike.
                     Ok(InternalRequest { op: None, .. }) => {
@@ -138,9 +142,10 @@ impl ApplyLoop {
         }
         let durable = state.durable_at.elapsed() >= DURABLE_EVERY
             || state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count;
-        batch
-            .commit(state.applied, state.term, durable)
+        let written = ctx.finish();
+        tx.commit(state.applied, state.term, durable)
             .map_err(|e| e.to_string())?;
+        self.store.publish(&written, state.applied);
         state.dirty = !durable;
         if durable {
             self.after_durable(state);
@@ -154,9 +159,12 @@ impl ApplyLoop {
     }
 
     fn commit_durable(&self, state: &mut State) -> Result<(), String> {
-        let batch = self.store.begin_apply().map_err(|e| e.to_string())?;
-        batch
-            .commit(state.applied, state.term, true)
+        let tx = self
+            .store
+            .backend()
+            .begin_batch()
+            .map_err(|e| e.to_string())?;
+        tx.commit(state.applied, state.term, true)
             .map_err(|e| e.to_string())?;
         state.dirty = false;
         self.after_durable(state);

@@ -46,10 +46,7 @@ impl Backend {
             path: path.to_path_buf(),
         };
         let tx = backend.begin_write()?;
-        tx.open_table(schema::KEY)
-            .map_err(|e| backend_err(path, e))?;
-        tx.open_table(schema::META)
-            .map_err(|e| backend_err(path, e))?;
+        crate::tables::create_all(&tx).map_err(|e| backend_err(path, e))?;
         backend.commit(tx, true)?;
         Ok(backend)
     }
@@ -76,6 +73,12 @@ impl Backend {
     /// Starts a read transaction: a consistent snapshot of the last commit.
     pub fn begin_read(&self) -> Result<ReadTransaction> {
         self.db.begin_read().map_err(|e| backend_err(&self.path, e))
+    }
+
+    /// The state hash of the last commit (see [`crate::tables::state_hash`]).
+    pub fn state_hash(&self) -> Result<u32> {
+        let tx = self.begin_read()?;
+        crate::tables::state_hash(&tx).map_err(|e| self.err(e))
     }
 
     /// The size of the database file in bytes.

@@ -2,7 +2,8 @@
 //!
 //! Owns: the write-ahead log ([`wal`]) that is the source of truth for the raft log, the
 //! redb [`backend`] that holds the applied state, [`schema`] (every table and meta key in
-//! one place), and the data-dir lock ([`lock`]).
+//! one place), the [`tables`] registry, the apply path's shared write transaction
+//! ([`batch`]), and the data-dir lock ([`lock`]).
 //!
 //! Invariants:
 //! - A WAL record is acknowledged only after `fdatasync` returned; replay yields exactly the
@@ -13,9 +14,11 @@
 //! - Synchronous code only; no async runtime here.
 
 pub mod backend;
+pub mod batch;
 pub mod lock;
 pub mod schema;
 pub mod snapshot;
+pub mod tables;
 pub mod wal;
 
 /// Errors from storage. Every variant names the file involved where there is one.

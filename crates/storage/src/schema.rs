@@ -1,4 +1,5 @@
-//! Every backend table and meta key, in one place.
+//! Every backend table and meta key, in one place. [`crate::tables::TABLES`] lists the
+//! tables for the code that handles all of them alike (snapshots, hashes).
 //!
 //! - [`KEY`]: the MVCC key space. Key: a revision (see `oxcd-mvcc`), value: an encoded
 //!   `mvccpb.KeyValue`. Rows are immutable once written; compaction deletes old ones.
@@ -6,10 +7,14 @@
 
 use redb::TableDefinition;
 
+/// Name of [`KEY`].
+pub const KEY_NAME: &str = "key";
+/// Name of [`META`].
+pub const META_NAME: &str = "meta";
 /// MVCC rows: revision bytes -> encoded `mvccpb.KeyValue`.
-pub const KEY: TableDefinition<&[u8], &[u8]> = TableDefinition::new("key");
+pub const KEY: TableDefinition<&[u8], &[u8]> = TableDefinition::new(KEY_NAME);
 /// Named metadata values.
-pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new(META_NAME);
 
 /// Raft index of the last entry applied (u64 LE), written with the data it produced.
 pub const META_CONSISTENT_INDEX: &str = "consistent_index";

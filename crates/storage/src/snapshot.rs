@@ -8,8 +8,9 @@
 //! replaces every table with the file's rows in one durable transaction, so a crash
 //! leaves either the old state or the new one.
 //!
-//! Format: records `[table u8][key len u32 LE][key][value len u32 LE][value]`, table 1 =
-//! KEY and 2 = META, then a trailer `[0u8][crc32c of everything before, u32 LE]`.
+//! Format: records `[table u8][key len u32 LE][key][value len u32 LE][value]`, where the
+//! table byte is the tag of a table in [`TABLES`] (every registered table is carried),
+//! then a trailer `[0u8][crc32c of everything before, u32 LE]`.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -18,10 +19,9 @@ use std::path::{Path, PathBuf};
 use redb::{ReadTransaction, ReadableTable};
 
 use crate::backend::Backend;
+use crate::tables::{Replacement, RowError, TABLES};
 use crate::{Result, StorageError, schema};
 
-const TABLE_KEY: u8 = 1;
-const TABLE_META: u8 = 2;
 const TRAILER: u8 = 0;
 /// Suffix of a complete snapshot file.
 const SUFFIX: &str = ".snapdata";
@@ -68,11 +68,8 @@ impl Backend {
             reason: format!("snapshot file is damaged: {reason}"),
         };
         let tx = self.begin_write()?;
-        tx.delete_table(schema::KEY).map_err(|e| self.err(e))?;
-        tx.delete_table(schema::META).map_err(|e| self.err(e))?;
         {
-            let mut keys = tx.open_table(schema::KEY).map_err(|e| self.err(e))?;
-            let mut meta = tx.open_table(schema::META).map_err(|e| self.err(e))?;
+            let mut tables = Replacement::begin(&tx).map_err(|e| self.err(e))?;
             let mut rd = Checked {
                 r: &mut r,
                 crc: 0,
@@ -103,17 +100,10 @@ impl Backend {
                     return Err(bad(format!("value of {vlen} bytes")));
                 }
                 rd.next(vlen, &mut buf)?;
-                match table {
-                    TABLE_KEY => {
-                        keys.insert(key.as_slice(), buf.as_slice())
-                            .map_err(|e| self.err(e))?;
-                    }
-                    TABLE_META => {
-                        let k = std::str::from_utf8(&key)
-                            .map_err(|_| bad("meta key is not UTF-8".into()))?;
-                        meta.insert(k, buf.as_slice()).map_err(|e| self.err(e))?;
-                    }
-                    t => return Err(bad(format!("unknown table {t}"))),
+                match tables.insert(table, &key, &buf) {
+                    Ok(()) => {}
+                    Err(RowError::Backend(e)) => return Err(self.err(e)),
+                    Err(e) => return Err(bad(e.to_string())),
                 }
             }
         }
@@ -162,19 +152,15 @@ impl Dump {
             *crc = crc32c::crc32c_append(*crc, out);
             sink(std::mem::replace(out, Vec::with_capacity(chunk + 4096)))
         };
-        let keys = self.tx.open_table(schema::KEY).map_err(|e| err(&e))?;
-        for row in keys.iter().map_err(|e| err(&e))? {
-            let (k, v) = row.map_err(|e| err(&e))?;
-            push_record(&mut out, TABLE_KEY, k.value(), v.value());
-            if out.len() >= chunk && !flush(&mut out, &mut crc) {
-                return Ok(false);
-            }
-        }
-        let meta = self.tx.open_table(schema::META).map_err(|e| err(&e))?;
-        for row in meta.iter().map_err(|e| err(&e))? {
-            let (k, v) = row.map_err(|e| err(&e))?;
-            push_record(&mut out, TABLE_META, k.value().as_bytes(), v.value());
-            if out.len() >= chunk && !flush(&mut out, &mut crc) {
+        for spec in TABLES {
+            let mut sent = true;
+            spec.scan(&self.tx, |k, v| {
+                push_record(&mut out, spec.tag, k, v);
+                sent = out.len() < chunk || flush(&mut out, &mut crc);
+                sent
+            })
+            .map_err(|e| err(&e))?;
+            if !sent {
                 return Ok(false);
             }
         }

@@ -1,11 +1,14 @@
-//! The MVCC store over the redb backend: reads at a revision, and batched writes.
+//! The MVCC store over the redb backend: reads at a revision, and batched writes that
+//! record the events they make (the change feed watchers are fed from).
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use oxcd_api::mvccpb::KeyValue;
+use oxcd_api::mvccpb::event::EventType;
+use oxcd_api::mvccpb::{Event, KeyValue};
 use oxcd_storage::backend::Backend;
-use oxcd_storage::backend::redb::{ReadableTable, Table, WriteTransaction};
+use oxcd_storage::backend::redb::{ReadableTable, Table};
+use oxcd_storage::batch::BatchTx;
 use oxcd_storage::schema;
 use prost::Message;
 
@@ -245,29 +248,10 @@ impl Store {
         Ok((h, compact_rev, rev))
     }
 
-    /// A hash of the whole applied state (every row and every meta value except the raft
+    /// A hash of the whole applied state (every replicated table, less the raft
     /// position, which members reach at different times), for Maintenance.Hash.
     pub fn hash_all(&self) -> Result<u32> {
-        let tx = self.backend.begin_read()?;
-        let mut h = 0u32;
-        let keys = tx
-            .open_table(schema::KEY)
-            .map_err(|e| self.backend.err(e))?;
-        for row in keys.iter().map_err(|e| self.backend.err(e))? {
-            let (k, v) = row.map_err(|e| self.backend.err(e))?;
-            h = crc32c::crc32c_append(crc32c::crc32c_append(h, k.value()), v.value());
-        }
-        let meta = tx
-            .open_table(schema::META)
-            .map_err(|e| self.backend.err(e))?;
-        for row in meta.iter().map_err(|e| self.backend.err(e))? {
-            let (k, v) = row.map_err(|e| self.backend.err(e))?;
-            if schema::RAFT_POSITION_KEYS.contains(&k.value()) {
-                continue;
-            }
-            h = crc32c::crc32c_append(crc32c::crc32c_append(h, k.value().as_bytes()), v.value());
-        }
-        Ok(h)
+        Ok(self.backend.state_hash()?)
     }
 
     /// Every meta value whose key starts with `prefix`, in key order.
@@ -290,14 +274,39 @@ impl Store {
         Ok(out)
     }
 
-    /// Starts a batch of writes (the apply path's unit of backend commit).
-    pub fn begin_apply(&self) -> Result<ApplyBatch<'_>> {
-        let tx = self.backend.begin_write()?;
-        Ok(ApplyBatch {
+    /// Starts the MVCC part of an applied batch, writing in `tx`.
+    pub fn begin_apply<'a>(&'a self, tx: &'a BatchTx<'_>) -> ApplyBatch<'a> {
+        ApplyBatch {
             store: self,
             tx,
             rev: self.current_rev(),
-        })
+            events: Vec::new(),
+        }
+    }
+
+    /// Runs `f` in a batch of its own, commits it at raft position (`index`, `term`) and
+    /// publishes it: for tools, tests and benchmarks that write outside the apply thread.
+    pub fn write_batch<T>(
+        &self,
+        index: u64,
+        term: u64,
+        durable: bool,
+        f: impl FnOnce(&mut ApplyBatch<'_>) -> Result<T>,
+    ) -> Result<(T, Written)> {
+        let tx = self.backend.begin_batch()?;
+        let mut batch = self.begin_apply(&tx);
+        let out = f(&mut batch)?;
+        let written = batch.finish();
+        tx.commit(index, term, durable)?;
+        self.publish(&written, index);
+        Ok((out, written))
+    }
+
+    /// Makes a batch's revision visible to readers, once its transaction committed
+    /// at raft `index`.
+    pub fn publish(&self, written: &Written, index: u64) {
+        self.current_rev.store(written.rev, Ordering::Release);
+        self.consistent_index.store(index, Ordering::Release);
     }
 }
 
@@ -312,14 +321,27 @@ fn check_read_rev(asked: i64, cur: i64, compact_rev: i64) -> Result<i64> {
     Ok(at)
 }
 
-/// A batch of write requests applied in one backend transaction.
-pub struct ApplyBatch<'s> {
-    store: &'s Store,
-    tx: WriteTransaction,
-    rev: i64,
+/// What a finished batch wrote: the revision it reached and its events in revision order.
+/// [`Store::publish`] makes the revision visible after the transaction commits; only
+/// then may the events be handed to watchers.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// The store's revision after the batch.
+    pub rev: i64,
+    /// Every change of the batch, in revision order (deletes carry the key and the
+    /// revision of the delete).
+    pub events: Vec<Event>,
 }
 
-impl<'s> ApplyBatch<'s> {
+/// The MVCC writes of one applied batch, in the batch's backend transaction.
+pub struct ApplyBatch<'a> {
+    store: &'a Store,
+    tx: &'a BatchTx<'a>,
+    rev: i64,
+    events: Vec<Event>,
+}
+
+impl<'a> ApplyBatch<'a> {
     /// The revision after the requests applied so far in this batch.
     pub fn rev(&self) -> i64 {
         self.rev
@@ -327,15 +349,13 @@ impl<'s> ApplyBatch<'s> {
 
     /// Starts one write request: all its changes share one main revision.
     pub fn txn(&mut self) -> Result<TxnWrite<'_>> {
-        let table = self
-            .tx
-            .open_table(schema::KEY)
-            .map_err(|e| self.store.backend.err(e))?;
+        let table = self.tx.open(schema::KEY)?;
         let begin_rev = self.rev;
         Ok(TxnWrite {
             store: self.store,
             table,
             rev: &mut self.rev,
+            events: &mut self.events,
             begin_rev,
             changes: 0,
         })
@@ -355,10 +375,7 @@ impl<'s> ApplyBatch<'s> {
             idx.tree.compact(rev)
         };
         let backend = &self.store.backend;
-        let mut table = self
-            .tx
-            .open_table(schema::KEY)
-            .map_err(|e| backend.err(e))?;
+        let mut table = self.tx.open(schema::KEY)?;
         let upper = Revision::new(rev + 1, 0).to_bytes(false);
         let mut doomed = Vec::new();
         for row in table
@@ -374,80 +391,21 @@ impl<'s> ApplyBatch<'s> {
         for k in doomed {
             table.remove(k.as_slice()).map_err(|e| backend.err(e))?;
         }
-        let mut meta = self
-            .tx
-            .open_table(schema::META)
-            .map_err(|e| backend.err(e))?;
+        drop(table);
         let rev_bytes = Revision::new(rev, 0).to_bytes(false);
-        meta.insert(schema::META_FINISHED_COMPACT, rev_bytes.as_slice())
-            .map_err(|e| backend.err(e))?;
-        meta.insert(schema::META_SCHEDULED_COMPACT, rev_bytes.as_slice())
-            .map_err(|e| backend.err(e))?;
+        self.tx
+            .put_meta(schema::META_FINISHED_COMPACT, rev_bytes.as_slice())?;
+        self.tx
+            .put_meta(schema::META_SCHEDULED_COMPACT, rev_bytes.as_slice())?;
         Ok(())
     }
 
-    /// Writes a meta value in this batch (replicated state outside the key space, such
-    /// as member attributes).
-    pub fn put_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
-        let backend = &self.store.backend;
-        let mut meta = self
-            .tx
-            .open_table(schema::META)
-            .map_err(|e| backend.err(e))?;
-        meta.insert(key, value).map_err(|e| backend.err(e))?;
-        Ok(())
-    }
-
-    /// Deletes a meta value (nothing if absent).
-    pub fn delete_meta(&mut self, key: &str) -> Result<()> {
-        let backend = &self.store.backend;
-        let mut meta = self
-            .tx
-            .open_table(schema::META)
-            .map_err(|e| backend.err(e))?;
-        meta.remove(key).map_err(|e| backend.err(e))?;
-        Ok(())
-    }
-
-    /// Every meta key starting with `prefix`, as this batch sees them, in key order.
-    pub fn meta_keys(&self, prefix: &str) -> Result<Vec<String>> {
-        let backend = &self.store.backend;
-        let meta = self
-            .tx
-            .open_table(schema::META)
-            .map_err(|e| backend.err(e))?;
-        let mut out = Vec::new();
-        for row in meta.range::<&str>(prefix..).map_err(|e| backend.err(e))? {
-            let (k, _) = row.map_err(|e| backend.err(e))?;
-            if !k.value().starts_with(prefix) {
-                break;
-            }
-            out.push(k.value().to_string());
+    /// Ends the batch: what it wrote, for [`Store::publish`] after the commit.
+    pub fn finish(self) -> Written {
+        Written {
+            rev: self.rev,
+            events: self.events,
         }
-        Ok(out)
-    }
-
-    /// Commits the batch with the raft position it brings the store to, then publishes
-    /// its revision to readers. `durable` forces an fsync of the backend.
-    pub fn commit(self, index: u64, term: u64, durable: bool) -> Result<i64> {
-        let backend = &self.store.backend;
-        {
-            let mut meta = self
-                .tx
-                .open_table(schema::META)
-                .map_err(|e| backend.err(e))?;
-            meta.insert(
-                schema::META_CONSISTENT_INDEX,
-                index.to_le_bytes().as_slice(),
-            )
-            .map_err(|e| backend.err(e))?;
-            meta.insert(schema::META_CONSISTENT_TERM, term.to_le_bytes().as_slice())
-                .map_err(|e| backend.err(e))?;
-        }
-        backend.commit(self.tx, durable)?;
-        self.store.current_rev.store(self.rev, Ordering::Release);
-        self.store.consistent_index.store(index, Ordering::Release);
-        Ok(self.rev)
     }
 }
 
@@ -456,6 +414,7 @@ pub struct TxnWrite<'b> {
     store: &'b Store,
     table: Table<'b, &'static [u8], &'static [u8]>,
     rev: &'b mut i64,
+    events: &'b mut Vec<Event>,
     begin_rev: i64,
     changes: i64,
 }
@@ -507,6 +466,11 @@ impl TxnWrite<'_> {
             .map_err(|e| self.store.backend.err(e))?;
         idx.tree.put(key, rev);
         self.changes += 1;
+        self.events.push(Event {
+            r#type: EventType::Put as i32,
+            kv: Some(kv),
+            prev_kv: None,
+        });
         Ok(rev)
     }
 
@@ -528,6 +492,15 @@ impl TxnWrite<'_> {
                 .map_err(|e| self.store.backend.err(e))?;
             idx.tree.tombstone(&key, rev);
             self.changes += 1;
+            self.events.push(Event {
+                r#type: EventType::Delete as i32,
+                kv: Some(KeyValue {
+                    key: key.clone(),
+                    mod_revision: main,
+                    ..Default::default()
+                }),
+                prev_kv: None,
+            });
             deleted.push(key);
         }
         Ok(deleted)

@@ -6,22 +6,27 @@ fn open(dir: &std::path::Path) -> Store {
 }
 
 fn put(store: &Store, index: u64, kvs: &[(&str, &str)]) -> i64 {
-    let mut batch = store.begin_apply().expect("batch");
-    let mut txn = batch.txn().expect("txn");
-    for (k, v) in kvs {
-        txn.put(k.as_bytes(), v.as_bytes(), 0).expect("put");
-    }
-    txn.end();
-    batch.commit(index, 1, false).expect("commit")
+    let (_, written) = store
+        .write_batch(index, 1, false, |batch| {
+            let mut txn = batch.txn()?;
+            for (k, v) in kvs {
+                txn.put(k.as_bytes(), v.as_bytes(), 0)?;
+            }
+            Ok(txn.end())
+        })
+        .expect("put batch");
+    written.rev
 }
 
-fn del(store: &Store, index: u64, key: &str, end: &str) -> i64 {
-    let mut batch = store.begin_apply().expect("batch");
-    let mut txn = batch.txn().expect("txn");
-    txn.delete_range(KeyRange::new(key.as_bytes(), end.as_bytes()))
-        .expect("delete");
-    txn.end();
-    batch.commit(index, 1, false).expect("commit")
+fn del(store: &Store, index: u64, key: &str, end: &str) -> Written {
+    store
+        .write_batch(index, 1, false, |batch| {
+            let mut txn = batch.txn()?;
+            txn.delete_range(KeyRange::new(key.as_bytes(), end.as_bytes()))?;
+            Ok(txn.end())
+        })
+        .expect("delete batch")
+        .1
 }
 
 fn get(store: &Store, key: &str, rev: i64) -> Option<KeyValue> {
@@ -55,7 +60,7 @@ fn revisions_versions_and_history() {
         (2, 3, 2, &b"2"[..])
     );
     assert_eq!(get(&store, "a", 2).expect("a@2").value, b"1");
-    assert_eq!(del(&store, 3, "a", ""), 4);
+    assert_eq!(del(&store, 3, "a", "").rev, 4);
     assert!(get(&store, "a", 0).is_none());
     assert_eq!(put(&store, 4, &[("a", "3")]), 5);
     let a = get(&store, "a", 0).expect("a again");
@@ -65,7 +70,7 @@ fn revisions_versions_and_history() {
         "version restarts after delete"
     );
     // Deleting nothing does not consume a revision.
-    assert_eq!(del(&store, 5, "zzz", ""), 5);
+    assert_eq!(del(&store, 5, "zzz", "").rev, 5);
     assert!(matches!(
         store.range(
             KeyRange::new(b"a", b""),
@@ -127,9 +132,9 @@ fn compaction_and_restart() {
         put(&store, 3, &[("b", "1")]); // 4
         del(&store, 4, "b", ""); // 5
         put(&store, 5, &[("a", "3")]); // 6
-        let mut batch = store.begin_apply().expect("batch");
-        batch.compact(5).expect("compact");
-        batch.commit(6, 1, true).expect("commit");
+        store
+            .write_batch(6, 1, true, |batch| batch.compact(5))
+            .expect("compact");
         assert!(matches!(
             store.range(
                 KeyRange::new(b"a", b""),
@@ -141,7 +146,8 @@ fn compaction_and_restart() {
             Err(MvccError::Compacted)
         ));
         assert_eq!(get(&store, "a", 5).expect("a@5").value, b"2");
-        let mut batch = store.begin_apply().expect("batch");
+        let tx = store.backend().begin_batch().expect("batch");
+        let mut batch = store.begin_apply(&tx);
         assert!(matches!(batch.compact(5), Err(MvccError::Compacted)));
         assert!(matches!(batch.compact(7), Err(MvccError::FutureRev)));
     }
@@ -163,7 +169,8 @@ fn compaction_and_restart() {
 fn txn_reads_its_own_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(dir.path());
-    let mut batch = store.begin_apply().expect("batch");
+    let tx = store.backend().begin_batch().expect("batch");
+    let mut batch = store.begin_apply(&tx);
     let mut txn = batch.txn().expect("txn");
     txn.put(b"x", b"1", 0).expect("put");
     txn.put(b"x", b"2", 0).expect("put");
@@ -177,6 +184,78 @@ fn txn_reads_its_own_writes() {
     // Not visible outside before commit.
     assert!(get(&store, "x", 0).is_none());
     assert_eq!(txn.end(), 2);
-    batch.commit(1, 1, false).expect("commit");
+    let written = batch.finish();
+    tx.commit(1, 1, false).expect("commit");
+    // Committed but not yet published: readers still see revision 1.
+    assert!(get(&store, "x", 0).is_none());
+    store.publish(&written, 1);
     assert_eq!(get(&store, "x", 0).expect("x").version, 2);
+    assert_eq!(store.consistent_index(), 1);
+}
+
+#[test]
+fn writes_record_their_events_in_revision_order() {
+    use oxcd_api::mvccpb::event::EventType;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    put(&store, 1, &[("a", "1")]); // 2
+    let (_, written) = store
+        .write_batch(2, 1, false, |batch| {
+            let mut txn = batch.txn()?;
+            txn.put(b"a", b"2", 7)?;
+            txn.put(b"b", b"1", 0)?;
+            txn.end();
+            let mut txn = batch.txn()?;
+            txn.put(b"c", b"1", 0)?;
+            Ok(txn.end())
+        })
+        .expect("batch");
+    assert_eq!(written.rev, 4);
+    let seen: Vec<(i32, &[u8], i64, i64, i64)> = written
+        .events
+        .iter()
+        .map(|e| {
+            let kv = e.kv.as_ref().expect("kv");
+            (
+                e.r#type,
+                kv.key.as_slice(),
+                kv.mod_revision,
+                kv.version,
+                kv.lease,
+            )
+        })
+        .collect();
+    let put = EventType::Put as i32;
+    assert_eq!(
+        seen,
+        vec![
+            (put, &b"a"[..], 3, 2, 7),
+            (put, &b"b"[..], 3, 1, 0),
+            (put, &b"c"[..], 4, 1, 0)
+        ]
+    );
+    // A delete carries the key and the delete's revision only; deleting nothing records
+    // nothing and takes no revision.
+    let gone = del(&store, 3, "a", "c");
+    assert_eq!(gone.rev, 5);
+    let deletes: Vec<(i32, &[u8], i64, i64)> = gone
+        .events
+        .iter()
+        .map(|e| {
+            let kv = e.kv.as_ref().expect("kv");
+            (
+                e.r#type,
+                kv.key.as_slice(),
+                kv.mod_revision,
+                kv.create_revision,
+            )
+        })
+        .collect();
+    let del_t = EventType::Delete as i32;
+    assert_eq!(
+        deletes,
+        vec![(del_t, &b"a"[..], 5, 0), (del_t, &b"b"[..], 5, 0)]
+    );
+    let nothing = del(&store, 4, "x", "");
+    assert_eq!((nothing.rev, nothing.events.len()), (5, 0));
 }

@@ -6,10 +6,11 @@
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{AlarmMember, AlarmRequest, AlarmType};
-use oxcd_mvcc::{ApplyBatch, Store};
+use oxcd_mvcc::Store;
+use oxcd_storage::batch::BatchTx;
 use oxcd_storage::schema::META_ALARM_PREFIX;
 
-use super::{Applied, ApplyError, storage_err};
+use super::{Applied, ApplyError};
 
 fn key(member: u64, alarm: i32) -> String {
     format!("{META_ALARM_PREFIX}{member:016x}/{alarm}")
@@ -23,10 +24,9 @@ fn parse(key: &str) -> Option<AlarmMember> {
     })
 }
 
-fn raised_in(batch: &ApplyBatch<'_>) -> Result<Vec<AlarmMember>, ApplyError> {
-    Ok(batch
-        .meta_keys(META_ALARM_PREFIX)
-        .map_err(storage_err)?
+fn raised_in(tx: &BatchTx<'_>) -> Result<Vec<AlarmMember>, ApplyError> {
+    Ok(tx
+        .meta_keys(META_ALARM_PREFIX)?
         .iter()
         .filter_map(|k| parse(k))
         .collect())
@@ -34,7 +34,7 @@ fn raised_in(batch: &ApplyBatch<'_>) -> Result<Vec<AlarmMember>, ApplyError> {
 
 /// Applies an alarm request: activate or deactivate one alarm. Like etcd, the response
 /// lists the alarm changed (none if deactivating one that was not raised).
-pub fn apply(batch: &mut ApplyBatch<'_>, req: &AlarmRequest) -> Result<Applied, ApplyError> {
+pub fn apply(tx: &BatchTx<'_>, req: &AlarmRequest) -> Result<Applied, ApplyError> {
     let member = AlarmMember {
         member_id: req.member_id,
         alarm: req.alarm,
@@ -45,7 +45,7 @@ pub fn apply(batch: &mut ApplyBatch<'_>, req: &AlarmRequest) -> Result<Applied, 
             if req.alarm() == AlarmType::None {
                 return Ok(Applied::Alarm(Vec::new()));
             }
-            batch.put_meta(&k, &[]).map_err(storage_err)?;
+            tx.put_meta(&k, &[])?;
             tracing::warn!(
                 member = %format!("{:x}", req.member_id),
                 alarm = ?req.alarm(),
@@ -54,8 +54,8 @@ pub fn apply(batch: &mut ApplyBatch<'_>, req: &AlarmRequest) -> Result<Applied, 
             Ok(Applied::Alarm(vec![member]))
         }
         AlarmAction::Deactivate => {
-            let was = raised_in(batch)?.contains(&member);
-            batch.delete_meta(&k).map_err(storage_err)?;
+            let was = raised_in(tx)?.contains(&member);
+            tx.delete_meta(&k)?;
             if was {
                 tracing::info!(
                     member = %format!("{:x}", req.member_id),
@@ -65,13 +65,13 @@ pub fn apply(batch: &mut ApplyBatch<'_>, req: &AlarmRequest) -> Result<Applied, 
             }
             Ok(Applied::Alarm(if was { vec![member] } else { Vec::new() }))
         }
-        AlarmAction::Get => Ok(Applied::Alarm(raised_in(batch)?)),
+        AlarmAction::Get => Ok(Applied::Alarm(raised_in(tx)?)),
     }
 }
 
 /// Refuses a write while a CORRUPT alarm is raised.
-pub fn check_writable(batch: &ApplyBatch<'_>) -> Result<(), ApplyError> {
-    if raised_in(batch)?
+pub fn check_writable(tx: &BatchTx<'_>) -> Result<(), ApplyError> {
+    if raised_in(tx)?
         .iter()
         .any(|a| a.alarm() == AlarmType::Corrupt)
     {

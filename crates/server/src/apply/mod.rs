@@ -3,7 +3,10 @@
 //! Deterministic: the outcome depends only on the entry and the store's state, never on
 //! clocks or on which member applies it. A request that fails (an [`EtcdError`]) changes
 //! nothing and consumes no revision; every member fails it the same way. A backend error
-//! is not deterministic: it is returned as [`ApplyError::Storage`] and the member stops.
+//! is not deterministic: it is returned as [`ApplyError::Fatal`] and the member stops.
+//!
+//! Apply functions get an [`Applier`]: the batch's backend transaction, shared by every
+//! module that keeps replicated state in its own tables, and the MVCC writes in it.
 
 pub mod alarms;
 pub mod range;
@@ -15,7 +18,33 @@ use oxcd_api::etcdserverpb::{
     PutResponse, ResponseHeader, TxnResponse,
 };
 use oxcd_api::oxcdpb::internal_request::Op;
-use oxcd_mvcc::{ApplyBatch, KeyRange, MvccError, RangeOptions, TxnWrite};
+use oxcd_mvcc::{ApplyBatch, KeyRange, MvccError, RangeOptions, Store, TxnWrite, Written};
+use oxcd_storage::batch::BatchTx;
+
+/// What apply functions work with, for one batch of log entries. Modules with replicated
+/// state of their own (leases, auth, membership) join here, each writing its tables in
+/// `tx`, so one commit covers all of them and the applied index.
+pub struct Applier<'a> {
+    /// The batch's backend transaction.
+    pub tx: &'a BatchTx<'a>,
+    /// The MVCC writes of the batch.
+    pub mvcc: ApplyBatch<'a>,
+}
+
+impl<'a> Applier<'a> {
+    /// Starts applying a batch to `store` in `tx`.
+    pub fn new(store: &'a Store, tx: &'a BatchTx<'a>) -> Applier<'a> {
+        Applier {
+            tx,
+            mvcc: store.begin_apply(tx),
+        }
+    }
+
+    /// Ends the batch: what MVCC wrote, to publish once `tx` has committed.
+    pub fn finish(self) -> Written {
+        self.mvcc.finish()
+    }
+}
 
 /// What applying one request produced.
 #[derive(Debug, Clone)]
@@ -40,13 +69,40 @@ pub enum ApplyError {
     /// The request is refused, identically on every member.
     #[error(transparent)]
     Request(#[from] EtcdError),
-    /// The backend failed: stop the member.
+    /// The backend failed or holds damaged data: stop the member.
     #[error("apply: {0}")]
-    Storage(String),
+    Fatal(MvccError),
 }
 
-/// Maps MVCC errors to etcd's errors. A backend failure is logged and becomes `Corrupt`,
-/// which the apply path treats as fatal and the read path returns as is.
+impl From<MvccError> for ApplyError {
+    fn from(e: MvccError) -> ApplyError {
+        match e {
+            MvccError::Compacted => ApplyError::Request(EtcdError::Compacted),
+            MvccError::FutureRev => ApplyError::Request(EtcdError::FutureRev),
+            other => ApplyError::Fatal(other),
+        }
+    }
+}
+
+impl From<oxcd_storage::StorageError> for ApplyError {
+    fn from(e: oxcd_storage::StorageError) -> ApplyError {
+        ApplyError::Fatal(MvccError::Storage(e))
+    }
+}
+
+impl ApplyError {
+    /// The error a read answers with: a backend failure on the read path is logged and
+    /// answered as etcd's corrupt-cluster error (the member keeps serving).
+    pub fn into_read_error(self) -> EtcdError {
+        match self {
+            ApplyError::Request(e) => e,
+            ApplyError::Fatal(e) => mvcc_err(e),
+        }
+    }
+}
+
+/// Maps MVCC errors on the read path to etcd's errors. A backend failure is logged and
+/// becomes `Corrupt`.
 pub fn mvcc_err(e: MvccError) -> EtcdError {
     match e {
         MvccError::Compacted => EtcdError::Compacted,
@@ -58,61 +114,49 @@ pub fn mvcc_err(e: MvccError) -> EtcdError {
     }
 }
 
-fn storage_err(e: MvccError) -> ApplyError {
-    match e {
-        MvccError::Compacted => ApplyError::Request(EtcdError::Compacted),
-        MvccError::FutureRev => ApplyError::Request(EtcdError::FutureRev),
-        other => ApplyError::Storage(other.to_string()),
-    }
-}
-
-/// Applies one replicated operation in `batch`.
-pub fn apply(batch: &mut ApplyBatch<'_>, op: &Op) -> Result<Applied, ApplyError> {
+/// Applies one replicated operation.
+pub fn apply(ctx: &mut Applier<'_>, op: &Op) -> Result<Applied, ApplyError> {
     if matches!(
         op,
         Op::Put(_) | Op::DeleteRange(_) | Op::Txn(_) | Op::Compaction(_)
     ) {
-        alarms::check_writable(batch)?;
+        alarms::check_writable(ctx.tx)?;
     }
     match op {
-        Op::Alarm(a) => alarms::apply(batch, a),
-        Op::Compaction(c) => compact(batch, c),
+        Op::Alarm(a) => alarms::apply(ctx.tx, a),
+        Op::Compaction(c) => compact(&mut ctx.mvcc, c),
         Op::MemberAttributes(a) => {
             let key = format!(
                 "{}{:016x}",
                 oxcd_storage::schema::META_MEMBER_ATTRIBUTES_PREFIX,
                 a.id
             );
-            batch
-                .put_meta(&key, &prost::Message::encode_to_vec(a))
-                .map_err(storage_err)?;
+            ctx.tx.put_meta(&key, &prost::Message::encode_to_vec(a))?;
             Ok(Applied::MemberAttributes)
         }
-        Op::Put(p) => in_txn(batch, |txn| {
-            check_put(txn, p)
-                .and_then(|_| put(txn, p))
-                .map(Applied::Put)
+        Op::Put(p) => in_txn(&mut ctx.mvcc, |txn| {
+            check_put(txn, p)?;
+            put(txn, p).map(Applied::Put)
         }),
-        Op::DeleteRange(d) => in_txn(batch, |txn| delete_range(txn, d).map(Applied::DeleteRange)),
-        Op::Txn(t) => in_txn(batch, |txn| txn::apply_txn(txn, t).map(Applied::Txn)),
+        Op::DeleteRange(d) => in_txn(&mut ctx.mvcc, |txn| {
+            delete_range(txn, d).map(Applied::DeleteRange)
+        }),
+        Op::Txn(t) => in_txn(&mut ctx.mvcc, |txn| {
+            txn::apply_txn(txn, t).map(Applied::Txn)
+        }),
     }
 }
 
-/// Runs one write request. Every check runs before the request's first change, so an
-/// [`EtcdError`] means nothing was written; `Corrupt` (a backend failure, already
-/// logged) is fatal.
+/// Runs one write request. Every check runs before the request's first change, so a
+/// refused request wrote nothing.
 fn in_txn(
     batch: &mut ApplyBatch<'_>,
-    f: impl FnOnce(&mut TxnWrite<'_>) -> Result<Applied, EtcdError>,
+    f: impl FnOnce(&mut TxnWrite<'_>) -> Result<Applied, ApplyError>,
 ) -> Result<Applied, ApplyError> {
-    let mut txn = batch.txn().map_err(storage_err)?;
+    let mut txn = batch.txn()?;
     let result = f(&mut txn);
     let rev = txn.end();
-    match result {
-        Ok(applied) => Ok(set_revision(applied, rev)),
-        Err(EtcdError::Corrupt) => Err(ApplyError::Storage("backend failed during apply".into())),
-        Err(e) => Err(ApplyError::Request(e)),
-    }
+    result.map(|applied| set_revision(applied, rev))
 }
 
 /// Sets the top-level header revision to the revision after the request.
@@ -139,7 +183,7 @@ fn set_revision(applied: Applied, rev: i64) -> Applied {
 }
 
 fn compact(batch: &mut ApplyBatch<'_>, c: &CompactionRequest) -> Result<Applied, ApplyError> {
-    batch.compact(c.revision).map_err(storage_err)?;
+    batch.compact(c.revision)?;
     Ok(Applied::Compaction(CompactionResponse {
         header: Some(ResponseHeader {
             revision: batch.rev(),
@@ -161,10 +205,9 @@ pub fn check_put(txn: &TxnWrite<'_>, p: &PutRequest) -> Result<(), EtcdError> {
 }
 
 /// Executes a checked put.
-pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, EtcdError> {
+pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, ApplyError> {
     let prev = if p.prev_kv || p.ignore_value || p.ignore_lease {
-        txn.range(KeyRange::new(&p.key, b""), RangeOptions::default())
-            .map_err(mvcc_err)?
+        txn.range(KeyRange::new(&p.key, b""), RangeOptions::default())?
             .kvs
             .into_iter()
             .next()
@@ -179,7 +222,7 @@ pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, EtcdEr
         (Some(kv), true) => kv.lease,
         _ => p.lease,
     };
-    let rev = txn.put(&p.key, &value, lease).map_err(mvcc_err)?;
+    let rev = txn.put(&p.key, &value, lease)?;
     Ok(PutResponse {
         header: Some(ResponseHeader {
             revision: rev.main,
@@ -193,16 +236,14 @@ pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, EtcdEr
 pub fn delete_range(
     txn: &mut TxnWrite<'_>,
     d: &DeleteRangeRequest,
-) -> Result<DeleteRangeResponse, EtcdError> {
+) -> Result<DeleteRangeResponse, ApplyError> {
     let range = KeyRange::new(&d.key, &d.range_end);
     let prev_kvs = if d.prev_kv {
-        txn.range(range, RangeOptions::default())
-            .map_err(mvcc_err)?
-            .kvs
+        txn.range(range, RangeOptions::default())?.kvs
     } else {
         Vec::new()
     };
-    let deleted = txn.delete_range(range).map_err(mvcc_err)?;
+    let deleted = txn.delete_range(range)?;
     Ok(DeleteRangeResponse {
         header: Some(ResponseHeader {
             revision: txn.rev(),

@@ -7,7 +7,7 @@ use oxcd_api::etcdserverpb::{RangeRequest, RangeResponse, ResponseHeader};
 use oxcd_api::mvccpb::KeyValue;
 use oxcd_mvcc::{KeyRange, MvccError, RangeOptions, RangeResult, Store, TxnWrite};
 
-use super::mvcc_err;
+use super::ApplyError;
 
 /// Something that can be read at a revision.
 pub trait ReadView {
@@ -27,8 +27,9 @@ impl ReadView for TxnWrite<'_> {
     }
 }
 
-/// Executes a validated range request against `view`.
-pub fn range(view: &impl ReadView, r: &RangeRequest) -> Result<RangeResponse, EtcdError> {
+/// Executes a validated range request against `view`. On the read path, map the error
+/// with [`ApplyError::into_read_error`].
+pub fn range(view: &impl ReadView, r: &RangeRequest) -> Result<RangeResponse, ApplyError> {
     let order = SortOrder::try_from(r.sort_order).map_err(|_| EtcdError::InvalidSortOption)?;
     let target = SortTarget::try_from(r.sort_target).map_err(|_| EtcdError::InvalidSortOption)?;
     let filtered = r.min_mod_revision != 0
@@ -41,16 +42,14 @@ pub fn range(view: &impl ReadView, r: &RangeRequest) -> Result<RangeResponse, Et
     } else {
         r.limit as usize + 1
     };
-    let res = view
-        .read(
-            KeyRange::new(&r.key, &r.range_end),
-            RangeOptions {
-                limit: fetch_limit,
-                rev: r.revision,
-                count_only: r.count_only,
-            },
-        )
-        .map_err(mvcc_err)?;
+    let res = view.read(
+        KeyRange::new(&r.key, &r.range_end),
+        RangeOptions {
+            limit: fetch_limit,
+            rev: r.revision,
+            count_only: r.count_only,
+        },
+    )?;
     let mut kvs = res.kvs;
     kvs.retain(|kv| {
         !(r.max_mod_revision != 0 && kv.mod_revision > r.max_mod_revision

@@ -11,14 +11,12 @@ use oxcd_api::etcdserverpb::{
 use oxcd_api::mvccpb::KeyValue;
 use oxcd_mvcc::{KeyRange, RangeOptions, TxnWrite};
 
-use super::{delete_range, mvcc_err, put, range::range};
+use super::{ApplyError, delete_range, put, range::range};
 
 /// Whether every key in the compare's range satisfies it (a missing key is compared as
 /// a zero key-value, except for value compares, which then fail).
-fn compare(txn: &TxnWrite<'_>, c: &Compare) -> Result<bool, EtcdError> {
-    let res = txn
-        .range(KeyRange::new(&c.key, &c.range_end), RangeOptions::default())
-        .map_err(mvcc_err)?;
+fn compare(txn: &TxnWrite<'_>, c: &Compare) -> Result<bool, ApplyError> {
+    let res = txn.range(KeyRange::new(&c.key, &c.range_end), RangeOptions::default())?;
     let target = CompareTarget::try_from(c.target).unwrap_or(CompareTarget::Version);
     if res.kvs.is_empty() {
         if target == CompareTarget::Value {
@@ -65,7 +63,7 @@ fn int_of(u: &Option<TargetUnion>, pick: impl Fn(&TargetUnion) -> Option<i64>) -
 }
 
 /// Evaluates compares and picks the branch, recursively: the path of `succeeded` flags.
-fn choose_path(txn: &TxnWrite<'_>, r: &TxnRequest, path: &mut Vec<bool>) -> Result<(), EtcdError> {
+fn choose_path(txn: &TxnWrite<'_>, r: &TxnRequest, path: &mut Vec<bool>) -> Result<(), ApplyError> {
     let mut ok = true;
     for c in &r.compare {
         if !compare(txn, c)? {
@@ -91,7 +89,7 @@ fn check_path(
     r: &TxnRequest,
     path: &[bool],
     at: &mut usize,
-) -> Result<(), EtcdError> {
+) -> Result<(), ApplyError> {
     let ok = path[*at];
     *at += 1;
     for op in if ok { &r.success } else { &r.failure } {
@@ -99,7 +97,7 @@ fn check_path(
             Some(Request::RequestRange(rr)) => {
                 let rev = txn.rev();
                 if rr.revision > rev {
-                    return Err(EtcdError::FutureRev);
+                    return Err(EtcdError::FutureRev.into());
                 }
                 txn.range(
                     KeyRange::new(&rr.key, b""),
@@ -108,8 +106,7 @@ fn check_path(
                         count_only: true,
                         limit: 0,
                     },
-                )
-                .map_err(mvcc_err)?;
+                )?;
             }
             Some(Request::RequestPut(p)) => super::check_put(txn, p)?,
             Some(Request::RequestTxn(t)) => check_path(txn, t, path, at)?,
@@ -120,7 +117,7 @@ fn check_path(
 }
 
 /// Applies a txn request in the write request `txn`.
-pub fn apply_txn(txn: &mut TxnWrite<'_>, r: &TxnRequest) -> Result<TxnResponse, EtcdError> {
+pub fn apply_txn(txn: &mut TxnWrite<'_>, r: &TxnRequest) -> Result<TxnResponse, ApplyError> {
     let mut path = Vec::new();
     choose_path(txn, r, &mut path)?;
     check_path(txn, r, &path, &mut 0)?;
@@ -134,7 +131,7 @@ fn exec(
     r: &TxnRequest,
     path: &[bool],
     at: &mut usize,
-) -> Result<TxnResponse, EtcdError> {
+) -> Result<TxnResponse, ApplyError> {
     let ok = path[*at];
     *at += 1;
     let ops: &[RequestOp] = if ok { &r.success } else { &r.failure };

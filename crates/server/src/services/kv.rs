@@ -57,7 +57,8 @@ impl Kv for KvService {
         if !r.serializable {
             self.member.read_barrier().await?;
         }
-        let mut resp = range::range(&*self.member.store, &r)?;
+        let mut resp = range::range(&*self.member.store, &r)
+            .map_err(crate::apply::ApplyError::into_read_error)?;
         resp.header = Some(self.member.header(Self::rev(&resp.header)));
         Ok(Response::new(resp))
     }
