@@ -193,6 +193,23 @@ fn txn_reads_its_own_writes() {
     assert_eq!(store.consistent_index(), 1);
 }
 
+/// (type, key, mod revision, version, lease) of each event.
+fn summary(events: &[oxcd_api::mvccpb::Event]) -> Vec<(i32, &[u8], i64, i64, i64)> {
+    events
+        .iter()
+        .map(|e| {
+            let kv = e.kv.as_ref().expect("kv");
+            (
+                e.r#type,
+                kv.key.as_slice(),
+                kv.mod_revision,
+                kv.version,
+                kv.lease,
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn writes_record_their_events_in_revision_order() {
     use oxcd_api::mvccpb::event::EventType;
@@ -211,50 +228,25 @@ fn writes_record_their_events_in_revision_order() {
         })
         .expect("batch");
     assert_eq!(written.rev, 4);
-    let seen: Vec<(i32, &[u8], i64, i64, i64)> = written
-        .events
-        .iter()
-        .map(|e| {
-            let kv = e.kv.as_ref().expect("kv");
-            (
-                e.r#type,
-                kv.key.as_slice(),
-                kv.mod_revision,
-                kv.version,
-                kv.lease,
-            )
-        })
-        .collect();
+    let seen = summary(&written.events);
     let put = EventType::Put as i32;
     assert_eq!(
         seen,
         vec![
             (put, &b"a"[..], 3, 2, 7),
             (put, &b"b"[..], 3, 1, 0),
-            (put, &b"c"[..], 4, 1, 0)
+            (put, &b"c"[..], 4, 1, 0),
         ]
     );
     // A delete carries the key and the delete's revision only; deleting nothing records
     // nothing and takes no revision.
     let gone = del(&store, 3, "a", "c");
     assert_eq!(gone.rev, 5);
-    let deletes: Vec<(i32, &[u8], i64, i64)> = gone
-        .events
-        .iter()
-        .map(|e| {
-            let kv = e.kv.as_ref().expect("kv");
-            (
-                e.r#type,
-                kv.key.as_slice(),
-                kv.mod_revision,
-                kv.create_revision,
-            )
-        })
-        .collect();
+    let deletes = summary(&gone.events);
     let del_t = EventType::Delete as i32;
     assert_eq!(
         deletes,
-        vec![(del_t, &b"a"[..], 5, 0), (del_t, &b"b"[..], 5, 0)]
+        vec![(del_t, &b"a"[..], 5, 0, 0), (del_t, &b"b"[..], 5, 0, 0)]
     );
     let nothing = del(&store, 4, "x", "");
     assert_eq!((nothing.rev, nothing.events.len()), (5, 0));

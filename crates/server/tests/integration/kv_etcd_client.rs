@@ -217,38 +217,32 @@ async fn ranges_sort_limit_filters() {
         .expect("serializable");
     assert_eq!(r.count(), 3);
     // Revisions: a/3=2, a/1=3, a/2=4, b=5, a/1 again=6.
-    let r = c
-        .get(
-            "a/",
-            Some(GetOptions::new().with_prefix().with_min_mod_revision(4)),
-        )
-        .await
-        .expect("min mod");
-    assert_eq!(keys(&r), ["a/1", "a/2"]);
-    let r = c
-        .get(
-            "a/",
-            Some(GetOptions::new().with_prefix().with_max_mod_revision(4)),
-        )
-        .await
-        .expect("max mod");
-    assert_eq!(keys(&r), ["a/2", "a/3"]);
-    let r = c
-        .get(
-            "a/",
-            Some(GetOptions::new().with_prefix().with_min_create_revision(3)),
-        )
-        .await
-        .expect("min create");
-    assert_eq!(keys(&r), ["a/1", "a/2"]);
-    let r = c
-        .get(
-            "a/",
-            Some(GetOptions::new().with_prefix().with_max_create_revision(3)),
-        )
-        .await
-        .expect("max create");
-    assert_eq!(keys(&r), ["a/1", "a/3"]);
+    let filters = [
+        (
+            "min mod",
+            GetOptions::new().with_min_mod_revision(4),
+            ["a/1", "a/2"],
+        ),
+        (
+            "max mod",
+            GetOptions::new().with_max_mod_revision(4),
+            ["a/2", "a/3"],
+        ),
+        (
+            "min create",
+            GetOptions::new().with_min_create_revision(3),
+            ["a/1", "a/2"],
+        ),
+        (
+            "max create",
+            GetOptions::new().with_max_create_revision(3),
+            ["a/1", "a/3"],
+        ),
+    ];
+    for (what, opts, want) in filters {
+        let r = c.get("a/", Some(opts.with_prefix())).await.expect(what);
+        assert_eq!(keys(&r), want, "{what}");
+    }
     m.stop().await;
 }
 
