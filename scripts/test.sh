@@ -2,9 +2,9 @@
 # Sets up what the test suite needs on a fresh Debian machine and runs every test.
 #
 # Installs (when missing): protobuf-compiler (the etcd-client crate's build needs protoc),
-# etcd-client (etcdctl 3.4) and etcd-server (etcd 3.4) — the third-party client and the
-# reference server the compatibility tests compare against — and curl and iproute2 (ss)
-# for the TLS tests. Needs root for apt and for
+# etcd-client (etcdctl 3.4) and etcd-server (etcd 3.4) — the third-party client and a
+# real server for the tests — and curl and iproute2 (ss) for the TLS tests; and fetches
+# etcd 3.5.16 (scripts/fetch-etcd35.sh), the reference of the parity tests. Needs root for apt and for
 # the full-disk test's tmpfs mount.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,16 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# The parity tests compare with etcd 3.5.16, the line oxcd reports (oxcd_testkit::reference);
+# Debian's 3.4 stays the reference only if 3.5 cannot be fetched, and this says so.
+if [ -z "${OXCD_REFERENCE_ETCD:-}" ]; then
+  if etcd35=$(./scripts/fetch-etcd35.sh); then
+    export OXCD_REFERENCE_ETCD="$etcd35/etcd"
+  else
+    echo "WARNING: could not fetch etcd 3.5; parity tests compare with Debian's etcd 3.4"
+  fi
+fi
+echo "reference etcd: ${OXCD_REFERENCE_ETCD:-/usr/bin/etcd}"
 # Debian's etcd-server unit may not start here; make sure no stray etcd holds 2379.
 if command -v systemctl >/dev/null 2>&1; then systemctl stop etcd >/dev/null 2>&1 || true; fi
 

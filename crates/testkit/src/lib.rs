@@ -23,6 +23,7 @@ pub mod pki;
 pub mod ports;
 pub mod process;
 pub mod proxy;
+pub mod reference;
 pub mod rng;
 pub mod scenario;
 pub mod workload;

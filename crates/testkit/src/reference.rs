@@ -1,0 +1,29 @@
+//! The real etcd that parity tests compare oxcd with.
+//!
+//! etcd 3.5 is the release line oxcd reports, so it is the reference where 3.4 and 3.5
+//! differ; Debian bookworm packages only 3.4. `OXCD_REFERENCE_ETCD` names the etcd server
+//! binary to compare with (`scripts/test.sh` fetches etcd 3.5.16 with
+//! `../shared/tools/fetch-etcd35.sh` and sets it); without it, Debian's etcd 3.4 at
+//! `/usr/bin/etcd`. The client is always Debian's etcdctl 3.4, which must keep working.
+
+use std::path::PathBuf;
+
+/// The variable that names the reference etcd binary.
+pub const VARIABLE: &str = "OXCD_REFERENCE_ETCD";
+
+/// Debian's etcd 3.4, the reference when [`VARIABLE`] is not set.
+pub const DEBIAN_ETCD: &str = "/usr/bin/etcd";
+
+/// The etcd server binary parity tests start. Panics with how to get it when missing.
+pub fn etcd_binary() -> PathBuf {
+    let path = std::env::var_os(VARIABLE)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEBIAN_ETCD));
+    assert!(
+        path.exists(),
+        "parity tests need a real etcd at {} ({VARIABLE} names it; Debian's etcd-server \
+         package gives 3.4 at {DEBIAN_ETCD}; ../shared/tools/fetch-etcd35.sh gives 3.5)",
+        path.display()
+    );
+    path
+}
