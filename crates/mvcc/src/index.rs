@@ -31,6 +31,17 @@ impl<'a> KeyRange<'a> {
         KeyRange { key, end }
     }
 
+    /// Whether `k` is in the range.
+    pub fn contains(&self, k: &[u8]) -> bool {
+        if self.end.is_empty() {
+            k == self.key
+        } else if self.end == [0] {
+            k >= self.key
+        } else {
+            k >= self.key && k < self.end
+        }
+    }
+
     fn bounds(&self) -> Option<KeyBounds<'a>> {
         if self.end.is_empty() {
             return Some((Bound::Included(self.key), Bound::Included(self.key)));

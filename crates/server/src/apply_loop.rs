@@ -1,6 +1,7 @@
 //! The apply thread: takes committed entries from the raft loop, applies them to the
-//! MVCC store in one backend transaction per batch, then completes the waiters and
-//! publishes the applied index (which linearizable reads wait on).
+//! MVCC store in one backend transaction per batch, then publishes the batch's revision
+//! and events (to readers, then to watchers), completes the waiters and publishes the
+//! applied index (which linearizable reads wait on).
 //!
 //! Backend commits are not synced on their own (the WAL is durable); every
 //! [`DURABLE_EVERY`], before a log compaction and at shutdown the commit is made durable.
@@ -27,6 +28,7 @@ use tokio::sync::watch;
 
 use crate::apply::{self, Applier, ApplyError};
 use crate::waiters::{Outcome, Waiters};
+use crate::watch::WatchHub;
 
 /// How often the backend is made durable while writes flow.
 pub const DURABLE_EVERY: Duration = Duration::from_millis(100);
@@ -35,6 +37,8 @@ pub const DURABLE_EVERY: Duration = Duration::from_millis(100);
 pub struct ApplyLoop {
     /// The store to apply to.
     pub store: Arc<Store>,
+    /// Where each committed batch's events go, after the commit.
+    pub watch_hub: Arc<WatchHub>,
     /// The raft loop, told what was applied and when to compact.
     pub raft: RaftHandle,
     /// Committed entries from the raft loop.
@@ -146,6 +150,7 @@ impl ApplyLoop {
         tx.commit(state.applied, state.term, durable)
             .map_err(|e| e.to_string())?;
         self.store.publish(&written, state.applied);
+        self.watch_hub.publish(written.rev, written.events);
         state.dirty = !durable;
         if durable {
             self.after_durable(state);
@@ -205,6 +210,7 @@ impl ApplyLoop {
             took_ms = started.elapsed().as_millis() as u64,
             "installed the leader's snapshot"
         );
+        self.watch_hub.publish_gap(self.store.current_rev());
         state.applied = index;
         state.term = term;
         state.snapshot_index = index;

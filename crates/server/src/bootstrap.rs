@@ -19,6 +19,7 @@ use crate::peer::PeerDialer;
 use crate::peer::transport::{PeerFaults, PeerTransport};
 use crate::settings::Settings;
 use crate::waiters::Waiters;
+use crate::watch::WatchHub;
 
 /// Why a member could not start.
 #[derive(Debug, thiserror::Error)]
@@ -103,8 +104,13 @@ pub fn start(
     let _ = raft_slot.set(raft.clone());
     let waiters = Arc::new(Waiters::new(cluster.me));
     let (applied_tx, applied_rx) = watch::channel(store.consistent_index());
+    let watch_hub = Arc::new(WatchHub::new(
+        store.clone(),
+        s.watch_progress_notify_interval,
+    ));
     let apply_thread = ApplyLoop {
         store: store.clone(),
+        watch_hub: watch_hub.clone(),
         raft: raft.clone(),
         events,
         waiters: waiters.clone(),
@@ -129,7 +135,7 @@ pub fn start(
         quota_backend_bytes: s.quota_backend_bytes(),
     };
     let member = Arc::new(Member::new(
-        identity, limits, store, raft, waiters, applied_rx,
+        identity, limits, store, raft, waiters, applied_rx, watch_hub,
     ));
     Ok(Started {
         member,

@@ -32,3 +32,4 @@ pub mod services;
 pub mod settings;
 pub mod validate;
 pub mod waiters;
+pub mod watch;

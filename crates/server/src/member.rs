@@ -1,5 +1,5 @@
 //! A running member as the services see it: propose-and-wait for writes, the ReadIndex
-//! barrier for linearizable reads, response headers, identity.
+//! barrier for linearizable reads, response headers, identity, the watch feed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +16,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::apply::Applied;
 use crate::waiters::Waiters;
+use crate::watch::WatchHub;
 
 /// Request limits and timeouts.
 #[derive(Debug, Clone)]
@@ -57,6 +58,8 @@ pub struct Member {
     pub store: Arc<Store>,
     /// The raft loop.
     pub raft: RaftHandle,
+    /// The live change feed watchers read.
+    pub watch_hub: Arc<WatchHub>,
     waiters: Arc<Waiters>,
     applied: watch::Receiver<u64>,
 }
@@ -78,12 +81,14 @@ impl Member {
         raft: RaftHandle,
         waiters: Arc<Waiters>,
         applied: watch::Receiver<u64>,
+        watch_hub: Arc<WatchHub>,
     ) -> Member {
         Member {
             id,
             limits,
             store,
             raft,
+            watch_hub,
             waiters,
             applied,
         }

@@ -51,6 +51,9 @@ pub struct Settings {
     pub initial_corrupt_check: bool,
     /// `--experimental-corrupt-check-time` (zero: off): the leader compares periodically.
     pub corrupt_check_time: Duration,
+    /// `--experimental-watch-progress-notify-interval` (3.6: `--watch-progress-notify-interval`):
+    /// how often idle watchers that asked for it get a progress notification.
+    pub watch_progress_notify_interval: Duration,
     /// `--listen-metrics-urls`: `/metrics` and `/health` only (plain or https, with the
     /// client TLS settings, as etcd).
     pub listen_metrics_urls: Vec<String>,

@@ -27,3 +27,17 @@ pub fn etcd_binary() -> PathBuf {
     );
     path
 }
+
+/// The reference etcd's version (`3.5.16`), from `etcd --version`.
+pub fn etcd_version() -> String {
+    let out = std::process::Command::new(etcd_binary())
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    out.lines()
+        .find_map(|l| l.strip_prefix("etcd Version: "))
+        .unwrap_or("unknown")
+        .trim()
+        .to_string()
+}

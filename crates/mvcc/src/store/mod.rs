@@ -383,7 +383,10 @@ impl<'a> ApplyBatch<'a> {
             .map_err(|e| backend.err(e))?
         {
             let (k, _) = row.map_err(|e| backend.err(e))?;
-            let keep_row = Revision::from_bytes(k.value()).is_some_and(|(r, _)| keep.contains(&r));
+            // As etcd, rows at the compaction revision itself stay (a delete there
+            // included): a watch may start at the compaction revision.
+            let keep_row = Revision::from_bytes(k.value())
+                .is_some_and(|(r, _)| r.main == rev || keep.contains(&r));
             if !keep_row {
                 doomed.push(k.value().to_vec());
             }
@@ -514,6 +517,10 @@ impl TxnWrite<'_> {
         *self.rev
     }
 }
+
+mod history;
+
+pub use history::History;
 
 #[cfg(test)]
 mod tests;

@@ -159,10 +159,11 @@ fn compaction_and_restart() {
     let a = get(&store, "a", 0).expect("a");
     assert_eq!((a.version, a.create_revision), (3, 2));
     assert!(get(&store, "b", 0).is_none());
-    // Rows: a@3 (kept for reads at 5), a@6; b's generation is gone.
+    // Rows: a@3 (kept for reads at 5), b's delete at 5 (the compaction revision: a watch
+    // from there still sees it, as in etcd), a@6; b's put at 4 is gone.
     let tx = store.backend().begin_read().expect("read");
     let t = tx.open_table(schema::KEY).expect("table");
-    assert_eq!(t.iter().expect("iter").count(), 2);
+    assert_eq!(t.iter().expect("iter").count(), 3);
 }
 
 #[test]
@@ -250,4 +251,49 @@ fn writes_record_their_events_in_revision_order() {
     );
     let nothing = del(&store, 4, "x", "");
     assert_eq!((nothing.rev, nothing.events.len()), (5, 0));
+}
+
+#[test]
+fn history_replays_the_events_of_a_revision_range_in_whole_revisions() {
+    use oxcd_api::mvccpb::event::EventType;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    put(&store, 1, &[("a", "1")]); // 2
+    put(&store, 2, &[("b", "1"), ("c", "1")]); // 3
+    del(&store, 3, "a", "c"); // 4: a and b
+    put(&store, 4, &[("a", "2")]); // 5
+    let all = store.history(2, 5, usize::MAX).expect("history");
+    assert_eq!(all.through, 5);
+    let put_t = EventType::Put as i32;
+    let del_t = EventType::Delete as i32;
+    assert_eq!(
+        summary(&all.events),
+        vec![
+            (put_t, &b"a"[..], 2, 1, 0),
+            (put_t, &b"b"[..], 3, 1, 0),
+            (put_t, &b"c"[..], 3, 1, 0),
+            (del_t, &b"a"[..], 4, 0, 0),
+            (del_t, &b"b"[..], 4, 0, 0),
+            (put_t, &b"a"[..], 5, 1, 0),
+        ]
+    );
+    // A small byte budget still ends on a whole revision: revision 3's two events stay
+    // together.
+    let chunk = store.history(3, 5, 1).expect("chunk");
+    assert_eq!(chunk.through, 3);
+    assert_eq!(chunk.events.len(), 2);
+    let next = store.history(chunk.through + 1, 5, 1).expect("next chunk");
+    assert_eq!((next.through, next.events.len()), (4, 2));
+    // Nothing to read: an empty chunk that covers up to `to`.
+    let none = store.history(6, 5, usize::MAX).expect("empty");
+    assert_eq!((none.through, none.events.len()), (5, 0));
+    store
+        .write_batch(5, 1, false, |batch| batch.compact(4))
+        .expect("compact");
+    assert!(matches!(
+        store.history(3, 5, usize::MAX),
+        Err(MvccError::Compacted)
+    ));
+    let from_compaction = store.history(4, 5, usize::MAX).expect("from compaction");
+    assert_eq!(from_compaction.through, 5);
 }

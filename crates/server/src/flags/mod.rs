@@ -76,6 +76,8 @@ fn err(msg: impl Into<String>) -> ConfigError {
 
 /// etcd's default `--initial-cluster` (`embed.NewConfig`).
 const DEFAULT_INITIAL_CLUSTER: &str = "default=http://localhost:2380";
+/// etcd's progress notification interval, used when the flag is zero or negative.
+const DEFAULT_PROGRESS_NOTIFY: Duration = Duration::from_secs(600);
 
 /// Parses the command line, the `ETCD_*` environment (`env` looks a variable up,
 /// `env_keys` lists the names present) and the config file.
@@ -749,6 +751,14 @@ impl Config {
             .filter_map(|k| self.get(k))
             .max()
             .unwrap_or_default(),
+            // The 3.6 name wins when both are given; zero or less is etcd's default.
+            watch_progress_notify_interval:
+                match self.explicit(key::WATCH_PROGRESS_NOTIFY_INTERVAL) {
+                    Some(_) => self.get(key::WATCH_PROGRESS_NOTIFY_INTERVAL),
+                    None => self.get(key::EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL),
+                }
+                .filter(|d| !d.is_zero())
+                .unwrap_or(DEFAULT_PROGRESS_NOTIFY),
             listen_metrics_urls: self.get(key::LISTEN_METRICS_URLS),
             client_tls: TlsInfo {
                 cert_file: path(key::CERT_FILE),

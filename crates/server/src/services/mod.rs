@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod kv;
 pub mod maintenance;
+pub mod watch;
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use oxcd_api::etcdserverpb::cluster_server::ClusterServer;
 use oxcd_api::etcdserverpb::kv_server::KvServer;
 use oxcd_api::etcdserverpb::lease_server::{Lease, LeaseServer};
 use oxcd_api::etcdserverpb::maintenance_server::MaintenanceServer;
-use oxcd_api::etcdserverpb::watch_server::{Watch, WatchServer};
+use oxcd_api::etcdserverpb::watch_server::WatchServer;
 use oxcd_api::v3electionpb::election_server::{Election, ElectionServer};
 use oxcd_api::v3lockpb::lock_server::{Lock, LockServer};
 use tonic::service::Routes;
@@ -23,14 +24,13 @@ use crate::member::Member;
 /// A service whose methods all answer Unimplemented (the generated defaults).
 struct NotYet;
 
-impl Watch for NotYet {}
 impl Lease for NotYet {}
 impl Auth for NotYet {}
 impl Lock for NotYet {}
 impl Election for NotYet {}
 
 /// gRPC's own framing overhead allowed on top of `--max-request-bytes` (as etcd).
-const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
+pub(crate) const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
 
 /// Every etcd service, ready to serve.
 pub fn routes(member: Arc<Member>) -> Routes {
@@ -39,8 +39,10 @@ pub fn routes(member: Arc<Member>) -> Routes {
         .add_service(MaintenanceServer::new(
             maintenance::MaintenanceService::new(member.clone()),
         ))
-        .add_service(ClusterServer::new(cluster::ClusterService::new(member)))
-        .add_service(WatchServer::new(NotYet))
+        .add_service(ClusterServer::new(cluster::ClusterService::new(
+            member.clone(),
+        )))
+        .add_service(WatchServer::new(watch::WatchService::new(member)))
         .add_service(LeaseServer::new(NotYet))
         .add_service(AuthServer::new(NotYet))
         .add_service(LockServer::new(NotYet))

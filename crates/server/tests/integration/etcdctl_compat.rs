@@ -7,9 +7,9 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
+use common::etcd::{start_etcd, start_etcd_with};
 use common::{InProc, free_port};
 
 const ETCDCTL: &str = "/usr/bin/etcdctl";
@@ -25,71 +25,6 @@ fn script() -> Vec<(String, String)> {
             None => (l.to_string(), String::new()),
         })
         .collect()
-}
-
-struct Etcd {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_etcd(dir: &Path) -> Etcd {
-    start_etcd_with(dir, "http", &[], &[])
-}
-
-/// etcd serving clients on a `scheme` URL with `flags`; `ctl` are the etcdctl flags
-/// that reach it.
-fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String]) -> Etcd {
-    assert!(
-        Path::new(ETCDCTL).exists(),
-        "this test needs etcdctl 3.4: apt-get install -y etcd-client"
-    );
-    let (c, p) = (free_port(), free_port());
-    let client = format!("{scheme}://127.0.0.1:{c}");
-    let peer = format!("http://127.0.0.1:{p}");
-    let child = Command::new(oxcd_testkit::reference::etcd_binary())
-        .arg("--data-dir")
-        .arg(dir)
-        .args(flags)
-        .args([
-            "--listen-client-urls",
-            &client,
-            "--advertise-client-urls",
-            &client,
-        ])
-        .args([
-            "--listen-peer-urls",
-            &peer,
-            "--initial-advertise-peer-urls",
-            &peer,
-        ])
-        .args(["--initial-cluster", &format!("default={peer}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start etcd");
-    let etcd = Etcd {
-        child,
-        endpoint: if scheme == "http" {
-            format!("127.0.0.1:{c}")
-        } else {
-            client
-        },
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if run_with(&etcd.endpoint, ctl, "endpoint health", "").2 == 0 {
-            return etcd;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("etcd did not become healthy");
 }
 
 /// Runs etcdctl; returns stdout, the `Error:` and health lines of stderr, exit code.

@@ -16,3 +16,4 @@ mod faults;
 mod kv_etcd_client;
 mod tls;
 mod tls_cluster;
+mod watch_parity;

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod etcd;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

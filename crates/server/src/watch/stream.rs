@@ -1,0 +1,353 @@
+//! The task serving one gRPC Watch stream: its requests (create, cancel, progress), the
+//! live feed, catch-up from the history, and progress notifications.
+//!
+//! Invariants (per stream):
+//! - `delivered`: every watcher of the stream has been sent every event it wants at or
+//!   below it; every revision above it will arrive through `feed` (or as a gap).
+//! - A watcher whose next revision is at or below `delivered` is caught up from the
+//!   history before the stream reads anything else, so the feed only ever serves
+//!   watchers that are up to date, and no event is sent twice or skipped.
+//! - Responses leave through one bounded channel, in the order they were made: a
+//!   watcher's `created` comes before its events, its events before its `canceled`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use oxcd_api::etcdserverpb::watch_request::RequestUnion;
+use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
+use oxcd_api::mvccpb::Event;
+use oxcd_mvcc::{KeyRange, MvccError, RangeOptions, Store};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, mpsc};
+use tonic::Status;
+
+use super::watcher::{DUPLICATE_ID, Watcher, fragments};
+use super::{Feed, WatchHub};
+use crate::member::Member;
+use crate::services::GRPC_OVERHEAD_BYTES;
+
+/// The id etcd answers with when no watcher was created (and for stream-wide progress).
+const NO_WATCH: i64 = -1;
+
+/// The client went away: the stream ends.
+#[derive(Debug)]
+pub struct Gone;
+
+/// One stream's state.
+pub struct WatchStream {
+    member: Arc<Member>,
+    hub: Arc<WatchHub>,
+    watchers: BTreeMap<i64, Watcher>,
+    next_auto_id: i64,
+    feed: broadcast::Receiver<Arc<Feed>>,
+    delivered: i64,
+    out: mpsc::Sender<Result<WatchResponse, Status>>,
+}
+
+impl WatchStream {
+    /// A stream of `member`, answering through `out`.
+    pub fn new(
+        member: Arc<Member>,
+        hub: Arc<WatchHub>,
+        out: mpsc::Sender<Result<WatchResponse, Status>>,
+    ) -> WatchStream {
+        let (feed, delivered) = hub.subscribe();
+        WatchStream {
+            member,
+            hub,
+            watchers: BTreeMap::new(),
+            next_auto_id: 0,
+            feed,
+            delivered,
+            out,
+        }
+    }
+
+    fn store(&self) -> &Arc<Store> {
+        self.hub.store()
+    }
+
+    /// Serves the stream until the client closes it or goes away.
+    pub async fn run(mut self, mut requests: tonic::Streaming<WatchRequest>) {
+        let period = self.hub.progress_interval;
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        let _ = self.serve(&mut requests, &mut tick).await;
+    }
+
+    async fn serve(
+        &mut self,
+        requests: &mut tonic::Streaming<WatchRequest>,
+        tick: &mut tokio::time::Interval,
+    ) -> Result<(), Gone> {
+        let mut reading = true;
+        loop {
+            tokio::select! {
+                req = requests.message(), if reading => match req {
+                    Ok(Some(req)) => self.on_request(req).await?,
+                    // The client closed its side: as etcd, its watchers keep being served
+                    // until it goes away.
+                    Ok(None) => reading = false,
+                    Err(_) => return Ok(()),
+                },
+                feed = self.feed.recv() => match feed {
+                    Ok(feed) => self.on_feed(&feed).await?,
+                    Err(RecvError::Lagged(_)) => self.resync().await?,
+                    Err(RecvError::Closed) => return Ok(()),
+                },
+                _ = tick.tick() => self.notify_progress().await?,
+                _ = self.out.closed() => return Ok(()),
+            }
+        }
+    }
+
+    async fn send(&self, resp: WatchResponse) -> Result<(), Gone> {
+        self.out.send(Ok(resp)).await.map_err(|_| Gone)
+    }
+
+    fn response(&self, rev: i64, watch_id: i64) -> WatchResponse {
+        WatchResponse {
+            header: Some(self.member.header(rev)),
+            watch_id,
+            ..Default::default()
+        }
+    }
+
+    async fn on_request(&mut self, req: WatchRequest) -> Result<(), Gone> {
+        match req.request_union {
+            Some(RequestUnion::CreateRequest(c)) => self.create(c).await,
+            Some(RequestUnion::CancelRequest(c)) => {
+                // etcd answers nothing for an id it does not know.
+                if self.watchers.remove(&c.watch_id).is_some() {
+                    let mut resp = self.response(self.store().current_rev(), c.watch_id);
+                    resp.canceled = true;
+                    self.send(resp).await?;
+                }
+                Ok(())
+            }
+            Some(RequestUnion::ProgressRequest(_)) => {
+                // etcd answers only on a stream that has a watcher.
+                if self.watchers.is_empty() {
+                    return Ok(());
+                }
+                self.drain_feed().await?;
+                self.send(self.response(self.delivered, NO_WATCH)).await
+            }
+            None => Ok(()),
+        }
+    }
+
+    async fn create(&mut self, c: WatchCreateRequest) -> Result<(), Gone> {
+        let current = self.store().current_rev();
+        let id = if c.watch_id != 0 {
+            c.watch_id
+        } else {
+            while self.watchers.contains_key(&self.next_auto_id) {
+                self.next_auto_id += 1;
+            }
+            self.next_auto_id
+        };
+        let start = if c.start_revision == 0 {
+            current + 1
+        } else {
+            c.start_revision
+        };
+        let watcher = if self.watchers.contains_key(&id) {
+            Err(DUPLICATE_ID)
+        } else {
+            Watcher::new(id, &c, start)
+        };
+        let mut resp = self.response(current, id);
+        resp.created = true;
+        let watcher = match watcher {
+            Ok(w) => w,
+            Err(reason) => {
+                resp.watch_id = NO_WATCH;
+                resp.canceled = true;
+                resp.cancel_reason = reason.to_string();
+                return self.send(resp).await;
+            }
+        };
+        if c.watch_id == 0 {
+            self.next_auto_id += 1;
+        }
+        self.send(resp).await?;
+        self.watchers.insert(id, watcher);
+        if start <= self.delivered {
+            self.catch_up(id, self.delivered).await?;
+        }
+        Ok(())
+    }
+
+    /// Handles the feed's batches already queued, so `delivered` is as recent as it can be.
+    async fn drain_feed(&mut self) -> Result<(), Gone> {
+        loop {
+            match self.feed.try_recv() {
+                Ok(feed) => self.on_feed(&feed).await?,
+                Err(broadcast::error::TryRecvError::Lagged(_)) => self.resync().await?,
+                Err(_) => return Ok(()),
+            }
+        }
+    }
+
+    async fn on_feed(&mut self, feed: &Feed) -> Result<(), Gone> {
+        if feed.rev <= self.delivered {
+            return Ok(());
+        }
+        let Some(events) = &feed.events else {
+            // A snapshot replaced the state: the skipped revisions are in the history.
+            self.catch_up_all(feed.rev).await?;
+            self.delivered = feed.rev;
+            return Ok(());
+        };
+        let ids: Vec<i64> = self.watchers.keys().copied().collect();
+        for id in ids {
+            let Some(w) = self.watchers.get_mut(&id) else {
+                continue;
+            };
+            let mine = w.select(events);
+            w.next_rev = w.next_rev.max(feed.rev + 1);
+            if !mine.is_empty() {
+                self.send_events(id, feed.rev, mine).await?;
+            }
+        }
+        self.delivered = feed.rev;
+        Ok(())
+    }
+
+    /// The feed dropped batches this stream had not read: take a new place in it and
+    /// read what was missed from the history.
+    async fn resync(&mut self) -> Result<(), Gone> {
+        let (feed, from) = self.hub.subscribe();
+        self.feed = feed;
+        self.catch_up_all(from).await?;
+        self.delivered = self.delivered.max(from);
+        Ok(())
+    }
+
+    async fn catch_up_all(&mut self, to: i64) -> Result<(), Gone> {
+        let behind: Vec<i64> = self
+            .watchers
+            .iter()
+            .filter(|(_, w)| w.next_rev <= to)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in behind {
+            self.catch_up(id, to).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends watcher `id` its events up to revision `to` from the history, in chunks of
+    /// whole revisions; cancels it, as etcd, when its next revision was compacted.
+    async fn catch_up(&mut self, id: i64, to: i64) -> Result<(), Gone> {
+        let max_bytes = self.member.limits.max_request_bytes;
+        loop {
+            let Some(from) = self
+                .watchers
+                .get(&id)
+                .map(|w| w.next_rev)
+                .filter(|r| *r <= to)
+            else {
+                return Ok(());
+            };
+            let store = self.store().clone();
+            let chunk =
+                tokio::task::spawn_blocking(move || store.history(from, to, max_bytes)).await;
+            let chunk = match chunk {
+                Ok(Ok(chunk)) => chunk,
+                Ok(Err(MvccError::Compacted)) => {
+                    self.watchers.remove(&id);
+                    // etcd's compaction notice carries no revision in its header.
+                    let mut resp = self.response(0, id);
+                    resp.compact_revision = self.store().compact_rev();
+                    resp.canceled = true;
+                    return self.send(resp).await;
+                }
+                Ok(Err(e)) => return self.fail(id, e.to_string()).await,
+                Err(e) => return self.fail(id, e.to_string()).await,
+            };
+            let Some(w) = self.watchers.get_mut(&id) else {
+                return Ok(());
+            };
+            let mine = w.select(&chunk.events);
+            w.next_rev = chunk.through + 1;
+            if !mine.is_empty() {
+                self.send_events(id, to, mine).await?;
+            }
+        }
+    }
+
+    /// Cancels watcher `id` after a backend failure, with the reason.
+    async fn fail(&mut self, id: i64, reason: String) -> Result<(), Gone> {
+        tracing::error!(watch_id = id, "watch: reading the history failed: {reason}");
+        self.watchers.remove(&id);
+        let mut resp = self.response(self.store().current_rev(), id);
+        resp.canceled = true;
+        resp.cancel_reason = reason;
+        self.send(resp).await
+    }
+
+    async fn send_events(&mut self, id: i64, rev: i64, mut events: Vec<Event>) -> Result<(), Gone> {
+        let Some(w) = self.watchers.get_mut(&id) else {
+            return Ok(());
+        };
+        w.sent = true;
+        let (prev_kv, fragment) = (w.prev_kv, w.fragment);
+        if prev_kv {
+            let store = self.store().clone();
+            events = tokio::task::spawn_blocking(move || with_prev_kvs(&store, events))
+                .await
+                .map_err(|_| Gone)?;
+        }
+        let mut resp = self.response(rev, id);
+        resp.events = events;
+        let pieces = if fragment {
+            // etcd's threshold: the request limit plus gRPC's overhead allowance.
+            let limit = self.member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
+            fragments(resp, limit)
+        } else {
+            vec![resp]
+        };
+        for piece in pieces {
+            self.send(piece).await?;
+        }
+        Ok(())
+    }
+
+    /// Every `--experimental-watch-progress-notify-interval`: an empty response with the
+    /// revision every idle watcher that asked for it has seen everything up to.
+    async fn notify_progress(&mut self) -> Result<(), Gone> {
+        self.drain_feed().await?;
+        let idle: Vec<i64> = self
+            .watchers
+            .values()
+            .filter(|w| w.progress_notify && !w.sent)
+            .map(|w| w.id)
+            .collect();
+        for w in self.watchers.values_mut() {
+            w.sent = false;
+        }
+        for id in idle {
+            self.send(self.response(self.delivered, id)).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Attaches to each event the key's previous version (at the revision before the event),
+/// when the history still has it.
+fn with_prev_kvs(store: &Store, mut events: Vec<Event>) -> Vec<Event> {
+    for e in &mut events {
+        let Some(kv) = e.kv.as_ref().filter(|kv| kv.mod_revision > 1) else {
+            continue;
+        };
+        let opts = RangeOptions {
+            rev: kv.mod_revision - 1,
+            ..Default::default()
+        };
+        if let Ok(found) = store.range(KeyRange::new(&kv.key, b""), opts) {
+            e.prev_kv = found.kvs.into_iter().next();
+        }
+    }
+    events
+}

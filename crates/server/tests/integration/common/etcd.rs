@@ -1,0 +1,91 @@
+//! A real etcd started by a test (`oxcd_testkit::reference`: 3.5.16 in CI, else Debian's
+//! 3.4) on loopback ports, for comparing oxcd's behavior with etcd's.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::free_port;
+
+const ETCDCTL: &str = "/usr/bin/etcdctl";
+
+/// A real etcd started by a test; killed when dropped.
+pub struct Etcd {
+    child: Child,
+    /// Where etcdctl reaches it (`host:port`, or the https URL).
+    pub endpoint: String,
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// etcd serving plain-text clients.
+pub fn start_etcd(dir: &Path) -> Etcd {
+    start_etcd_with(dir, "http", &[], &[])
+}
+
+/// etcd serving clients on a `scheme` URL with `flags`; `ctl` are the etcdctl flags
+/// that reach it.
+pub fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String]) -> Etcd {
+    assert!(
+        Path::new(ETCDCTL).exists(),
+        "this test needs etcdctl 3.4: apt-get install -y etcd-client"
+    );
+    let (c, p) = (free_port(), free_port());
+    let client = format!("{scheme}://127.0.0.1:{c}");
+    let peer = format!("http://127.0.0.1:{p}");
+    let child = Command::new(oxcd_testkit::reference::etcd_binary())
+        .arg("--data-dir")
+        .arg(dir)
+        .args(flags)
+        .args([
+            "--listen-client-urls",
+            &client,
+            "--advertise-client-urls",
+            &client,
+        ])
+        .args([
+            "--listen-peer-urls",
+            &peer,
+            "--initial-advertise-peer-urls",
+            &peer,
+        ])
+        .args(["--initial-cluster", &format!("default={peer}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start etcd");
+    let etcd = Etcd {
+        child,
+        endpoint: if scheme == "http" {
+            format!("127.0.0.1:{c}")
+        } else {
+            client
+        },
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if healthy(&etcd.endpoint, ctl) {
+            return etcd;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("etcd did not become healthy");
+}
+
+/// Whether `etcdctl endpoint health` succeeds against `endpoint`.
+fn healthy(endpoint: &str, ctl: &[String]) -> bool {
+    Command::new(ETCDCTL)
+        .arg(format!("--endpoints={endpoint}"))
+        .args(ctl)
+        .args(["endpoint", "health"])
+        .env("ETCDCTL_API", "3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
