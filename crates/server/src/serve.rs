@@ -216,6 +216,7 @@ fn bind(
 }
 
 fn stop_member(member: &Arc<Member>) {
+    member.watch_hub.close();
     member.raft.stop();
 }
 

@@ -42,6 +42,7 @@ pub struct Feed {
 pub struct WatchHub {
     store: Arc<Store>,
     feed: broadcast::Sender<Arc<Feed>>,
+    closed: tokio::sync::watch::Sender<bool>,
     /// `--experimental-watch-progress-notify-interval`.
     pub progress_interval: Duration,
 }
@@ -53,6 +54,7 @@ impl WatchHub {
         WatchHub {
             store,
             feed,
+            closed: tokio::sync::watch::Sender::new(false),
             progress_interval,
         }
     }
@@ -77,6 +79,17 @@ impl WatchHub {
     /// Publishes that the state jumped to `rev` without events (a snapshot was installed).
     pub fn publish_gap(&self, rev: i64) {
         let _ = self.feed.send(Arc::new(Feed { rev, events: None }));
+    }
+
+    /// Ends every watch stream (the member is stopping): clients see etcd's "server
+    /// stopped" and reconnect elsewhere.
+    pub fn close(&self) {
+        self.closed.send_replace(true);
+    }
+
+    /// Becomes true when the member stops.
+    pub fn closed(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.closed.subscribe()
     }
 
     /// A new place in the feed, and the revision from which it is complete: every

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
 use oxcd_api::mvccpb::Event;
@@ -80,8 +81,14 @@ impl WatchStream {
         tick: &mut tokio::time::Interval,
     ) -> Result<(), Gone> {
         let mut reading = true;
+        let stopped = stopped(self.hub.closed());
+        tokio::pin!(stopped);
         loop {
             tokio::select! {
+                _ = &mut stopped => {
+                    let _ = self.out.send(Err(Status::from(EtcdError::Stopped))).await;
+                    return Ok(());
+                }
                 req = requests.message(), if reading => match req {
                     Ok(Some(req)) => self.on_request(req).await?,
                     // The client closed its side: as etcd, its watchers keep being served
@@ -217,6 +224,10 @@ impl WatchStream {
     /// The feed dropped batches this stream had not read: take a new place in it and
     /// read what was missed from the history.
     async fn resync(&mut self) -> Result<(), Gone> {
+        tracing::debug!(
+            delivered = self.delivered,
+            "watch stream fell behind the live feed; catching up from the history"
+        );
         let (feed, from) = self.hub.subscribe();
         self.feed = feed;
         self.catch_up_all(from).await?;
@@ -332,6 +343,12 @@ impl WatchStream {
         }
         Ok(())
     }
+}
+
+/// Completes when the member stops.
+async fn stopped(mut closed: tokio::sync::watch::Receiver<bool>) {
+    // An error means the hub is gone: stopped as well.
+    let _ = closed.wait_for(|c| *c).await;
 }
 
 /// Attaches to each event the key's previous version (at the revision before the event),

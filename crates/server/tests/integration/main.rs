@@ -16,4 +16,5 @@ mod faults;
 mod kv_etcd_client;
 mod tls;
 mod tls_cluster;
+mod watch;
 mod watch_parity;
