@@ -121,7 +121,11 @@ impl ApplyLoop {
             .backend()
             .begin_batch()
             .map_err(|e| e.to_string())?;
-        let mut ctx = Applier::new(&self.store, &tx);
+        // Events are recorded only while someone watches; a batch applied without them is
+        // published as a gap, which a stream that started meanwhile reads from the history.
+        let record_events = self.watch_hub.has_streams();
+        let before = self.store.current_rev();
+        let mut ctx = Applier::new(&self.store, &tx, record_events);
         let mut outcomes: Vec<(u64, Outcome)> = Vec::new();
         for e in entries {
             if e.index <= state.applied {
@@ -150,7 +154,11 @@ impl ApplyLoop {
         tx.commit(state.applied, state.term, durable)
             .map_err(|e| e.to_string())?;
         self.store.publish(&written, state.applied);
-        self.watch_hub.publish(written.rev, written.events);
+        match written.events {
+            Some(events) => self.watch_hub.publish(written.rev, events),
+            None if written.rev > before => self.watch_hub.publish_gap(written.rev),
+            None => {}
+        }
         state.dirty = !durable;
         if durable {
             self.after_durable(state);

@@ -274,13 +274,14 @@ impl Store {
         Ok(out)
     }
 
-    /// Starts the MVCC part of an applied batch, writing in `tx`.
-    pub fn begin_apply<'a>(&'a self, tx: &'a BatchTx<'_>) -> ApplyBatch<'a> {
+    /// Starts the MVCC part of an applied batch, writing in `tx`; its events are
+    /// recorded only when `record_events` (someone watches).
+    pub fn begin_apply<'a>(&'a self, tx: &'a BatchTx<'_>, record_events: bool) -> ApplyBatch<'a> {
         ApplyBatch {
             store: self,
             tx,
             rev: self.current_rev(),
-            events: Vec::new(),
+            events: record_events.then(Vec::new),
         }
     }
 
@@ -294,7 +295,7 @@ impl Store {
         f: impl FnOnce(&mut ApplyBatch<'_>) -> Result<T>,
     ) -> Result<(T, Written)> {
         let tx = self.backend.begin_batch()?;
-        let mut batch = self.begin_apply(&tx);
+        let mut batch = self.begin_apply(&tx, true);
         let out = f(&mut batch)?;
         let written = batch.finish();
         tx.commit(index, term, durable)?;
@@ -329,8 +330,8 @@ pub struct Written {
     /// The store's revision after the batch.
     pub rev: i64,
     /// Every change of the batch, in revision order (deletes carry the key and the
-    /// revision of the delete).
-    pub events: Vec<Event>,
+    /// revision of the delete); `None` when the batch did not record them.
+    pub events: Option<Vec<Event>>,
 }
 
 /// The MVCC writes of one applied batch, in the batch's backend transaction.
@@ -338,7 +339,7 @@ pub struct ApplyBatch<'a> {
     store: &'a Store,
     tx: &'a BatchTx<'a>,
     rev: i64,
-    events: Vec<Event>,
+    events: Option<Vec<Event>>,
 }
 
 impl<'a> ApplyBatch<'a> {
@@ -355,7 +356,7 @@ impl<'a> ApplyBatch<'a> {
             store: self.store,
             table,
             rev: &mut self.rev,
-            events: &mut self.events,
+            events: self.events.as_mut(),
             begin_rev,
             changes: 0,
         })
@@ -417,7 +418,7 @@ pub struct TxnWrite<'b> {
     store: &'b Store,
     table: Table<'b, &'static [u8], &'static [u8]>,
     rev: &'b mut i64,
-    events: &'b mut Vec<Event>,
+    events: Option<&'b mut Vec<Event>>,
     begin_rev: i64,
     changes: i64,
 }
@@ -469,11 +470,13 @@ impl TxnWrite<'_> {
             .map_err(|e| self.store.backend.err(e))?;
         idx.tree.put(key, rev);
         self.changes += 1;
-        self.events.push(Event {
-            r#type: EventType::Put as i32,
-            kv: Some(kv),
-            prev_kv: None,
-        });
+        if let Some(events) = self.events.as_deref_mut() {
+            events.push(Event {
+                r#type: EventType::Put as i32,
+                kv: Some(kv),
+                prev_kv: None,
+            });
+        }
         Ok(rev)
     }
 
@@ -495,15 +498,17 @@ impl TxnWrite<'_> {
                 .map_err(|e| self.store.backend.err(e))?;
             idx.tree.tombstone(&key, rev);
             self.changes += 1;
-            self.events.push(Event {
-                r#type: EventType::Delete as i32,
-                kv: Some(KeyValue {
-                    key: key.clone(),
-                    mod_revision: main,
-                    ..Default::default()
-                }),
-                prev_kv: None,
-            });
+            if let Some(events) = self.events.as_deref_mut() {
+                events.push(Event {
+                    r#type: EventType::Delete as i32,
+                    kv: Some(KeyValue {
+                        key: key.clone(),
+                        mod_revision: main,
+                        ..Default::default()
+                    }),
+                    prev_kv: None,
+                });
+            }
             deleted.push(key);
         }
         Ok(deleted)

@@ -32,11 +32,12 @@ pub struct Applier<'a> {
 }
 
 impl<'a> Applier<'a> {
-    /// Starts applying a batch to `store` in `tx`.
-    pub fn new(store: &'a Store, tx: &'a BatchTx<'a>) -> Applier<'a> {
+    /// Starts applying a batch to `store` in `tx`, recording its events when
+    /// `record_events`.
+    pub fn new(store: &'a Store, tx: &'a BatchTx<'a>, record_events: bool) -> Applier<'a> {
         Applier {
             tx,
-            mvcc: store.begin_apply(tx),
+            mvcc: store.begin_apply(tx, record_events),
         }
     }
 

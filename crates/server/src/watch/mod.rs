@@ -6,8 +6,9 @@
 //!
 //! Invariants:
 //! - A revision's events are published once, in revision order, after the store made the
-//!   revision visible to readers; a leader snapshot that replaces the state publishes a
-//!   gap instead, and watchers read the skipped revisions from the backend's history.
+//!   revision visible to readers. A batch applied while no stream was open (events are
+//!   then not recorded) and a leader snapshot that replaces the state publish a gap
+//!   instead: watchers read the skipped revisions from the backend's history.
 //! - Every watcher gets each event at or after its start revision exactly once, in
 //!   revision order, all events of a revision in one response (unless fragmented).
 //! - The hub keeps a bounded ring of batches shared by every stream; a stream that falls
@@ -74,6 +75,11 @@ impl WatchHub {
             rev,
             events: Some(events),
         }));
+    }
+
+    /// Whether any watch stream is open (only then are events worth recording).
+    pub fn has_streams(&self) -> bool {
+        self.feed.receiver_count() > 0
     }
 
     /// Publishes that the state jumped to `rev` without events (a snapshot was installed).
