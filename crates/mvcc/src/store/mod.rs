@@ -92,7 +92,8 @@ fn load(backend: &Backend) -> Result<(IndexState, i64, u64)> {
         .map_err(|e| backend.err(e))?
         .and_then(|b| Revision::from_bytes(&b))
         .map(|(r, _)| r.main)
-        .unwrap_or(0);
+        // Never compacted: -1, as etcd, so that compacting at revision 0 succeeds once.
+        .unwrap_or(-1);
     let mut tree = TreeIndex::default();
     let mut current = 1i64;
     let table = tx.open_table(schema::KEY).map_err(|e| backend.err(e))?;

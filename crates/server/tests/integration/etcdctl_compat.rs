@@ -250,15 +250,15 @@ async fn etcdctl_session_over_tls_matches_real_etcd() {
     oxcd.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn etcdctl_session_matches_real_etcd() {
+/// Runs `script` through etcdctl against a fresh etcd and a fresh oxcd; returns the
+/// commands whose output differed.
+async fn compare_with_real_etcd(script: &[(String, String)]) -> Vec<String> {
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = start_etcd(&dir.path().join("etcd"));
     let oxcd = InProc::start(dir.path().join("oxcd"), |_| {}).await;
     let ox_ep = oxcd.addr.to_string();
     let mut mismatches = Vec::new();
-    let script = script();
-    for (args, stdin) in &script {
+    for (args, stdin) in script {
         let (ep1, ep2, a, s) = (
             etcd.endpoint.clone(),
             ox_ep.clone(),
@@ -279,6 +279,14 @@ async fn etcdctl_session_matches_real_etcd() {
             mismatches.push(format!("etcdctl {args}\n  etcd: {want:?}\n  oxcd: {got:?}"));
         }
     }
+    oxcd.stop().await;
+    mismatches
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcdctl_session_matches_real_etcd() {
+    let script = script();
+    let mismatches = compare_with_real_etcd(&script).await;
     eprintln!(
         "{} etcdctl commands compared, {} mismatches",
         script.len(),
@@ -289,5 +297,31 @@ async fn etcdctl_session_matches_real_etcd() {
         "etcdctl output differs:\n{}",
         mismatches.join("\n")
     );
-    oxcd.stop().await;
+}
+
+/// A fresh store has compacted nothing (compact revision -1), so compacting at 0
+/// succeeds once. (Kept out of the main session: after a compaction at 0, etcd answers
+/// a HashKV at the current revision with the hash it cached for revision 0.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_on_a_fresh_store_matches_real_etcd() {
+    let script: Vec<(String, String)> = [
+        "endpoint hashkv -w json",
+        "compaction 0",
+        "compaction 0",
+        "compaction 1",
+        "put a 1",
+        "compaction 1",
+        "compaction 2",
+        "compaction 1",
+        "compaction 3",
+    ]
+    .iter()
+    .map(|l| (l.to_string(), String::new()))
+    .collect();
+    let mismatches = compare_with_real_etcd(&script).await;
+    assert!(
+        mismatches.is_empty(),
+        "etcdctl output differs:\n{}",
+        mismatches.join("\n")
+    );
 }
