@@ -107,6 +107,8 @@ pub struct Parsed {
     specs: Vec<Spec>,
     /// Positional arguments in order.
     pub args: Vec<String>,
+    /// How many positional arguments came before a `--` (cobra's ArgsLenAtDash).
+    pub args_before_dash: Option<usize>,
 }
 
 impl Parsed {
@@ -205,6 +207,7 @@ pub fn parse(argv: &[String], specs: &[Spec]) -> Result<Parsed, String> {
         let a = &argv[i];
         i += 1;
         if a == "--" {
+            p.args_before_dash = Some(p.args.len());
             p.args.extend(argv[i..].iter().cloned());
             break;
         }

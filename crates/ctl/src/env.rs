@@ -39,6 +39,9 @@ pub fn apply(
     let mut used: HashSet<String> = HashSet::new();
     // etcdctl's main unsets ETCDCTL_API before anything reads the environment.
     used.insert("ETCDCTL_API".to_string());
+    // Read by `watch` itself; etcdctl does not warn about them.
+    used.insert("ETCDCTL_WATCH_KEY".to_string());
+    used.insert("ETCDCTL_WATCH_RANGE_END".to_string());
     let mut names: Vec<&str> = inherited.iter().map(|s| s.name).collect();
     names.sort_unstable();
     names.dedup();

@@ -36,6 +36,8 @@ pub mod exit {
     pub const INVALID_INPUT: u8 = 3;
     /// An option value is not supported.
     pub const BAD_FEATURE: u8 = 4;
+    /// A watch ended (canceled by the server).
+    pub const INTERRUPTED: u8 = 5;
     /// Wrong arguments.
     pub const BAD_ARGS: u8 = 128;
 }

@@ -7,6 +7,7 @@ mod kv;
 mod lookup;
 mod txn;
 mod txn_syntax;
+mod watch;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -166,6 +167,7 @@ const COMMANDS: &[Command] = &[
     endpoint::STATUS,
     endpoint::HASHKV,
     cluster::MOVE_LEADER,
+    watch::WATCH,
     VERSION,
     HELP_COMMAND,
 ];

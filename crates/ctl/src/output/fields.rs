@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
     DeleteRangeResponse, HashKvResponse, PutResponse, RangeResponse, ResponseHeader,
-    StatusResponse, TxnResponse,
+    StatusResponse, TxnResponse, WatchResponse,
 };
 use oxcd_api::mvccpb::KeyValue;
 
@@ -104,5 +104,20 @@ pub fn hashkv(ep: &str, r: &HashKvResponse) -> String {
         quote_str(ep),
         r.hash
     );
+    out
+}
+
+/// A watch response: the header, then each event's type, previous key-value and key-value.
+pub fn watch(r: &WatchResponse) -> String {
+    let mut out = header(&r.header);
+    for e in &r.events {
+        let _ = writeln!(out, "\"Type\" : {}", super::simple::event_type(e.r#type));
+        if let Some(prev) = &e.prev_kv {
+            kv(&mut out, "Prev", prev);
+        }
+        if let Some(x) = &e.kv {
+            kv(&mut out, "", x);
+        }
+    }
     out
 }

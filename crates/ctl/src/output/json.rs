@@ -185,3 +185,27 @@ pub fn endpoint_list<T>(list: &[(String, T)], field: &str, f: fn(&T) -> String) 
         .collect();
     format!("[{}]\n", items.join(","))
 }
+
+/// A watch response as clientv3's `WatchResponse` marshals: Go field names, every field
+/// present; the header and events as their protobuf JSON.
+pub fn watch(r: &oxcd_api::etcdserverpb::WatchResponse) -> String {
+    let events: Vec<String> = r
+        .events
+        .iter()
+        .map(|e| {
+            Obj::default()
+                .num("type", e.r#type)
+                .raw("kv", e.kv.as_ref().map(kv))
+                .raw("prev_kv", e.prev_kv.as_ref().map(kv))
+                .done()
+        })
+        .collect();
+    format!(
+        "{{\"Header\":{},\"Events\":[{}],\"CompactRevision\":{},\"Canceled\":{},\"Created\":{}}}",
+        header(&r.header).unwrap_or_else(|| "{}".into()),
+        events.join(","),
+        r.compact_revision,
+        r.canceled,
+        r.created
+    )
+}

@@ -186,6 +186,25 @@ impl Printer {
         })
     }
 
+    /// `watch`: one response.
+    pub fn watch(&self, r: &oxcd_api::etcdserverpb::WatchResponse) -> Result<Out, String> {
+        Ok(match self.format {
+            Format::Simple => Out::bytes(self.simple().watch(r)),
+            Format::Json => Out::text(json::watch(r) + "\n"),
+            Format::Fields => Out::text(fields::watch(r)),
+            // What clientv3 keeps of the response, as etcdctl re-encodes it.
+            Format::Protobuf => pb(&oxcd_api::etcdserverpb::WatchResponse {
+                header: Some(r.header.unwrap_or_default()),
+                events: r.events.clone(),
+                compact_revision: r.compact_revision,
+                canceled: r.canceled,
+                created: r.created,
+                ..Default::default()
+            }),
+            Format::Table => return Err(self.format.unsupported()),
+        })
+    }
+
     /// `put`.
     pub fn put(&self, r: &PutResponse) -> Result<Out, String> {
         Ok(match self.format {

@@ -2,9 +2,11 @@
 //! per byte with `--hex`), `OK` for puts, the count for deletes, `SUCCESS`/`FAILURE`
 //! then each response for txns.
 
+use oxcd_api::etcdserverpb::WatchResponse;
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{DeleteRangeResponse, PutResponse, RangeResponse, TxnResponse};
 use oxcd_api::mvccpb::KeyValue;
+use oxcd_api::mvccpb::event::EventType;
 
 /// The simple printer's options.
 pub struct Simple {
@@ -53,6 +55,22 @@ impl Simple {
         }
     }
 
+    /// `watch`: each event's type, then its previous key-value if any, then its key-value.
+    pub fn watch(&self, r: &WatchResponse) -> Vec<u8> {
+        let mut out = Vec::new();
+        for e in &r.events {
+            out.extend_from_slice(event_type(e.r#type).as_bytes());
+            out.push(b'\n');
+            if let Some(prev) = &e.prev_kv {
+                self.kv(&mut out, prev, self.value_only);
+            }
+            if let Some(kv) = &e.kv {
+                self.kv(&mut out, kv, self.value_only);
+            }
+        }
+        out
+    }
+
     /// `get`.
     pub fn range(&self, r: &RangeResponse) -> Vec<u8> {
         let mut out = Vec::new();
@@ -95,5 +113,13 @@ impl Simple {
             }
         }
         out
+    }
+}
+
+/// An event's type as Go prints it (`PUT`, `DELETE`).
+pub fn event_type(t: i32) -> &'static str {
+    match EventType::try_from(t) {
+        Ok(EventType::Delete) => "DELETE",
+        _ => "PUT",
     }
 }

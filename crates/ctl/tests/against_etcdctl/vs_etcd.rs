@@ -497,3 +497,151 @@ fn oxcdctl_prints_what_etcdctl_prints_against_etcd() {
     );
     drop((a, b));
 }
+
+/// What a watching CLI printed before it exited or was stopped.
+#[derive(Debug, PartialEq)]
+struct Watched {
+    stdout: Vec<u8>,
+    stderr: String,
+    /// The exit code; `None` when it was still watching and was stopped.
+    code: Option<i32>,
+}
+
+/// Starts `program watch <args>` against `addr`.
+fn start_watch(program: &str, addr: &str, args: &[&str], env: &[(&str, &str)]) -> Child {
+    Command::new(program)
+        .arg(format!("--endpoints={addr}"))
+        .arg("watch")
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start a watch")
+}
+
+/// Waits up to `for_` for a watching CLI to exit, then stops it; what it printed.
+fn finish_watch(mut child: Child, for_: Duration) -> Watched {
+    let deadline = Instant::now() + for_;
+    let mut code = None;
+    while Instant::now() < deadline {
+        if let Some(st) = child.try_wait().expect("wait") {
+            code = st.code();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if code.is_none() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().expect("output");
+    Watched {
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| !l.starts_with('{'))
+            .map(|l| format!("{l}\n"))
+            .collect(),
+        code,
+    }
+}
+
+/// `oxcdctl watch` and etcdctl 3.4's `watch`, side by side on one real etcd: replays of
+/// history in every output format, a command run per event, live events, a compacted
+/// start revision (the watch ends) and argument errors.
+#[test]
+fn oxcdctl_watch_prints_what_etcdctl_prints() {
+    assert!(Path::new(ETCDCTL).exists(), "needs etcdctl 3.4");
+    let peer_url = format!("http://127.0.0.1:{}", free_port());
+    let etcd = start_etcd(&peer_url);
+    let ctl = |args: &[&str]| {
+        let ok = Command::new(ETCDCTL)
+            .arg(format!("--endpoints={}", etcd.addr))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "etcdctl {args:?}");
+    };
+    for args in [
+        &["put", "a", "1"][..],
+        &["put", "a", "2"],
+        &["put", "b", "x y"],
+        &["del", "b"],
+        &["put", "c", "\u{1}bin"],
+    ] {
+        ctl(args);
+    }
+    let echo =
+        "echo \"$ETCD_WATCH_EVENT_TYPE $ETCD_WATCH_KEY $ETCD_WATCH_VALUE $ETCD_WATCH_REVISION\"";
+    let history: Vec<Vec<&str>> = vec![
+        vec!["--rev", "2", "--prefix", "", "--prev-kv"],
+        vec!["--rev", "2", "--prefix", "", "--prev-kv", "-w", "json"],
+        vec!["--rev", "2", "--prefix", "", "--prev-kv", "-w", "fields"],
+        vec!["--rev", "2", "--prefix", "", "--prev-kv", "-w", "protobuf"],
+        vec!["--rev", "2", "--prefix", "", "--hex"],
+        vec!["--rev", "2", "a", "c"],
+        vec!["--rev", "3", "a", "--", "sh", "-c", echo],
+        // More than two keys: etcdctl watches the first alone.
+        vec!["--rev", "2", "a", "b", "c"],
+    ];
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    let mut compare = |what: String, want: Watched, got: Watched| {
+        compared += 1;
+        if want != got {
+            mismatches.push(format!("{what}\n  etcdctl: {want:?}\n  oxcdctl: {got:?}"));
+        }
+    };
+    let run_both = |args: &[&str], env: &[(&str, &str)], for_: Duration| {
+        let start = Instant::now();
+        let a = start_watch(ETCDCTL, &etcd.addr, args, env);
+        let b = start_watch(OXCDCTL, &etcd.addr, args, env);
+        let a = finish_watch(a, for_);
+        (a, finish_watch(b, for_.saturating_sub(start.elapsed())))
+    };
+    for args in &history {
+        let (want, got) = run_both(args, &[], Duration::from_millis(1500));
+        compare(format!("watch {args:?}"), want, got);
+    }
+    // Live events: both watch before the writes.
+    let live = ["--prefix", "l/", "--prev-kv"];
+    let a = start_watch(ETCDCTL, &etcd.addr, &live, &[]);
+    let b = start_watch(OXCDCTL, &etcd.addr, &live, &[]);
+    std::thread::sleep(Duration::from_millis(800));
+    for args in [
+        &["put", "l/1", "one"][..],
+        &["put", "l/1", "uno"],
+        &["del", "l/", "--prefix"],
+    ] {
+        ctl(args);
+    }
+    let (want, got) = (
+        finish_watch(a, Duration::from_millis(1000)),
+        finish_watch(b, Duration::from_millis(10)),
+    );
+    compare(format!("live watch {live:?}"), want, got);
+    ctl(&["compaction", "4"]);
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>);
+    let ending: Vec<Case> = vec![
+        (vec!["--rev", "2", "a"], vec![]),
+        (vec!["--rev", "2", "a", "-w", "json"], vec![]),
+        (vec![], vec![]),
+        (vec!["a", "b", "--prefix"], vec![]),
+        (vec![], vec![("ETCDCTL_WATCH_RANGE_END", "z")]),
+        (vec!["--rev", "1"], vec![("ETCDCTL_WATCH_KEY", "a")]),
+        (vec!["b"], vec![("ETCDCTL_WATCH_KEY", "a")]),
+        (vec!["a", "--"], vec![]),
+    ];
+    for (args, env) in &ending {
+        let (want, got) = run_both(args, env, Duration::from_secs(10));
+        compare(format!("watch {args:?} with {env:?}"), want, got);
+    }
+    println!(
+        "{compared} watch commands compared, {} mismatches",
+        mismatches.len()
+    );
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}

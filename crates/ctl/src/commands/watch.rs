@@ -1,0 +1,210 @@
+//! `watch`: streams a key's or a range's events as etcdctl 3.4 prints them, optionally
+//! running a command per event; ends (exit 5, "watch is canceled by the server") when
+//! the server cancels the watch, e.g. because its start revision was compacted.
+
+use std::process::Stdio;
+
+use oxcd_api::etcdserverpb::watch_request::RequestUnion;
+use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
+use oxcd_client::prefix_end;
+
+use super::{Command, Run};
+use crate::args::{Parsed, Spec, boolean, int64};
+use crate::output::Printer;
+use crate::output::simple::event_type;
+use crate::session::Ctx;
+use crate::{Fail, exit, gofmt};
+
+const FLAGS: &[Spec] = &[
+    boolean("interactive", "Interactive mode").short('i'),
+    boolean("prefix", "Watch on a prefix if prefix is set"),
+    int64("rev", "Revision to start watching"),
+    boolean(
+        "prev-kv",
+        "get the previous key-value pair before the event happens",
+    ),
+    boolean(
+        "progress-notify",
+        "get periodic watch progress notification from server",
+    ),
+];
+
+/// `watch [options] [key or prefix] [range_end] [--] [exec-command arg1 arg2 ...]`.
+pub const WATCH: Command = Command {
+    path: &["watch"],
+    use_: "watch [options] [key or prefix] [range_end] [--] [exec-command arg1 arg2 ...]",
+    short: "Watches events stream on keys or prefixes",
+    long: "",
+    flags: FLAGS,
+    persistent: &[],
+    run: Some(watch),
+};
+
+/// etcd's text for a compacted start revision.
+const COMPACTED: &str = "etcdserver: mvcc: required revision has been compacted";
+
+fn bad_args(msg: &str) -> Fail {
+    Fail::new(exit::BAD_ARGS, msg)
+}
+
+/// The watch request and the command to run per event, from the arguments and the
+/// `ETCDCTL_WATCH_KEY` / `ETCDCTL_WATCH_RANGE_END` variables.
+fn request(p: &Parsed) -> Result<(WatchCreateRequest, Vec<String>), Fail> {
+    let env_key = std::env::var("ETCDCTL_WATCH_KEY").unwrap_or_default();
+    let env_range = std::env::var("ETCDCTL_WATCH_RANGE_END").unwrap_or_default();
+    if env_key.is_empty() && !env_range.is_empty() {
+        return Err(bad_args(&format!(
+            "ETCDCTL_WATCH_KEY is empty but got ETCDCTL_WATCH_RANGE_END={}",
+            gofmt::quote_str(&env_range)
+        )));
+    }
+    if p.flag("interactive") {
+        return Err(Fail::new(
+            exit::BAD_FEATURE,
+            "interactive watch (-i) is not supported by oxcdctl yet",
+        ));
+    }
+    // etcdctl's rules: a `--` needs a command after it; a key in the environment
+    // conflicts with a key argument; more than two keys watch the first alone.
+    let dash = p.args_before_dash.unwrap_or(p.args.len());
+    let (before, exec) = (&p.args[..dash], p.args[dash..].to_vec());
+    if p.args_before_dash.is_some() && exec.is_empty() {
+        return Err(bad_args(
+            "bad number of arguments (found separator --, but no commands)",
+        ));
+    }
+    if !env_key.is_empty() && !before.is_empty() {
+        return Err(bad_args(
+            "bad number of arguments (found conflicting environment key)",
+        ));
+    }
+    let mut keys: Vec<String> = before.to_vec();
+    if !env_key.is_empty() {
+        keys.push(env_key);
+        if !env_range.is_empty() {
+            keys.push(env_range);
+        }
+    }
+    if keys.is_empty() {
+        return Err(bad_args("bad number of arguments"));
+    }
+    let mut req = WatchCreateRequest {
+        key: keys[0].clone().into_bytes(),
+        start_revision: p.get("rev").parse().unwrap_or(0),
+        prev_kv: p.flag("prev-kv"),
+        progress_notify: p.flag("progress-notify"),
+        ..Default::default()
+    };
+    if let [_, end] = keys.as_slice() {
+        if p.flag("prefix") {
+            return Err(bad_args(
+                "`range_end` and `--prefix` are mutually exclusive",
+            ));
+        }
+        req.range_end = end.clone().into_bytes();
+    }
+    if p.flag("prefix") {
+        req.range_end = prefix_end(&req.key);
+    }
+    Ok((req, exec))
+}
+
+fn watch(mut ctx: Ctx) -> Run {
+    Box::pin(async move {
+        let (mut req, exec) = request(&ctx.flags)?;
+        let s = ctx.session()?;
+        loop {
+            let client = s.client().await?;
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let create = WatchRequest {
+                request_union: Some(RequestUnion::CreateRequest(req.clone())),
+            };
+            if tx.send(create).await.is_err() {
+                return Err(Fail::new(exit::ERROR, "watch request not sent"));
+            }
+            let stream = client
+                .watch()
+                .watch(tokio_stream::wrappers::ReceiverStream::new(rx))
+                .await;
+            let mut stream = match stream {
+                Ok(s) => s.into_inner(),
+                Err(_) => {
+                    // As clientv3: keep trying until the cluster answers.
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                    continue;
+                }
+            };
+            // The stream breaking (a member stopped) ends this loop: resume elsewhere.
+            while let Ok(Some(resp)) = stream.message().await {
+                if let Some(kv) = resp.events.last().and_then(|e| e.kv.as_ref()) {
+                    // Where to resume if the stream breaks.
+                    req.start_revision = kv.mod_revision + 1;
+                }
+                if show(&s.printer, &resp, &exec)? {
+                    drop(tx);
+                    return Err(Fail::new(
+                        exit::INTERRUPTED,
+                        "watch is canceled by the server",
+                    ));
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    })
+}
+
+/// Prints one response as etcdctl does and runs `exec` per event; returns whether the
+/// watch was canceled.
+fn show(printer: &Printer, resp: &WatchResponse, exec: &[String]) -> Result<bool, Fail> {
+    // clientv3 keeps creation notices to itself.
+    if resp.created && !resp.canceled {
+        return Ok(false);
+    }
+    let canceled = resp.canceled || resp.compact_revision != 0;
+    if canceled {
+        let reason = if resp.compact_revision != 0 {
+            COMPACTED.to_string()
+        } else {
+            resp.cancel_reason.clone()
+        };
+        eprintln!("watch was canceled ({reason})");
+    }
+    let rev = resp.header.as_ref().map_or(0, |h| h.revision);
+    if resp.events.is_empty() && !canceled && rev != 0 {
+        println!("progress notify: {rev}");
+    }
+    printer
+        .watch(resp)
+        .map_err(|e| Fail::new(exit::BAD_FEATURE, e))?
+        .write();
+    if !exec.is_empty() {
+        for e in &resp.events {
+            let Some(kv) = &e.kv else { continue };
+            let status = std::process::Command::new(&exec[0])
+                .args(&exec[1..])
+                .env("ETCD_WATCH_REVISION", rev.to_string())
+                .env(
+                    "ETCD_WATCH_EVENT_TYPE",
+                    gofmt::quote_str(event_type(e.r#type)),
+                )
+                .env("ETCD_WATCH_KEY", gofmt::quote(&kv.key))
+                .env("ETCD_WATCH_VALUE", gofmt::quote(&kv.value))
+                .stdin(Stdio::null())
+                .status();
+            let failed = match status {
+                Ok(st) if st.success() => None,
+                Ok(st) => Some(match st.code() {
+                    Some(c) => format!("exit status {c}"),
+                    None => "signal: killed".to_string(),
+                }),
+                Err(err) => Some(err.to_string()),
+            };
+            if let Some(err) = failed {
+                let args: Vec<String> = exec.iter().map(|a| gofmt::quote_str(a)).collect();
+                eprintln!("command [{}] error ({err})", args.join(" "));
+                std::process::exit(1);
+            }
+        }
+    }
+    Ok(canceled)
+}
