@@ -3,7 +3,8 @@
 //! Owns: the raft log as raft-rs sees it ([`log_store::LogStore`], an in-memory copy of the
 //! WAL's entries), its durable form ([`persist`]: WAL records), and the single thread that
 //! runs the Ready loop ([`node::RaftNode`]): proposals, ticks, peer messages, ReadIndex
-//! batching, log compaction.
+//! batching, log compaction, and the leader and term it publishes
+//! ([`node::RaftHandle::leadership`]) for components that act only on the leader.
 //!
 //! Invariants:
 //! - Entries and hard state are fdatasync'ed to the WAL (one sync per Ready) before raft

@@ -110,17 +110,54 @@ enum Command {
     Stop,
 }
 
+/// Who leads, in which term: what the raft loop publishes whenever either changes, for
+/// components that act only on the leader (the lessor) to subscribe to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Leadership {
+    /// The known leader (0: none).
+    pub leader: u64,
+    /// The current term.
+    pub term: u64,
+}
+
 /// Live raft figures, readable from any thread.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RaftStatus {
     leader: AtomicU64,
     term: AtomicU64,
     commit: AtomicU64,
     last_index: AtomicU64,
     applied: AtomicU64,
+    leadership: tokio::sync::watch::Sender<Leadership>,
+}
+
+impl Default for RaftStatus {
+    fn default() -> RaftStatus {
+        RaftStatus {
+            leader: AtomicU64::new(0),
+            term: AtomicU64::new(0),
+            commit: AtomicU64::new(0),
+            last_index: AtomicU64::new(0),
+            applied: AtomicU64::new(0),
+            leadership: tokio::sync::watch::Sender::new(Leadership::default()),
+        }
+    }
 }
 
 impl RaftStatus {
+    /// Publishes the leader and term if either changed since the last publication.
+    fn publish_leadership(&self) {
+        let now = Leadership {
+            leader: self.leader(),
+            term: self.term(),
+        };
+        self.leadership.send_if_modified(|l| {
+            let changed = *l != now;
+            *l = now;
+            changed
+        });
+    }
+
     /// The known leader (0: none).
     pub fn leader(&self) -> u64 {
         self.leader.load(Ordering::Acquire)
@@ -223,6 +260,11 @@ impl RaftHandle {
     /// Stops the loop after a final WAL sync.
     pub fn stop(&self) {
         let _ = self.send(Command::Stop);
+    }
+
+    /// The leader and term, updated whenever either changes.
+    pub fn leadership(&self) -> tokio::sync::watch::Receiver<Leadership> {
+        self.status.leadership.subscribe()
     }
 
     /// Live figures.
@@ -634,6 +676,7 @@ impl<T: Transport> Loop<T> {
                 .last_index
                 .store(core.last_index(), Ordering::Release);
         }
+        self.status.publish_leadership();
         for rs in rd.take_read_states() {
             let ctx = parse_read_ctx(self.node.raft.id, &rs.request_ctx);
             if let Some(waiters) = ctx.and_then(|c| self.reads_in_flight.remove(&c)) {

@@ -205,3 +205,20 @@ fn a_follower_can_campaign_while_the_state_machine_installs_a_snapshot() {
         .expect("the raft thread did not panic")
         .expect("clean stop");
 }
+
+#[test]
+fn leadership_is_published_when_the_member_becomes_leader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (h, events, thread) = start(cfg(dir.path(), 0), NoPeers).expect("start");
+    let mut leadership = h.leadership();
+    propose_and_apply(&h, &events, 1);
+    let now = *leadership.borrow_and_update();
+    assert_eq!(now.leader, 1, "the single member leads: {now:?}");
+    assert!(now.term >= 1);
+    assert_eq!(
+        (now.leader, now.term),
+        (h.status().leader(), h.status().term())
+    );
+    h.stop();
+    thread.join().expect("join").expect("clean stop");
+}
