@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 pub use redb;
-use redb::{Database, Durability, ReadTransaction, ReadableDatabase, WriteTransaction};
+use redb::{
+    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction,
+};
 
 use crate::{Result, StorageError, schema};
 
@@ -94,6 +96,23 @@ impl Backend {
     /// Maps any redb error to a storage error naming this file.
     pub fn err(&self, e: impl std::fmt::Display) -> StorageError {
         backend_err(&self.path, e)
+    }
+
+    /// Every meta row whose key starts with `prefix`, in key order, from `meta` (the meta
+    /// table of a read or a write transaction).
+    pub fn meta_with_prefix<T: ReadableTable<&'static str, &'static [u8]>>(
+        meta: &T,
+        prefix: &str,
+    ) -> std::result::Result<Vec<(String, Vec<u8>)>, redb::Error> {
+        let mut out = Vec::new();
+        for row in meta.range::<&str>(prefix..)? {
+            let (k, v) = row?;
+            if !k.value().starts_with(prefix) {
+                break;
+            }
+            out.push((k.value().to_string(), v.value().to_vec()));
+        }
+        Ok(out)
     }
 
     /// Reads a meta value.

@@ -8,7 +8,7 @@
 //!   holds data without the index that produced it (or the reverse).
 //! - Nothing written through a batch is visible to readers before `commit` returns.
 
-use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
+use redb::{Table, TableDefinition, WriteTransaction};
 
 use crate::backend::Backend;
 use crate::{Result, schema};
@@ -65,19 +65,9 @@ impl<'b> BatchTx<'b> {
 
     /// Every meta key starting with `prefix`, as this batch sees them, in key order.
     pub fn meta_keys(&self, prefix: &str) -> Result<Vec<String>> {
-        let meta = self.meta()?;
-        let mut out = Vec::new();
-        for row in meta
-            .range::<&str>(prefix..)
-            .map_err(|e| self.backend.err(e))?
-        {
-            let (k, _) = row.map_err(|e| self.backend.err(e))?;
-            if !k.value().starts_with(prefix) {
-                break;
-            }
-            out.push(k.value().to_string());
-        }
-        Ok(out)
+        let rows =
+            Backend::meta_with_prefix(&self.meta()?, prefix).map_err(|e| self.backend.err(e))?;
+        Ok(rows.into_iter().map(|(k, _)| k).collect())
     }
 
     /// Commits the batch with the raft position it brings the state to; `durable` forces

@@ -153,14 +153,13 @@ impl Dump {
             sink(std::mem::replace(out, Vec::with_capacity(chunk + 4096)))
         };
         for spec in TABLES {
-            let mut sent = true;
-            spec.scan(&self.tx, |k, v| {
-                push_record(&mut out, spec.tag, k, v);
-                sent = out.len() < chunk || flush(&mut out, &mut crc);
-                sent
-            })
-            .map_err(|e| err(&e))?;
-            if !sent {
+            let all_sent = spec
+                .scan(&self.tx, |k, v| {
+                    push_record(&mut out, spec.tag, k, v);
+                    out.len() < chunk || flush(&mut out, &mut crc)
+                })
+                .map_err(|e| err(&e))?;
+            if !all_sent {
                 return Ok(false);
             }
         }

@@ -51,11 +51,6 @@ pub const TABLES: &[TableSpec] = &[
 ];
 
 impl TableSpec {
-    /// The spec with snapshot tag `tag`.
-    pub fn by_tag(tag: u8) -> Option<&'static TableSpec> {
-        TABLES.iter().find(|t| t.tag == tag)
-    }
-
     fn bytes(&self) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
         TableDefinition::new(self.name)
     }

@@ -6,11 +6,10 @@
 //! reach a watcher together; revisions below the compaction revision are refused rather
 //! than answered with a partial history.
 
-use oxcd_api::mvccpb::event::EventType;
-use oxcd_api::mvccpb::{Event, KeyValue};
+use oxcd_api::mvccpb::Event;
 use oxcd_storage::schema;
 
-use super::{Store, decode_kv};
+use super::{Store, decode_kv, delete_event, put_event, row_revision};
 use crate::revision::Revision;
 use crate::{MvccError, Result};
 
@@ -59,8 +58,7 @@ impl Store {
             .map_err(|e| self.backend.err(e))?
         {
             let (k, v) = row.map_err(|e| self.backend.err(e))?;
-            let (rev, tombstone) = Revision::from_bytes(k.value())
-                .ok_or_else(|| MvccError::Corrupt(Revision::default(), "bad row key".into()))?;
+            let (rev, tombstone) = row_revision(k.value())?;
             if bytes >= max_bytes && out.events.last().and_then(mod_rev) != Some(rev.main) {
                 out.through = rev.main - 1;
                 break;
@@ -68,21 +66,9 @@ impl Store {
             let kv = decode_kv(rev, v.value())?;
             bytes += kv.key.len() + kv.value.len();
             out.events.push(if tombstone {
-                Event {
-                    r#type: EventType::Delete as i32,
-                    kv: Some(KeyValue {
-                        key: kv.key,
-                        mod_revision: rev.main,
-                        ..Default::default()
-                    }),
-                    prev_kv: None,
-                }
+                delete_event(kv.key, rev.main)
             } else {
-                Event {
-                    r#type: EventType::Put as i32,
-                    kv: Some(kv),
-                    prev_kv: None,
-                }
+                put_event(kv)
             });
         }
         Ok(out)

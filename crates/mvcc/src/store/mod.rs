@@ -59,6 +59,34 @@ pub struct Store {
     gate: RwLock<()>,
 }
 
+/// The revision of a row of the key table and whether it is a tombstone.
+fn row_revision(key: &[u8]) -> Result<(Revision, bool)> {
+    Revision::from_bytes(key)
+        .ok_or_else(|| MvccError::Corrupt(Revision::default(), "bad row key".into()))
+}
+
+/// The event of a put: the key-value as written.
+fn put_event(kv: KeyValue) -> Event {
+    Event {
+        r#type: EventType::Put as i32,
+        kv: Some(kv),
+        prev_kv: None,
+    }
+}
+
+/// The event of a delete, as etcd makes it: only the key and the delete's revision.
+fn delete_event(key: Vec<u8>, rev: i64) -> Event {
+    Event {
+        r#type: EventType::Delete as i32,
+        kv: Some(KeyValue {
+            key,
+            mod_revision: rev,
+            ..Default::default()
+        }),
+        prev_kv: None,
+    }
+}
+
 fn decode_kv(rev: Revision, bytes: &[u8]) -> Result<KeyValue> {
     KeyValue::decode(bytes).map_err(|e| MvccError::Corrupt(rev, e.to_string()))
 }
@@ -99,8 +127,7 @@ fn load(backend: &Backend) -> Result<(IndexState, i64, u64)> {
     let table = tx.open_table(schema::KEY).map_err(|e| backend.err(e))?;
     for row in table.iter().map_err(|e| backend.err(e))? {
         let (k, v) = row.map_err(|e| backend.err(e))?;
-        let (rev, tombstone) = Revision::from_bytes(k.value())
-            .ok_or_else(|| MvccError::Corrupt(Revision::default(), "bad row key".into()))?;
+        let (rev, tombstone) = row_revision(k.value())?;
         let kv = decode_kv(rev, v.value())?;
         if tombstone {
             tree.tombstone(&kv.key, rev);
@@ -261,18 +288,7 @@ impl Store {
         let meta = tx
             .open_table(schema::META)
             .map_err(|e| self.backend.err(e))?;
-        let mut out = Vec::new();
-        for row in meta
-            .range::<&str>(prefix..)
-            .map_err(|e| self.backend.err(e))?
-        {
-            let (k, v) = row.map_err(|e| self.backend.err(e))?;
-            if !k.value().starts_with(prefix) {
-                break;
-            }
-            out.push((k.value().to_string(), v.value().to_vec()));
-        }
-        Ok(out)
+        Ok(Backend::meta_with_prefix(&meta, prefix).map_err(|e| self.backend.err(e))?)
     }
 
     /// Starts the MVCC part of an applied batch, writing in `tx`; its events are
@@ -472,11 +488,7 @@ impl TxnWrite<'_> {
         idx.tree.put(key, rev);
         self.changes += 1;
         if let Some(events) = self.events.as_deref_mut() {
-            events.push(Event {
-                r#type: EventType::Put as i32,
-                kv: Some(kv),
-                prev_kv: None,
-            });
+            events.push(put_event(kv));
         }
         Ok(rev)
     }
@@ -500,15 +512,7 @@ impl TxnWrite<'_> {
             idx.tree.tombstone(&key, rev);
             self.changes += 1;
             if let Some(events) = self.events.as_deref_mut() {
-                events.push(Event {
-                    r#type: EventType::Delete as i32,
-                    kv: Some(KeyValue {
-                        key: key.clone(),
-                        mod_revision: main,
-                        ..Default::default()
-                    }),
-                    prev_kv: None,
-                });
+                events.push(delete_event(key.clone(), main));
             }
             deleted.push(key);
         }
