@@ -82,7 +82,8 @@ fn entries(n: usize, make: fn(usize) -> Op) -> Vec<Vec<u8>> {
 /// What the apply thread does with one batch of committed entries (minus the waiters).
 fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durable: bool) {
     let tx = store.backend().begin_batch().expect("begin a batch");
-    let mut ctx = apply::Applier::new(store, &tx, false);
+    let leases = oxcd_server::lease::Lessor::empty(2);
+    let mut ctx = apply::Applier::new(store, &leases, &tx, false);
     for data in batch_entries {
         let req = InternalRequest::decode(data.as_slice()).expect("decode the entry");
         let op = req.op.expect("entry has an op");

@@ -27,6 +27,7 @@ use prost::Message as _;
 use tokio::sync::watch;
 
 use crate::apply::{self, Applier, ApplyError};
+use crate::lease::Lessor;
 use crate::waiters::{Outcome, Waiters};
 use crate::watch::WatchHub;
 
@@ -37,6 +38,8 @@ pub const DURABLE_EVERY: Duration = Duration::from_millis(100);
 pub struct ApplyLoop {
     /// The store to apply to.
     pub store: Arc<Store>,
+    /// Every lease and its keys.
+    pub leases: Arc<Lessor>,
     /// Where each committed batch's events go, after the commit.
     pub watch_hub: Arc<WatchHub>,
     /// The raft loop, told what was applied and when to compact.
@@ -125,7 +128,7 @@ impl ApplyLoop {
         // published as a gap, which a stream that started meanwhile reads from the history.
         let record_events = self.watch_hub.has_streams();
         let before = self.store.current_rev();
-        let mut ctx = Applier::new(&self.store, &tx, record_events);
+        let mut ctx = Applier::new(&self.store, &self.leases, &tx, record_events);
         let mut outcomes: Vec<(u64, Outcome)> = Vec::new();
         for e in entries {
             if e.index <= state.applied {
@@ -211,6 +214,7 @@ impl ApplyLoop {
                 path.display()
             ));
         }
+        self.leases.reload(&self.store).map_err(|e| e.to_string())?;
         tracing::info!(
             index,
             term,

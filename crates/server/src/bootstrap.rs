@@ -13,6 +13,7 @@ use oxcd_storage::wal::Wal;
 use tokio::sync::watch;
 
 use crate::apply_loop::ApplyLoop;
+use crate::lease::Lessor;
 use crate::member::{Identity, Limits, Member};
 use crate::members::Cluster;
 use crate::peer::PeerDialer;
@@ -73,6 +74,11 @@ pub fn start(
     let store = Arc::new(Store::open(backend)?);
     let cluster = cluster_of(s)?;
     let ms = s.heartbeat.as_millis().max(1);
+    let election_ticks = (s.election_timeout.as_millis() / ms) as u32;
+    let leases = Arc::new(Lessor::load(
+        &store,
+        Lessor::min_ttl_for(s.heartbeat, election_ticks),
+    )?);
     let cfg = NodeConfig {
         id: cluster.me,
         cluster_id: cluster.cluster_id,
@@ -80,7 +86,7 @@ pub fn start(
         members: cluster.encode(),
         wal_dir: s.wal_dir(),
         heartbeat: s.heartbeat,
-        election_ticks: (s.election_timeout.as_millis() / ms) as usize,
+        election_ticks: election_ticks as usize,
         pre_vote: s.pre_vote,
         applied: store.consistent_index(),
         max_wals: s.max_wals,
@@ -110,6 +116,7 @@ pub fn start(
     ));
     let apply_thread = ApplyLoop {
         store: store.clone(),
+        leases: leases.clone(),
         watch_hub: watch_hub.clone(),
         raft: raft.clone(),
         events,
@@ -133,9 +140,10 @@ pub fn start(
         max_request_bytes: s.max_request_bytes,
         request_timeout: s.request_timeout(),
         quota_backend_bytes: s.quota_backend_bytes(),
+        election_timeout: s.election_timeout,
     };
     let member = Arc::new(Member::new(
-        identity, limits, store, raft, waiters, applied_rx, watch_hub,
+        identity, limits, store, leases, raft, waiters, applied_rx, watch_hub,
     ));
     Ok(Started {
         member,

@@ -1,7 +1,7 @@
 //! oxcd-server: one oxcd member.
 //!
 //! Owns: the apply path ([`apply`], [`apply_loop`]), request validation ([`validate`]),
-//! the proposal registry ([`waiters`]), the member handle the services share
+//! leases ([`lease`]), the proposal registry ([`waiters`]), the member handle the services share
 //! ([`member`]), the gRPC services ([`services`]) and HTTP endpoints ([`http`]),
 //! configuration ([`flags`], [`settings`]), ids ([`ids`]), TLS ([`security`]), the
 //! sockets ([`listeners`]), start-up ([`bootstrap`]) and serving ([`serve`]).
@@ -21,6 +21,7 @@ pub mod flags;
 pub mod grpc_compat;
 pub mod http;
 pub mod ids;
+pub mod lease;
 pub mod listeners;
 pub mod logging;
 pub mod member;

@@ -15,6 +15,7 @@ use prost::Message as _;
 use tokio::sync::{oneshot, watch};
 
 use crate::apply::Applied;
+use crate::lease::Lessor;
 use crate::waiters::Waiters;
 use crate::watch::WatchHub;
 
@@ -29,6 +30,8 @@ pub struct Limits {
     pub request_timeout: Duration,
     /// `--quota-backend-bytes` resolved (0 in the flag means etcd's 2 GiB default).
     pub quota_backend_bytes: u64,
+    /// `--election-timeout`.
+    pub election_timeout: Duration,
 }
 
 /// Who this member is, for headers and member lists.
@@ -56,6 +59,8 @@ pub struct Member {
     pub limits: Limits,
     /// The MVCC store.
     pub store: Arc<Store>,
+    /// Every lease and its keys.
+    pub leases: Arc<Lessor>,
     /// The raft loop.
     pub raft: RaftHandle,
     /// The live change feed watchers read.
@@ -74,10 +79,12 @@ fn raft_err(e: RaftError) -> EtcdError {
 
 impl Member {
     /// A member over its running parts.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: Identity,
         limits: Limits,
         store: Arc<Store>,
+        leases: Arc<Lessor>,
         raft: RaftHandle,
         waiters: Arc<Waiters>,
         applied: watch::Receiver<u64>,
@@ -87,6 +94,7 @@ impl Member {
             id,
             limits,
             store,
+            leases,
             raft,
             watch_hub,
             waiters,
@@ -102,6 +110,11 @@ impl Member {
             revision,
             raft_term: self.raft.status().term(),
         }
+    }
+
+    /// The election timeout, for the lessor's grace period on becoming leader.
+    pub fn election_timeout(&self) -> Duration {
+        self.limits.election_timeout
     }
 
     /// Refuses requests that would grow the database past the quota, as etcd does:

@@ -167,6 +167,7 @@ pub async fn run_with(
     );
     on_ready(bound);
     tokio::spawn(publish_attributes(member.clone(), stop_rx.clone()));
+    tokio::spawn(crate::lease::expiry::run(member.clone(), stop_rx.clone()));
     let fatal = wait_for_failure(&started.raft_thread, &started.apply_thread);
     let result = tokio::select! {
         _ = shutdown => {

@@ -115,6 +115,22 @@ impl Backend {
         Ok(out)
     }
 
+    /// Every row of a byte-keyed table, in key order, as of the last commit (for small
+    /// tables loaded whole at start, such as leases).
+    pub fn rows(
+        &self,
+        def: redb::TableDefinition<'static, &'static [u8], &'static [u8]>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let tx = self.begin_read()?;
+        let table = tx.open_table(def).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            out.push((k.value().to_vec(), v.value().to_vec()));
+        }
+        Ok(out)
+    }
+
     /// Reads a meta value.
     pub fn read_meta(
         tx: &ReadTransaction,

@@ -3,6 +3,7 @@
 //!
 //! - [`KEY`]: the MVCC key space. Key: a revision (see `oxcd-mvcc`), value: an encoded
 //!   `mvccpb.KeyValue`. Rows are immutable once written; compaction deletes old ones.
+//! - [`LEASE`]: leases granted and not yet revoked or expired.
 //! - [`META`]: small named values, listed below as constants.
 
 use redb::TableDefinition;
@@ -13,6 +14,12 @@ pub const KEY_NAME: &str = "key";
 pub const META_NAME: &str = "meta";
 /// MVCC rows: revision bytes -> encoded `mvccpb.KeyValue`.
 pub const KEY: TableDefinition<&[u8], &[u8]> = TableDefinition::new(KEY_NAME);
+/// Name of [`LEASE`].
+pub const LEASE_NAME: &str = "lease";
+/// Leases: lease id (i64 big-endian) -> encoded `oxcdpb.LeaseRecord` (etcd's
+/// `leasepb.Lease` encoding). Which keys a lease holds is not stored here: it is the
+/// `lease` field of each key's current row.
+pub const LEASE: TableDefinition<&[u8], &[u8]> = TableDefinition::new(LEASE_NAME);
 /// Named metadata values.
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new(META_NAME);
 

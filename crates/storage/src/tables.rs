@@ -48,6 +48,12 @@ pub const TABLES: &[TableSpec] = &[
         keys: KeyKind::Text,
         unhashed: schema::RAFT_POSITION_KEYS,
     },
+    TableSpec {
+        tag: 3,
+        name: schema::LEASE_NAME,
+        keys: KeyKind::Bytes,
+        unhashed: &[],
+    },
 ];
 
 impl TableSpec {

@@ -291,6 +291,31 @@ impl Store {
         Ok(Backend::meta_with_prefix(&meta, prefix).map_err(|e| self.backend.err(e))?)
     }
 
+    /// Every live key that holds a lease, with the lease, as of the last commit: what the
+    /// lessor rebuilds its key lists from at start and after a snapshot.
+    pub fn leased_keys(&self) -> Result<Vec<(Vec<u8>, i64)>> {
+        let _shared = self.gate.read().unwrap_or_else(|p| p.into_inner());
+        let tx = self.backend.begin_read()?;
+        let table = tx
+            .open_table(schema::KEY)
+            .map_err(|e| self.backend.err(e))?;
+        // Rows come in revision order: the last row of a key is its current state.
+        let mut current: std::collections::HashMap<Vec<u8>, i64> = Default::default();
+        for row in table.iter().map_err(|e| self.backend.err(e))? {
+            let (k, v) = row.map_err(|e| self.backend.err(e))?;
+            let (rev, tombstone) = row_revision(k.value())?;
+            let kv = decode_kv(rev, v.value())?;
+            if tombstone || kv.lease == 0 {
+                current.remove(&kv.key);
+            } else {
+                current.insert(kv.key, kv.lease);
+            }
+        }
+        let mut out: Vec<_> = current.into_iter().collect();
+        out.sort();
+        Ok(out)
+    }
+
     /// Starts the MVCC part of an applied batch, writing in `tx`; its events are
     /// recorded only when `record_events` (someone watches).
     pub fn begin_apply<'a>(&'a self, tx: &'a BatchTx<'_>, record_events: bool) -> ApplyBatch<'a> {

@@ -9,6 +9,7 @@
 //! module that keeps replicated state in its own tables, and the MVCC writes in it.
 
 pub mod alarms;
+pub mod lease;
 pub mod range;
 pub mod txn;
 
@@ -21,6 +22,8 @@ use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_mvcc::{ApplyBatch, KeyRange, MvccError, RangeOptions, Store, TxnWrite, Written};
 use oxcd_storage::batch::BatchTx;
 
+use crate::lease::Lessor;
+
 /// What apply functions work with, for one batch of log entries. Modules with replicated
 /// state of their own (leases, auth, membership) join here, each writing its tables in
 /// `tx`, so one commit covers all of them and the applied index.
@@ -29,15 +32,23 @@ pub struct Applier<'a> {
     pub tx: &'a BatchTx<'a>,
     /// The MVCC writes of the batch.
     pub mvcc: ApplyBatch<'a>,
+    /// Every lease and its keys.
+    pub leases: &'a Lessor,
 }
 
 impl<'a> Applier<'a> {
     /// Starts applying a batch to `store` in `tx`, recording its events when
     /// `record_events`.
-    pub fn new(store: &'a Store, tx: &'a BatchTx<'a>, record_events: bool) -> Applier<'a> {
+    pub fn new(
+        store: &'a Store,
+        leases: &'a Lessor,
+        tx: &'a BatchTx<'a>,
+        record_events: bool,
+    ) -> Applier<'a> {
         Applier {
             tx,
             mvcc: store.begin_apply(tx, record_events),
+            leases,
         }
     }
 
@@ -62,6 +73,12 @@ pub enum Applied {
     MemberAttributes,
     /// An alarm request: the alarms it concerns.
     Alarm(Vec<oxcd_api::etcdserverpb::AlarmMember>),
+    /// A lease grant.
+    LeaseGrant(oxcd_api::etcdserverpb::LeaseGrantResponse),
+    /// A lease revocation.
+    LeaseRevoke(oxcd_api::etcdserverpb::LeaseRevokeResponse),
+    /// A keepalive: the lease's granted TTL.
+    LeaseRenew(i64),
 }
 
 /// Why applying failed.
@@ -119,7 +136,7 @@ pub fn mvcc_err(e: MvccError) -> EtcdError {
 pub fn apply(ctx: &mut Applier<'_>, op: &Op) -> Result<Applied, ApplyError> {
     if matches!(
         op,
-        Op::Put(_) | Op::DeleteRange(_) | Op::Txn(_) | Op::Compaction(_)
+        Op::Put(_) | Op::DeleteRange(_) | Op::Txn(_) | Op::Compaction(_) | Op::LeaseGrant(_)
     ) {
         alarms::check_writable(ctx.tx)?;
     }
@@ -135,16 +152,28 @@ pub fn apply(ctx: &mut Applier<'_>, op: &Op) -> Result<Applied, ApplyError> {
             ctx.tx.put_meta(&key, &prost::Message::encode_to_vec(a))?;
             Ok(Applied::MemberAttributes)
         }
-        Op::Put(p) => in_txn(&mut ctx.mvcc, |txn| {
-            check_put(txn, p)?;
-            put(txn, p).map(Applied::Put)
-        }),
-        Op::DeleteRange(d) => in_txn(&mut ctx.mvcc, |txn| {
-            delete_range(txn, d).map(Applied::DeleteRange)
-        }),
-        Op::Txn(t) => in_txn(&mut ctx.mvcc, |txn| {
-            txn::apply_txn(txn, t).map(Applied::Txn)
-        }),
+        Op::Put(p) => {
+            let leases = ctx.leases;
+            in_txn(&mut ctx.mvcc, |txn| {
+                check_put(txn, leases, p)?;
+                put(txn, leases, p).map(Applied::Put)
+            })
+        }
+        Op::DeleteRange(d) => {
+            let leases = ctx.leases;
+            in_txn(&mut ctx.mvcc, |txn| {
+                delete_range(txn, leases, d).map(Applied::DeleteRange)
+            })
+        }
+        Op::Txn(t) => {
+            let leases = ctx.leases;
+            in_txn(&mut ctx.mvcc, |txn| {
+                txn::apply_txn(txn, leases, t).map(Applied::Txn)
+            })
+        }
+        Op::LeaseGrant(g) => lease::grant(ctx, g),
+        Op::LeaseRevoke(r) => lease::revoke(ctx, r),
+        Op::LeaseRenew(r) => lease::renew(ctx, r.id),
     }
 }
 
@@ -193,10 +222,10 @@ fn compact(batch: &mut ApplyBatch<'_>, c: &CompactionRequest) -> Result<Applied,
     }))
 }
 
-/// Checks a put that depends on state: leases must exist (none do yet), and
+/// Checks a put that depends on state: its lease must exist, and
 /// ignore_value / ignore_lease need the key to exist.
-pub fn check_put(txn: &TxnWrite<'_>, p: &PutRequest) -> Result<(), EtcdError> {
-    if p.lease != 0 {
+pub fn check_put(txn: &TxnWrite<'_>, leases: &Lessor, p: &PutRequest) -> Result<(), EtcdError> {
+    if p.lease != 0 && !leases.exists(p.lease) {
         return Err(EtcdError::LeaseNotFound);
     }
     if (p.ignore_value || p.ignore_lease) && txn.get(&p.key).is_none() {
@@ -205,8 +234,12 @@ pub fn check_put(txn: &TxnWrite<'_>, p: &PutRequest) -> Result<(), EtcdError> {
     Ok(())
 }
 
-/// Executes a checked put.
-pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, ApplyError> {
+/// Executes a checked put; the key moves to the put's lease.
+pub fn put(
+    txn: &mut TxnWrite<'_>,
+    leases: &Lessor,
+    p: &PutRequest,
+) -> Result<PutResponse, ApplyError> {
     let prev = if p.prev_kv || p.ignore_value || p.ignore_lease {
         txn.range(KeyRange::new(&p.key, b""), RangeOptions::default())?
             .kvs
@@ -224,6 +257,7 @@ pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, ApplyE
         _ => p.lease,
     };
     let rev = txn.put(&p.key, &value, lease)?;
+    leases.attach(&p.key, lease);
     Ok(PutResponse {
         header: Some(ResponseHeader {
             revision: rev.main,
@@ -233,9 +267,10 @@ pub fn put(txn: &mut TxnWrite<'_>, p: &PutRequest) -> Result<PutResponse, ApplyE
     })
 }
 
-/// Executes a delete.
+/// Executes a delete; the deleted keys leave their leases.
 pub fn delete_range(
     txn: &mut TxnWrite<'_>,
+    leases: &Lessor,
     d: &DeleteRangeRequest,
 ) -> Result<DeleteRangeResponse, ApplyError> {
     let range = KeyRange::new(&d.key, &d.range_end);
@@ -245,6 +280,7 @@ pub fn delete_range(
         Vec::new()
     };
     let deleted = txn.delete_range(range)?;
+    leases.detach(&deleted);
     Ok(DeleteRangeResponse {
         header: Some(ResponseHeader {
             revision: txn.rev(),

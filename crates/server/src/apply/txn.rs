@@ -12,6 +12,7 @@ use oxcd_api::mvccpb::KeyValue;
 use oxcd_mvcc::{KeyRange, RangeOptions, TxnWrite};
 
 use super::{ApplyError, delete_range, put, range::range};
+use crate::lease::Lessor;
 
 /// Whether every key in the compare's range satisfies it (a missing key is compared as
 /// a zero key-value, except for value compares, which then fail).
@@ -86,6 +87,7 @@ fn choose_path(txn: &TxnWrite<'_>, r: &TxnRequest, path: &mut Vec<bool>) -> Resu
 /// lease that does not exist.
 fn check_path(
     txn: &TxnWrite<'_>,
+    leases: &Lessor,
     r: &TxnRequest,
     path: &[bool],
     at: &mut usize,
@@ -108,8 +110,8 @@ fn check_path(
                     },
                 )?;
             }
-            Some(Request::RequestPut(p)) => super::check_put(txn, p)?,
-            Some(Request::RequestTxn(t)) => check_path(txn, t, path, at)?,
+            Some(Request::RequestPut(p)) => super::check_put(txn, leases, p)?,
+            Some(Request::RequestTxn(t)) => check_path(txn, leases, t, path, at)?,
             Some(Request::RequestDeleteRange(_)) | None => {}
         }
     }
@@ -117,17 +119,22 @@ fn check_path(
 }
 
 /// Applies a txn request in the write request `txn`.
-pub fn apply_txn(txn: &mut TxnWrite<'_>, r: &TxnRequest) -> Result<TxnResponse, ApplyError> {
+pub fn apply_txn(
+    txn: &mut TxnWrite<'_>,
+    leases: &Lessor,
+    r: &TxnRequest,
+) -> Result<TxnResponse, ApplyError> {
     let mut path = Vec::new();
     choose_path(txn, r, &mut path)?;
-    check_path(txn, r, &path, &mut 0)?;
+    check_path(txn, leases, r, &path, &mut 0)?;
     let mut at = 0;
-    let resp = exec(txn, r, &path, &mut at)?;
+    let resp = exec(txn, leases, r, &path, &mut at)?;
     Ok(resp)
 }
 
 fn exec(
     txn: &mut TxnWrite<'_>,
+    leases: &Lessor,
     r: &TxnRequest,
     path: &[bool],
     at: &mut usize,
@@ -139,11 +146,11 @@ fn exec(
     for op in ops {
         let response = match &op.request {
             Some(Request::RequestRange(rr)) => Response::ResponseRange(range(&*txn, rr)?),
-            Some(Request::RequestPut(p)) => Response::ResponsePut(put(txn, p)?),
+            Some(Request::RequestPut(p)) => Response::ResponsePut(put(txn, leases, p)?),
             Some(Request::RequestDeleteRange(d)) => {
-                Response::ResponseDeleteRange(delete_range(txn, d)?)
+                Response::ResponseDeleteRange(delete_range(txn, leases, d)?)
             }
-            Some(Request::RequestTxn(t)) => Response::ResponseTxn(exec(txn, t, path, at)?),
+            Some(Request::RequestTxn(t)) => Response::ResponseTxn(exec(txn, leases, t, path, at)?),
             None => continue,
         };
         responses.push(ResponseOp {

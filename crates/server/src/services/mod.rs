@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod kv;
+pub mod lease;
 pub mod maintenance;
 pub mod watch;
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use oxcd_api::etcdserverpb::auth_server::{Auth, AuthServer};
 use oxcd_api::etcdserverpb::cluster_server::ClusterServer;
 use oxcd_api::etcdserverpb::kv_server::KvServer;
-use oxcd_api::etcdserverpb::lease_server::{Lease, LeaseServer};
+use oxcd_api::etcdserverpb::lease_server::LeaseServer;
 use oxcd_api::etcdserverpb::maintenance_server::MaintenanceServer;
 use oxcd_api::etcdserverpb::watch_server::WatchServer;
 use oxcd_api::v3electionpb::election_server::{Election, ElectionServer};
@@ -24,7 +25,6 @@ use crate::member::Member;
 /// A service whose methods all answer Unimplemented (the generated defaults).
 struct NotYet;
 
-impl Lease for NotYet {}
 impl Auth for NotYet {}
 impl Lock for NotYet {}
 impl Election for NotYet {}
@@ -42,8 +42,8 @@ pub fn routes(member: Arc<Member>) -> Routes {
         .add_service(ClusterServer::new(cluster::ClusterService::new(
             member.clone(),
         )))
-        .add_service(WatchServer::new(watch::WatchService::new(member)))
-        .add_service(LeaseServer::new(NotYet))
+        .add_service(WatchServer::new(watch::WatchService::new(member.clone())))
+        .add_service(LeaseServer::new(lease::LeaseService::new(member)))
         .add_service(AuthServer::new(NotYet))
         .add_service(LockServer::new(NotYet))
         .add_service(ElectionServer::new(NotYet))

@@ -1,0 +1,75 @@
+//! Applying lease requests: grants and revocations write the lease table in the batch's
+//! transaction and tell the lessor; a revocation deletes the lease's keys in one write
+//! request (one revision, an event per key); a renewal changes no replicated state and
+//! only restarts the lease's clock on this member.
+
+use oxcd_api::errors::EtcdError;
+use oxcd_api::etcdserverpb::{
+    LeaseGrantRequest, LeaseGrantResponse, LeaseRevokeRequest, LeaseRevokeResponse, ResponseHeader,
+};
+use oxcd_mvcc::KeyRange;
+use oxcd_storage::schema;
+
+use super::{Applied, Applier, ApplyError, in_txn};
+use crate::lease::{MAX_TTL, table};
+
+/// A grant: the proposer chose the id and raised the TTL to the minimum.
+pub fn grant(ctx: &mut Applier<'_>, r: &LeaseGrantRequest) -> Result<Applied, ApplyError> {
+    if r.id == 0 {
+        return Err(EtcdError::LeaseNotFound.into());
+    }
+    if r.ttl > MAX_TTL {
+        return Err(EtcdError::LeaseTtlTooLarge.into());
+    }
+    if ctx.leases.exists(r.id) {
+        return Err(EtcdError::LeaseExist.into());
+    }
+    ctx.tx
+        .open(schema::LEASE)?
+        .insert(
+            table::key(r.id).as_slice(),
+            table::value(r.id, r.ttl).as_slice(),
+        )
+        .map_err(|e| ctx.tx.backend().err(e))?;
+    ctx.leases.granted(r.id, r.ttl);
+    Ok(Applied::LeaseGrant(LeaseGrantResponse {
+        header: Some(ResponseHeader {
+            revision: ctx.mvcc.rev(),
+            ..Default::default()
+        }),
+        id: r.id,
+        ttl: r.ttl,
+        error: String::new(),
+    }))
+}
+
+/// A revocation: the lease's keys are deleted in one revision, then the lease.
+pub fn revoke(ctx: &mut Applier<'_>, r: &LeaseRevokeRequest) -> Result<Applied, ApplyError> {
+    let keys = ctx.leases.keys_of(r.id).ok_or(EtcdError::LeaseNotFound)?;
+    if !keys.is_empty() {
+        in_txn(&mut ctx.mvcc, |txn| {
+            for k in &keys {
+                txn.delete_range(KeyRange::new(k, b""))?;
+            }
+            Ok(Applied::LeaseRevoke(LeaseRevokeResponse::default()))
+        })?;
+    }
+    let rev = ctx.mvcc.rev();
+    ctx.tx
+        .open(schema::LEASE)?
+        .remove(table::key(r.id).as_slice())
+        .map_err(|e| ctx.tx.backend().err(e))?;
+    ctx.leases.revoked(r.id);
+    Ok(Applied::LeaseRevoke(LeaseRevokeResponse {
+        header: Some(ResponseHeader {
+            revision: rev,
+            ..Default::default()
+        }),
+    }))
+}
+
+/// A keepalive: the granted TTL, or not found.
+pub fn renew(ctx: &Applier<'_>, id: i64) -> Result<Applied, ApplyError> {
+    let ttl = ctx.leases.renewed(id).ok_or(EtcdError::LeaseNotFound)?;
+    Ok(Applied::LeaseRenew(ttl))
+}

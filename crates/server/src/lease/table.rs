@@ -1,0 +1,35 @@
+//! The lease table's rows: lease id (i64 big-endian) → `oxcdpb.LeaseRecord`, which has
+//! etcd's `leasepb.Lease` field numbers.
+
+use oxcd_api::oxcdpb::LeaseRecord;
+use oxcd_mvcc::MvccError;
+use oxcd_storage::backend::Backend;
+use oxcd_storage::schema;
+use prost::Message as _;
+
+/// The row key of lease `id`.
+pub(crate) fn key(id: i64) -> [u8; 8] {
+    id.to_be_bytes()
+}
+
+/// The row value of lease `id` granted with `ttl`.
+pub(crate) fn value(id: i64, ttl: i64) -> Vec<u8> {
+    LeaseRecord {
+        id,
+        ttl,
+        remaining_ttl: 0,
+    }
+    .encode_to_vec()
+}
+
+/// Every lease in the backend: (id, granted TTL).
+pub(crate) fn load(backend: &Backend) -> Result<Vec<(i64, i64)>, MvccError> {
+    let mut out = Vec::new();
+    for (k, v) in backend.rows(schema::LEASE)? {
+        let record = LeaseRecord::decode(v.as_slice()).map_err(|e| {
+            MvccError::Corrupt(Default::default(), format!("lease row {k:02x?}: {e}"))
+        })?;
+        out.push((record.id, record.ttl));
+    }
+    Ok(out)
+}

@@ -1,0 +1,202 @@
+//! The Lease service. Grants, revocations and keepalives go through raft; keepalives
+//! do so that every member, and so the next leader, knows when each lease was last
+//! renewed. TimeToLive and Leases are answered by any member after the ReadIndex
+//! barrier, from its own lessor.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::{Stream, StreamExt};
+use oxcd_api::errors::EtcdError;
+use oxcd_api::etcdserverpb::lease_server::Lease;
+use oxcd_api::etcdserverpb::{
+    LeaseGrantRequest, LeaseGrantResponse, LeaseKeepAliveRequest, LeaseKeepAliveResponse,
+    LeaseLeasesRequest, LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse, LeaseStatus,
+    LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
+};
+use oxcd_api::oxcdpb::LeaseRenew;
+use oxcd_api::oxcdpb::internal_request::Op;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::apply::Applied;
+use crate::lease::MAX_TTL;
+use crate::member::Member;
+
+/// Keepalive responses queued for a client that reads slowly.
+const QUEUED_RESPONSES: usize = 64;
+
+/// Keepalives of one stream in flight at once.
+const KEEPALIVES_IN_FLIGHT: usize = 256;
+
+type KeepAlives =
+    Pin<Box<dyn Stream<Item = Result<LeaseKeepAliveResponse, Status>> + Send + 'static>>;
+
+/// The Lease service.
+pub struct LeaseService {
+    member: Arc<Member>,
+    grants: AtomicU64,
+}
+
+impl LeaseService {
+    /// A Lease service for `member`.
+    pub fn new(member: Arc<Member>) -> LeaseService {
+        LeaseService {
+            member,
+            grants: AtomicU64::new(0),
+        }
+    }
+
+    /// A lease id of this member's choosing.
+    fn new_id(&self) -> i64 {
+        let n = self.grants.fetch_add(1, Ordering::Relaxed);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        self.member
+            .leases
+            .new_id(self.member.id.member_id ^ now ^ n.rotate_left(40))
+    }
+}
+
+/// One keepalive: the lease's TTL after renewal, 0 if it does not exist (as etcd).
+async fn keep_alive(member: &Member, id: i64) -> Result<LeaseKeepAliveResponse, Status> {
+    // The leader's clock is authoritative: a lease it considers expired is about to be
+    // revoked and may not be renewed, as in etcd.
+    let expired_here =
+        member.raft.status().leader() == member.id.member_id && member.leases.is_expired(id);
+    let ttl = if expired_here {
+        0
+    } else {
+        match member.propose(Op::LeaseRenew(LeaseRenew { id })).await {
+            Ok(Applied::LeaseRenew(ttl)) => ttl,
+            Ok(_) => return Err(Status::internal("oxcd: unexpected apply result")),
+            Err(EtcdError::LeaseNotFound) => 0,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    Ok(LeaseKeepAliveResponse {
+        header: Some(member.header(member.store.current_rev())),
+        id,
+        ttl,
+    })
+}
+
+#[tonic::async_trait]
+impl Lease for LeaseService {
+    async fn lease_grant(
+        &self,
+        req: Request<LeaseGrantRequest>,
+    ) -> Result<Response<LeaseGrantResponse>, Status> {
+        let mut r = req.into_inner();
+        if r.ttl > MAX_TTL {
+            return Err(EtcdError::LeaseTtlTooLarge.into());
+        }
+        if r.id == 0 {
+            r.id = self.new_id();
+        }
+        r.ttl = r.ttl.max(self.member.leases.min_ttl());
+        match self.member.propose(Op::LeaseGrant(r)).await? {
+            Applied::LeaseGrant(mut resp) => {
+                resp.header = Some(self.member.header(self.member.store.current_rev()));
+                Ok(Response::new(resp))
+            }
+            _ => Err(Status::internal("oxcd: unexpected apply result")),
+        }
+    }
+
+    async fn lease_revoke(
+        &self,
+        req: Request<LeaseRevokeRequest>,
+    ) -> Result<Response<LeaseRevokeResponse>, Status> {
+        match self
+            .member
+            .propose(Op::LeaseRevoke(req.into_inner()))
+            .await?
+        {
+            Applied::LeaseRevoke(mut resp) => {
+                let rev = resp.header.as_ref().map(|h| h.revision).unwrap_or(0);
+                resp.header = Some(self.member.header(rev));
+                Ok(Response::new(resp))
+            }
+            _ => Err(Status::internal("oxcd: unexpected apply result")),
+        }
+    }
+
+    async fn lease_keep_alive(
+        &self,
+        req: Request<Streaming<LeaseKeepAliveRequest>>,
+    ) -> Result<Response<KeepAlives>, Status> {
+        let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_RESPONSES);
+        let member = self.member.clone();
+        let requests = req.into_inner();
+        tokio::spawn(async move {
+            // Keepalives run concurrently (one raft round each); the first failure ends
+            // the stream with that error, as etcd's does.
+            let mut answers = requests
+                .map(|r| {
+                    let member = member.clone();
+                    async move {
+                        match r {
+                            Ok(r) => keep_alive(&member, r.id).await,
+                            Err(status) => Err(status),
+                        }
+                    }
+                })
+                .buffer_unordered(KEEPALIVES_IN_FLIGHT);
+            while let Some(answer) = answers.next().await {
+                let failed = answer.is_err();
+                if tx.send(answer).await.is_err() || failed {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn lease_time_to_live(
+        &self,
+        req: Request<LeaseTimeToLiveRequest>,
+    ) -> Result<Response<LeaseTimeToLiveResponse>, Status> {
+        let r = req.into_inner();
+        self.member.read_barrier().await?;
+        let header = Some(self.member.header(self.member.store.current_rev()));
+        let resp = match self.member.leases.time_to_live(r.id, r.keys) {
+            Some(t) => LeaseTimeToLiveResponse {
+                header,
+                id: r.id,
+                ttl: t.remaining,
+                granted_ttl: t.granted,
+                keys: t.keys,
+            },
+            None => LeaseTimeToLiveResponse {
+                header,
+                id: r.id,
+                ttl: -1,
+                granted_ttl: 0,
+                keys: Vec::new(),
+            },
+        };
+        Ok(Response::new(resp))
+    }
+
+    async fn lease_leases(
+        &self,
+        _req: Request<LeaseLeasesRequest>,
+    ) -> Result<Response<LeaseLeasesResponse>, Status> {
+        self.member.read_barrier().await?;
+        let leases = self
+            .member
+            .leases
+            .ids()
+            .into_iter()
+            .map(|id| LeaseStatus { id })
+            .collect();
+        Ok(Response::new(LeaseLeasesResponse {
+            header: Some(self.member.header(self.member.store.current_rev())),
+            leases,
+        }))
+    }
+}
