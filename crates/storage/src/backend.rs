@@ -83,6 +83,18 @@ impl Backend {
         crate::tables::state_hash(&tx).map_err(|e| self.err(e))
     }
 
+    /// The state hash of the last commit and the raft index it holds, read together.
+    pub fn state_hash_at_index(&self) -> Result<(u32, u64)> {
+        let tx = self.begin_read()?;
+        let hash = crate::tables::state_hash(&tx).map_err(|e| self.err(e))?;
+        let index = Self::read_meta(&tx, schema::META_CONSISTENT_INDEX)
+            .map_err(|e| self.err(e))?
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+            .unwrap_or(0);
+        Ok((hash, index))
+    }
+
     /// The size of the database file in bytes.
     pub fn size(&self) -> u64 {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)

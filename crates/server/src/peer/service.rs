@@ -180,12 +180,18 @@ impl Peer for PeerService {
         let (hash, compact_revision, hash_revision) = store
             .hash_kv(req.into_inner().revision)
             .map_err(crate::apply::mvcc_err)?;
+        let (state_hash, state_index) = store
+            .backend()
+            .state_hash_at_index()
+            .map_err(|e| crate::apply::mvcc_err(e.into()))?;
         Ok(Response::new(PeerHashKvResponse {
             member_id: self.raft.id(),
             revision,
             compact_revision,
             hash,
             hash_revision,
+            state_hash,
+            state_index,
         }))
     }
 

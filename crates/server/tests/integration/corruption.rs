@@ -206,3 +206,63 @@ async fn periodic_check_raises_the_corrupt_alarm_and_writes_stop() {
         m.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn periodic_check_finds_a_member_whose_leases_differ() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let every = Duration::from_millis(200);
+    let (mut members, peers) =
+        three_tweaked(dir.path(), move |s| s.corrupt_check_time = every).await;
+    let mut c = members[0].client().await;
+    let id = c.lease_grant(3600, None).await.expect("grant").id();
+    load(&members, 5).await;
+    let li = leader_index(&members).await;
+    let victim = (li + 1) % 3;
+    let v = members.remove(victim);
+    let v_dir = v.data_dir.clone();
+    v.stop().await;
+    // The lease disappears from one member's backend; its keys (HashKV) are untouched.
+    let backend = Backend::open(&v_dir.join("member/snap/db")).expect("open backend");
+    let tx = backend.begin_write().expect("write");
+    tx.open_table(schema::LEASE)
+        .expect("lease table")
+        .remove(id.to_be_bytes().as_slice())
+        .expect("remove the lease row")
+        .expect("the lease was there");
+    backend.commit(tx, true).expect("commit");
+    drop(backend);
+    let cluster = cluster_of(&peers);
+    let v = InProc::start(v_dir, move |s| {
+        configure(s, victim, &cluster);
+        s.corrupt_check_time = every;
+    })
+    .await;
+    let victim_id = v
+        .client()
+        .await
+        .status()
+        .await
+        .expect("status")
+        .header()
+        .expect("h")
+        .member_id();
+    members.insert(victim, v);
+    let mut c = members[li].client().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = c
+            .alarm(AlarmAction::Get, AlarmType::None, None)
+            .await
+            .expect("alarm list");
+        if let Some(a) = r.alarms().first() {
+            assert_eq!(a.member_id(), victim_id);
+            assert_eq!(a.alarm(), AlarmType::Corrupt);
+            break;
+        }
+        assert!(Instant::now() < deadline, "no alarm raised");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for m in members {
+        m.stop().await;
+    }
+}

@@ -14,6 +14,7 @@ mod crash;
 mod etcdctl_compat;
 mod faults;
 mod kv_etcd_client;
+mod lease;
 mod lease_parity;
 mod tls;
 mod tls_cluster;

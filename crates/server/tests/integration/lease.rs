@@ -1,0 +1,242 @@
+//! Leases on three members with the `etcd-client` crate: keepalives sent to a follower
+//! keep a lease alive; its remaining TTL survives the leader's death (etcd resets it);
+//! expiry deletes the keys on every member; leases reach a member that catches up by
+//! snapshot, survive a restart of every member, and the members' state hashes agree.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::InProc;
+use common::cluster::{cluster_of, configure, leader_index, three, three_tweaked};
+use etcd_client::{EventType, LeaseTimeToLiveOptions, PutOptions, WatchOptions};
+
+/// Seconds `id` has left by `m`'s clock (-1: gone).
+async fn remaining(m: &InProc, id: i64) -> i64 {
+    m.client()
+        .await
+        .lease_time_to_live(id, None)
+        .await
+        .expect("time to live")
+        .ttl()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalives_through_a_follower_keep_a_lease_whose_time_left_survives_a_leader_kill() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut members, _) = three(dir.path()).await;
+    let leader = leader_index(&members).await;
+    let follower = (leader + 1) % 3;
+    let mut fc = members[follower].client().await;
+    let id = fc.lease_grant(6, None).await.expect("grant").id();
+    fc.put("held", "1", Some(PutOptions::new().with_lease(id)))
+        .await
+        .expect("put with the lease");
+    let mut watcher = members[(leader + 2) % 3].client().await;
+    let mut deletes = watcher
+        .watch("held", Some(WatchOptions::new()))
+        .await
+        .expect("watch");
+    // Renewed only through the follower, for longer than its TTL: it stays.
+    let (mut keeper, mut acks) = fc.lease_keep_alive(id).await.expect("keepalive stream");
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(8) {
+        keeper.keep_alive().await.expect("send a keepalive");
+        let ack = acks.message().await.expect("ack").expect("open");
+        assert_eq!(ack.ttl(), 6, "renewed to the full TTL");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    drop((keeper, acks));
+    assert!(remaining(&members[leader], id).await >= 5);
+    // Two seconds without keepalives, then the leader dies.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before_kill = remaining(&members[leader], id).await;
+    assert!((3..=4).contains(&before_kill), "{before_kill}");
+    members.remove(leader).stop().await;
+    let new_leader = leader_index(&members).await;
+    let after_kill = remaining(&members[new_leader], id).await;
+    // The new leader continues from what was left (etcd would start over from 6 s).
+    assert!(
+        (1..=before_kill).contains(&after_kill),
+        "{after_kill} s left after the leader change, {before_kill} before"
+    );
+    // It expires on time: deleted on every member, one event.
+    let next = loop {
+        let r = tokio::time::timeout(Duration::from_secs(10), deletes.message())
+            .await
+            .expect("the key is deleted when the lease expires")
+            .expect("stream")
+            .expect("open");
+        if !r.created() {
+            break r;
+        }
+    };
+    assert_eq!(next.events().len(), 1);
+    assert_eq!(next.events()[0].event_type(), EventType::Delete);
+    for m in &members {
+        let got = m
+            .client()
+            .await
+            .get(
+                "held",
+                Some(etcd_client::GetOptions::new().with_serializable()),
+            )
+            .await
+            .expect("get");
+        assert_eq!(got.count(), 0, "deleted on every member");
+    }
+    assert_eq!(remaining(&members[0], id).await, -1);
+    for m in members {
+        m.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_reach_a_member_by_snapshot_and_survive_a_restart_of_every_member() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tweak = |s: &mut oxcd_server::settings::Settings| {
+        s.snapshot_count = 20;
+        s.snapshot_catchup_entries = 5;
+    };
+    let (mut members, peers) = three_tweaked(dir.path(), tweak).await;
+    let cluster = cluster_of(&peers);
+    let leader = leader_index(&members).await;
+    let lagging = (leader + 1) % 3;
+    let lagging_dir = members[lagging].data_dir.clone();
+    members.remove(lagging).stop().await;
+    let mut c = members[0].client().await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let id = c.lease_grant(3600, None).await.expect("grant").id();
+        for k in 0..3 {
+            c.put(
+                format!("l{i}/{k}"),
+                "v",
+                Some(PutOptions::new().with_lease(id)),
+            )
+            .await
+            .expect("put with a lease");
+        }
+        ids.push(id);
+    }
+    c.lease_revoke(ids.remove(4)).await.expect("revoke one");
+    for i in 0..100 {
+        c.put(format!("filler{i}"), "x", None).await.expect("put");
+    }
+    // Back after the log it missed was compacted: it gets a snapshot.
+    members.push(
+        InProc::start(lagging_dir, move |s| {
+            tweak(s);
+            configure(s, lagging, &cluster)
+        })
+        .await,
+    );
+    let back = members.len() - 1;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let opts = || Some(LeaseTimeToLiveOptions::new().with_keys());
+    loop {
+        let got = members[back]
+            .client()
+            .await
+            .lease_time_to_live(ids[0], opts())
+            .await;
+        if got.is_ok_and(|t| t.keys().len() == 3) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the lease never reached the member"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let listed = |m: &InProc| {
+        let m = m.endpoint();
+        async move {
+            let mut c = etcd_client::Client::connect([m], None)
+                .await
+                .expect("connect");
+            let mut ids: Vec<i64> = c
+                .leases()
+                .await
+                .expect("leases")
+                .leases()
+                .iter()
+                .map(|l| l.id())
+                .collect();
+            ids.sort_unstable();
+            ids
+        }
+    };
+    let mut expected = ids.clone();
+    expected.sort_unstable();
+    for m in &members {
+        assert_eq!(
+            listed(m).await,
+            expected,
+            "every member lists the same leases"
+        );
+    }
+    // Same data, same hash (leases included), on every member.
+    let hashes = state_hashes(&members).await;
+    assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
+    // Every member restarts: the leases and their keys are still there.
+    let dirs: Vec<_> = members.iter().map(|m| m.data_dir.clone()).collect();
+    let mut names: Vec<usize> = (0..3).filter(|i| *i != lagging).collect();
+    names.push(lagging);
+    for m in members {
+        m.stop().await;
+    }
+    let cluster = cluster_of(&peers);
+    let restart = |i: usize| {
+        let cluster = cluster.clone();
+        let name = names[i];
+        InProc::start(dirs[i].clone(), move |s| {
+            tweak(s);
+            configure(s, name, &cluster)
+        })
+    };
+    let (a, b, d) = tokio::join!(restart(0), restart(1), restart(2));
+    let members = vec![a, b, d];
+    for m in &members {
+        assert_eq!(listed(m).await, expected);
+        let t = m
+            .client()
+            .await
+            .lease_time_to_live(ids[1], opts())
+            .await
+            .expect("time to live");
+        assert_eq!(t.keys().len(), 3);
+        assert!(t.ttl() > 3500);
+    }
+    let after = state_hashes(&members).await;
+    assert!(after.windows(2).all(|w| w[0] == w[1]), "{after:?}");
+    for m in members {
+        m.stop().await;
+    }
+}
+
+/// Each member's Maintenance.Hash once they have all applied the same log.
+async fn state_hashes(members: &[InProc]) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut hashes = Vec::new();
+        let mut revs = Vec::new();
+        for m in members {
+            let mut c = m.client().await;
+            // A linearizable read first: the member has applied everything committed.
+            let rev = c
+                .get("filler0", None)
+                .await
+                .expect("get")
+                .header()
+                .expect("h")
+                .revision();
+            revs.push(rev);
+            hashes.push(c.hash().await.expect("hash").hash());
+        }
+        if hashes.windows(2).all(|w| w[0] == w[1]) || Instant::now() > deadline {
+            return hashes;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
