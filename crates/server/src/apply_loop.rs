@@ -134,6 +134,7 @@ impl ApplyLoop {
             if e.index <= state.applied {
                 continue; // already in the backend (replayed after restart)
             }
+            ctx.index = e.index;
             if e.entry_type == EntryType::EntryNormal && !e.data.is_empty() {
                 match InternalRequest::decode(e.data.as_ref()) {
                     Ok(InternalRequest { id, op: Some(op) }) => match apply::apply(&mut ctx, &op) {

@@ -1,13 +1,16 @@
 //! Applying lease requests: grants and revocations write the lease table in the batch's
 //! transaction and tell the lessor; a revocation deletes the lease's keys in one write
 //! request (one revision, an event per key); a renewal changes no replicated state and
-//! only restarts the lease's clock on this member.
+//! records the raft index of the keepalive in the lease's row (so that an expiry the
+//! leader decided before it is void) and restarts the lease's clock on this member.
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::{
     LeaseGrantRequest, LeaseGrantResponse, LeaseRevokeRequest, LeaseRevokeResponse, ResponseHeader,
 };
+use oxcd_api::oxcdpb::LeaseExpire;
 use oxcd_mvcc::KeyRange;
+use oxcd_storage::backend::redb::ReadableTable;
 use oxcd_storage::schema;
 
 use super::{Applied, Applier, ApplyError, in_txn};
@@ -28,7 +31,7 @@ pub fn grant(ctx: &mut Applier<'_>, r: &LeaseGrantRequest) -> Result<Applied, Ap
         .open(schema::LEASE)?
         .insert(
             table::key(r.id).as_slice(),
-            table::value(r.id, r.ttl).as_slice(),
+            table::value(r.id, r.ttl, 0).as_slice(),
         )
         .map_err(|e| ctx.tx.backend().err(e))?;
     ctx.leases.granted(r.id, r.ttl);
@@ -70,6 +73,38 @@ pub fn revoke(ctx: &mut Applier<'_>, r: &LeaseRevokeRequest) -> Result<Applied, 
 
 /// A keepalive: the granted TTL, or not found.
 pub fn renew(ctx: &Applier<'_>, id: i64) -> Result<Applied, ApplyError> {
+    let mut table = ctx.tx.open(schema::LEASE)?;
+    let key = table::key(id);
+    let row = table
+        .get(key.as_slice())
+        .map_err(|e| ctx.tx.backend().err(e))?
+        .map(|v| v.value().to_vec())
+        .ok_or(EtcdError::LeaseNotFound)?;
+    let record = table::decode(&row)?;
+    table
+        .insert(
+            key.as_slice(),
+            table::value(id, record.ttl, ctx.index).as_slice(),
+        )
+        .map_err(|e| ctx.tx.backend().err(e))?;
     let ttl = ctx.leases.renewed(id).ok_or(EtcdError::LeaseNotFound)?;
     Ok(Applied::LeaseRenew(ttl))
+}
+
+/// The leader's expiry decision: void if a keepalive was applied after the index the
+/// leader had reached when it decided, otherwise a revocation.
+pub fn expire(ctx: &mut Applier<'_>, e: &LeaseExpire) -> Result<Applied, ApplyError> {
+    let renewed_at = {
+        let table = ctx.tx.open(schema::LEASE)?;
+        let row = table
+            .get(table::key(e.id).as_slice())
+            .map_err(|err| ctx.tx.backend().err(err))?
+            .map(|v| v.value().to_vec())
+            .ok_or(EtcdError::LeaseNotFound)?;
+        table::decode(&row)?.renewed_at
+    };
+    if renewed_at > e.decided_at {
+        return Err(EtcdError::LeaseNotFound.into());
+    }
+    revoke(ctx, &LeaseRevokeRequest { id: e.id })
 }

@@ -34,6 +34,8 @@ pub struct Applier<'a> {
     pub mvcc: ApplyBatch<'a>,
     /// Every lease and its keys.
     pub leases: &'a Lessor,
+    /// The raft index of the entry being applied.
+    pub index: u64,
 }
 
 impl<'a> Applier<'a> {
@@ -49,6 +51,7 @@ impl<'a> Applier<'a> {
             tx,
             mvcc: store.begin_apply(tx, record_events),
             leases,
+            index: 0,
         }
     }
 
@@ -174,6 +177,7 @@ pub fn apply(ctx: &mut Applier<'_>, op: &Op) -> Result<Applied, ApplyError> {
         Op::LeaseGrant(g) => lease::grant(ctx, g),
         Op::LeaseRevoke(r) => lease::revoke(ctx, r),
         Op::LeaseRenew(r) => lease::renew(ctx, r.id),
+        Op::LeaseExpire(e) => lease::expire(ctx, e),
     }
 }
 

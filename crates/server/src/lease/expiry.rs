@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oxcd_api::etcdserverpb::LeaseRevokeRequest;
+use oxcd_api::oxcdpb::LeaseExpire;
 use oxcd_api::oxcdpb::internal_request::Op;
 use tokio::sync::watch;
 
@@ -41,15 +41,18 @@ pub async fn run(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
         if !leading {
             continue;
         }
+        // Every keepalive applied so far is in the clocks just read; one applied after
+        // this index voids the decision.
+        let decided_at = member.applied_index();
         for id in member.leases.take_expired(per_check) {
             let member = member.clone();
             tokio::spawn(async move {
-                let op = Op::LeaseRevoke(LeaseRevokeRequest { id });
+                let op = Op::LeaseExpire(LeaseExpire { id, decided_at });
                 match member.propose(op).await {
                     Ok(_) => {
                         tracing::debug!(lease = %format!("{id:016x}"), "revoked expired lease")
                     }
-                    // Revoked meanwhile (by a client or an earlier proposal).
+                    // Revoked meanwhile, or renewed after the decision.
                     Err(oxcd_api::errors::EtcdError::LeaseNotFound) => {}
                     // Retried once the retry interval passes, if still leader.
                     Err(e) => {
