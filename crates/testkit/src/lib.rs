@@ -2,7 +2,8 @@
 //!
 //! Owns: [`cluster`] (real `oxcd` processes on loopback, each behind a partitioning
 //! [`proxy`]), [`faults`] (a seeded schedule of kills, pauses and partitions),
-//! [`workload`] (recorded concurrent clients), [`scenario`] (named runs), [`history`] (what a workload did: every operation with its invocation and
+//! [`workload`] (recorded concurrent clients), [`leases`] (lease clients and a watcher,
+//! checked for expiry, keepalive and watch guarantees), [`scenario`] (named runs), [`history`] (what a workload did: every operation with its invocation and
 //! completion time and its result, indeterminate ones included), [`model`] (etcd's KV
 //! semantics with revisions, as a step function with undo), [`checker`]
 //! (linearizability of a history against the model, plus checks of serializable reads), and
@@ -18,6 +19,7 @@ pub mod checker;
 pub mod cluster;
 pub mod faults;
 pub mod history;
+pub mod leases;
 pub mod model;
 pub mod pki;
 pub mod ports;

@@ -29,6 +29,8 @@ pub struct Scenario {
     pub compact: bool,
     /// Client and peer traffic over TLS.
     pub tls: bool,
+    /// Lease clients and a watcher instead of the KV workload ([`crate::leases`]).
+    pub leases: bool,
 }
 
 /// The named scenarios.
@@ -39,6 +41,7 @@ pub const NAMES: &[&str] = &[
     "partition-heal",
     "kill-snapshot",
     "kill-tls",
+    "kill-leases",
 ];
 
 fn workload(clients: usize, write_percent: u64, seed: u64) -> WorkloadConfig {
@@ -67,6 +70,7 @@ pub fn custom(faults: Vec<Fault>, seed: u64) -> Scenario {
         },
         compact: false,
         tls: false,
+        leases: false,
     }
 }
 
@@ -136,6 +140,18 @@ pub fn named(name: &str, seed: u64) -> Option<Scenario> {
             tls: true,
             ..base
         },
+        // Leases kept alive and left to expire while the leader is killed or cut off:
+        // expiry decided by whoever leads, keepalives through any member, watchers
+        // resuming after broken streams.
+        "kill-leases" => Scenario {
+            plan: plan(
+                vec![Fault::Kill, Fault::Partition],
+                Target::Leader,
+                (500, 2000),
+            ),
+            leases: true,
+            ..base
+        },
         _ => return None,
     };
     Some(Scenario {
@@ -202,6 +218,50 @@ pub async fn run(
             Err(format!("{e} (data and logs kept in {})", kept.display()))
         }
     }
+}
+
+/// What a lease run did and found.
+#[derive(Debug)]
+pub struct LeaseReport {
+    /// The faults injected.
+    pub faults: Vec<String>,
+    /// The checks' summary, or the violation.
+    pub result: Result<crate::leases::LeaseSummary, String>,
+}
+
+/// Runs a lease scenario (`s.leases`) for `duration`; data and logs are kept under `out`
+/// on a violation.
+pub async fn run_leases(
+    s: &Scenario,
+    binary: &Path,
+    duration: Duration,
+    out: &Path,
+) -> Result<LeaseReport, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{}-", s.name))
+        .tempdir_in(out)
+        .map_err(|e| e.to_string())?;
+    let mut cluster = Cluster::start(&ClusterConfig {
+        binary: binary.to_path_buf(),
+        members: s.members,
+        dir: dir.path().to_path_buf(),
+        extra_flags: s.flags.clone(),
+        tls: s.tls,
+    })
+    .await?;
+    let opts = cluster.connect_options();
+    let urls = cluster.client_urls();
+    let running = crate::leases::start(&urls, opts.clone(), s.workload.clients);
+    let faults = faults::run(&mut cluster, &s.plan, Instant::now() + duration).await;
+    cluster.recover().await?;
+    let result = running.finish(&urls, opts).await;
+    drop(cluster);
+    let faults = faults?;
+    if result.is_err() {
+        let _ = dir.keep();
+    }
+    Ok(LeaseReport { faults, result })
 }
 
 async fn run_in(

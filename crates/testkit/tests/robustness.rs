@@ -81,3 +81,23 @@ async fn kill_snapshot() {
 async fn kill_tls() {
     run("kill-tls", 16).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_leases() {
+    let s = scenario::named("kill-leases", 17).expect("named scenario");
+    let out = std::env::temp_dir().join("oxcd-robustness");
+    let report = scenario::run_leases(&s, &oxcd(), Duration::from_secs(15), &out)
+        .await
+        .unwrap_or_else(|e| panic!("kill-leases: {e}"));
+    eprintln!(
+        "kill-leases: {} faults: {:?}; {:?}",
+        report.faults.len(),
+        report.faults,
+        report.result
+    );
+    let summary = report.result.expect("lease checks hold");
+    assert!(!report.faults.is_empty(), "no fault was injected");
+    assert!(summary.leases > 20, "the lease clients barely ran");
+    assert!(summary.expired_keys > 0, "no lease expired");
+    assert!(summary.keepalives > 0, "no keepalive acknowledged");
+}

@@ -100,6 +100,31 @@ async fn main() -> ExitCode {
         "scenario {} on {} member(s), seed {}, {:?}, faults {:?}",
         s.name, s.members, args.seed, args.duration, s.plan.faults
     );
+    if s.leases {
+        return match scenario::run_leases(&s, &binary, args.duration, &args.out).await {
+            Ok(r) => {
+                println!("faults injected: {}", r.faults.len());
+                for f in &r.faults {
+                    println!("  {f}");
+                }
+                match r.result {
+                    Ok(summary) => {
+                        println!("checked: {summary:?}");
+                        println!("leases and watches: ok");
+                        ExitCode::SUCCESS
+                    }
+                    Err(reason) => {
+                        println!("leases and watches: VIOLATION: {reason}");
+                        ExitCode::from(1)
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("robustness: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let report = match scenario::run(&s, &binary, args.duration, &args.out).await {
         Ok(r) => r,
         Err(e) => {
