@@ -71,24 +71,30 @@ pub fn revoke(ctx: &mut Applier<'_>, r: &LeaseRevokeRequest) -> Result<Applied, 
     }))
 }
 
-/// A keepalive: the granted TTL, or not found.
-pub fn renew(ctx: &Applier<'_>, id: i64) -> Result<Applied, ApplyError> {
+/// Keepalives: each lease's granted TTL, or 0 for a lease that does not exist.
+pub fn renew(ctx: &Applier<'_>, ids: &[i64]) -> Result<Applied, ApplyError> {
     let mut table = ctx.tx.open(schema::LEASE)?;
-    let key = table::key(id);
-    let row = table
-        .get(key.as_slice())
-        .map_err(|e| ctx.tx.backend().err(e))?
-        .map(|v| v.value().to_vec())
-        .ok_or(EtcdError::LeaseNotFound)?;
-    let record = table::decode(&row)?;
-    table
-        .insert(
-            key.as_slice(),
-            table::value(id, record.ttl, ctx.index).as_slice(),
-        )
-        .map_err(|e| ctx.tx.backend().err(e))?;
-    let ttl = ctx.leases.renewed(id).ok_or(EtcdError::LeaseNotFound)?;
-    Ok(Applied::LeaseRenew(ttl))
+    let mut ttls = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let key = table::key(id);
+        let row = table
+            .get(key.as_slice())
+            .map_err(|e| ctx.tx.backend().err(e))?
+            .map(|v| v.value().to_vec());
+        let Some(row) = row else {
+            ttls.push(0);
+            continue;
+        };
+        let record = table::decode(&row)?;
+        table
+            .insert(
+                key.as_slice(),
+                table::value(id, record.ttl, ctx.index).as_slice(),
+            )
+            .map_err(|e| ctx.tx.backend().err(e))?;
+        ttls.push(ctx.leases.renewed(id).unwrap_or(0));
+    }
+    Ok(Applied::LeaseRenew(ttls))
 }
 
 /// The leader's expiry decision: void if a keepalive was applied after the index the

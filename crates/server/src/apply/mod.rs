@@ -80,8 +80,8 @@ pub enum Applied {
     LeaseGrant(oxcd_api::etcdserverpb::LeaseGrantResponse),
     /// A lease revocation.
     LeaseRevoke(oxcd_api::etcdserverpb::LeaseRevokeResponse),
-    /// A keepalive: the lease's granted TTL.
-    LeaseRenew(i64),
+    /// Keepalives: each lease's granted TTL (0: not found), in request order.
+    LeaseRenew(Vec<i64>),
 }
 
 /// Why applying failed.
@@ -176,7 +176,7 @@ pub fn apply(ctx: &mut Applier<'_>, op: &Op) -> Result<Applied, ApplyError> {
         }
         Op::LeaseGrant(g) => lease::grant(ctx, g),
         Op::LeaseRevoke(r) => lease::revoke(ctx, r),
-        Op::LeaseRenew(r) => lease::renew(ctx, r.id),
+        Op::LeaseRenew(r) => lease::renew(ctx, &r.ids),
         Op::LeaseExpire(e) => lease::expire(ctx, e),
     }
 }

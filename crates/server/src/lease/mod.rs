@@ -16,6 +16,7 @@
 //!   they are the same on every member at the same applied index.
 
 pub mod expiry;
+pub mod renewals;
 pub(crate) mod table;
 
 use std::collections::{BTreeSet, HashMap};

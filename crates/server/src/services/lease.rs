@@ -1,6 +1,6 @@
 //! The Lease service. Grants, revocations and keepalives go through raft; keepalives
-//! do so that every member, and so the next leader, knows when each lease was last
-//! renewed. TimeToLive and Leases are answered by any member after the ReadIndex
+//! do so (batched, [`crate::lease::renewals`]) that every member, and so the next
+//! leader, knows when each lease was last renewed. TimeToLive and Leases are answered by any member after the ReadIndex
 //! barrier, from its own lessor.
 
 use std::pin::Pin;
@@ -15,13 +15,13 @@ use oxcd_api::etcdserverpb::{
     LeaseLeasesRequest, LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse, LeaseStatus,
     LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
 };
-use oxcd_api::oxcdpb::LeaseRenew;
 use oxcd_api::oxcdpb::internal_request::Op;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::apply::Applied;
 use crate::lease::MAX_TTL;
+use crate::lease::renewals::Renewals;
 use crate::member::Member;
 
 /// Keepalive responses queued for a client that reads slowly.
@@ -36,6 +36,7 @@ type KeepAlives =
 /// The Lease service.
 pub struct LeaseService {
     member: Arc<Member>,
+    renewals: Arc<Renewals>,
     grants: AtomicU64,
 }
 
@@ -43,6 +44,7 @@ impl LeaseService {
     /// A Lease service for `member`.
     pub fn new(member: Arc<Member>) -> LeaseService {
         LeaseService {
+            renewals: Arc::new(Renewals::start(&member)),
             member,
             grants: AtomicU64::new(0),
         }
@@ -62,7 +64,11 @@ impl LeaseService {
 }
 
 /// One keepalive: the lease's TTL after renewal, 0 if it does not exist (as etcd).
-async fn keep_alive(member: &Member, id: i64) -> Result<LeaseKeepAliveResponse, Status> {
+async fn keep_alive(
+    member: &Member,
+    renewals: &Renewals,
+    id: i64,
+) -> Result<LeaseKeepAliveResponse, Status> {
     // The leader's clock is authoritative: a lease it considers expired is about to be
     // revoked and may not be renewed, as in etcd.
     let expired_here =
@@ -70,12 +76,7 @@ async fn keep_alive(member: &Member, id: i64) -> Result<LeaseKeepAliveResponse, 
     let ttl = if expired_here {
         0
     } else {
-        match member.propose(Op::LeaseRenew(LeaseRenew { id })).await {
-            Ok(Applied::LeaseRenew(ttl)) => ttl,
-            Ok(_) => return Err(Status::internal("oxcd: unexpected apply result")),
-            Err(EtcdError::LeaseNotFound) => 0,
-            Err(e) => return Err(e.into()),
-        }
+        renewals.renew(id).await?
     };
     Ok(LeaseKeepAliveResponse {
         header: Some(member.header(member.store.current_rev())),
@@ -131,6 +132,7 @@ impl Lease for LeaseService {
     ) -> Result<Response<KeepAlives>, Status> {
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_RESPONSES);
         let member = self.member.clone();
+        let renewals = self.renewals.clone();
         let requests = req.into_inner();
         tokio::spawn(async move {
             // Keepalives run concurrently (one raft round each); the first failure ends
@@ -138,9 +140,10 @@ impl Lease for LeaseService {
             let mut answers = requests
                 .map(|r| {
                     let member = member.clone();
+                    let renewals = renewals.clone();
                     async move {
                         match r {
-                            Ok(r) => keep_alive(&member, r.id).await,
+                            Ok(r) => keep_alive(&member, &renewals, r.id).await,
                             Err(status) => Err(status),
                         }
                     }
