@@ -131,7 +131,7 @@ pub struct Client {
     channel: Channel,
     endpoint: String,
     auth: TokenInterceptor,
-    request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
 }
 
 impl Client {

@@ -17,6 +17,9 @@ pub enum Error {
     /// The auth token the server returned cannot be sent as gRPC metadata.
     #[error("invalid auth token from server")]
     BadToken,
+    /// A stream ended before the answer it was opened for (Go's `io.EOF`).
+    #[error("EOF")]
+    Eof,
     /// The server answered with an error.
     #[error("{}", status_text(.0))]
     Status(#[from] tonic::Status),

@@ -4,10 +4,15 @@
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{
     AlarmRequest, AlarmResponse, CompactionRequest, CompactionResponse, DeleteRangeRequest,
-    DeleteRangeResponse, HashKvRequest, HashKvResponse, MemberListRequest, MemberListResponse,
-    MoveLeaderRequest, MoveLeaderResponse, PutRequest, PutResponse, RangeRequest, RangeResponse,
-    StatusRequest, StatusResponse, TxnRequest, TxnResponse,
+    DeleteRangeResponse, HashKvRequest, HashKvResponse, LeaseGrantRequest, LeaseGrantResponse,
+    LeaseKeepAliveRequest, LeaseKeepAliveResponse, LeaseLeasesRequest, LeaseLeasesResponse,
+    LeaseRevokeRequest, LeaseRevokeResponse, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
+    MemberListRequest, MemberListResponse, MoveLeaderRequest, MoveLeaderResponse, PutRequest,
+    PutResponse, RangeRequest, RangeResponse, StatusRequest, StatusResponse, TxnRequest,
+    TxnResponse,
 };
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
 
 use crate::{Client, Error};
 
@@ -127,6 +132,75 @@ impl Client {
                 .member_list(MemberListRequest { linearizable }),
         )
         .await
+    }
+
+    /// `Lease.LeaseGrant` of `ttl` seconds; `id` 0 lets the server choose the id.
+    pub async fn lease_grant(&self, ttl: i64, id: i64) -> Result<LeaseGrantResponse, Error> {
+        self.bounded(self.lease().lease_grant(LeaseGrantRequest { ttl, id }))
+            .await
+    }
+
+    /// `Lease.LeaseRevoke`: the lease ends and its keys are deleted.
+    pub async fn lease_revoke(&self, id: i64) -> Result<LeaseRevokeResponse, Error> {
+        self.bounded(self.lease().lease_revoke(LeaseRevokeRequest { id }))
+            .await
+    }
+
+    /// `Lease.LeaseTimeToLive`; `keys`: with the keys attached to the lease.
+    pub async fn lease_time_to_live(
+        &self,
+        id: i64,
+        keys: bool,
+    ) -> Result<LeaseTimeToLiveResponse, Error> {
+        self.bounded(
+            self.lease()
+                .lease_time_to_live(LeaseTimeToLiveRequest { id, keys }),
+        )
+        .await
+    }
+
+    /// `Lease.LeaseLeases`: every lease.
+    pub async fn leases(&self) -> Result<LeaseLeasesResponse, Error> {
+        self.bounded(self.lease().lease_leases(LeaseLeasesRequest {}))
+            .await
+    }
+
+    /// Opens a `Lease.LeaseKeepAlive` stream with a keepalive of lease `first` already
+    /// sent (a server answers a stream's headers with its first message). More
+    /// keepalives go through the sender; the stream stays open while the sender lives.
+    pub async fn lease_keep_alive(
+        &self,
+        first: i64,
+    ) -> Result<
+        (
+            mpsc::Sender<LeaseKeepAliveRequest>,
+            tonic::Streaming<LeaseKeepAliveResponse>,
+        ),
+        Error,
+    > {
+        let (tx, rx) = mpsc::channel(16);
+        // The receiver is alive: this cannot fail.
+        let _ = tx.try_send(LeaseKeepAliveRequest { id: first });
+        let stream = self
+            .bounded(self.lease().lease_keep_alive(ReceiverStream::new(rx)))
+            .await?;
+        Ok((tx, stream))
+    }
+
+    /// Renews lease `id` once: the first answer of a keep-alive stream. A TTL of 0 or
+    /// less means the lease was not found (the server answers rather than fails).
+    pub async fn lease_keep_alive_once(&self, id: i64) -> Result<LeaseKeepAliveResponse, Error> {
+        let once = async {
+            let (_tx, mut stream) = self.lease_keep_alive(id).await?;
+            match stream.message().await {
+                Ok(Some(resp)) => Ok(resp),
+                Ok(None) => Err(Error::Eof),
+                Err(s) => Err(Error::Status(s)),
+            }
+        };
+        tokio::time::timeout(self.request_timeout, once)
+            .await
+            .unwrap_or(Err(Error::DeadlineExceeded))
     }
 }
 
