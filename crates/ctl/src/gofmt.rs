@@ -1,6 +1,6 @@
 //! Printing values as Go does, because etcdctl's output is Go's: `strconv.Quote` (`%q`),
-//! `encoding/json` strings, `time.Duration.String()`, go-humanize's byte sizes, and
-//! capnslog's timestamp.
+//! `encoding/json` strings, `%016x`, `time.Duration.String()`, go-humanize's byte
+//! sizes, and capnslog's timestamp.
 
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -88,6 +88,16 @@ pub fn json_string(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// Go's `%016x` of an int64 (how etcdctl prints a lease id): zero-padded to 16
+/// characters, a negative number as `-` and its magnitude (`-000000000000001`).
+pub fn hex016(n: i64) -> String {
+    if n < 0 {
+        format!("-{:015x}", n.unsigned_abs())
+    } else {
+        format!("{n:016x}")
+    }
 }
 
 /// go-humanize's `Bytes`: SI units, one decimal below 10.
@@ -189,6 +199,14 @@ mod tests {
         assert_eq!(duration(Duration::from_nanos(918_843)), "918.843µs");
         assert_eq!(duration(Duration::from_millis(1500)), "1.5s");
         assert_eq!(duration(Duration::from_secs(7200)), "2h0m0s");
+    }
+
+    #[test]
+    fn hex_like_go() {
+        assert_eq!(hex016(0x1234), "0000000000001234");
+        assert_eq!(hex016(-1), "-000000000000001");
+        assert_eq!(hex016(-0x7fff_ffff_ffff_ffff), "-7fffffffffffffff");
+        assert_eq!(hex016(i64::MIN), "-8000000000000000");
     }
 
     #[test]

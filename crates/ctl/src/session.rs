@@ -127,9 +127,15 @@ impl Session {
     pub async fn client_for(&self, endpoints: &[String]) -> Result<Client, Fail> {
         Client::connect(endpoints, &self.conn)
             .await
-            .map_err(|e| match e {
-                oxcd_client::Error::Status(_) => Fail::new(exit::BAD_CONNECTION, e.to_string()),
-                other => Fail::from(other),
-            })
+            .map_err(connect_failure)
+    }
+}
+
+/// How a failed connection ends a command: a refused authentication is etcdctl's "bad
+/// connection" (exit 2); anything else, a plain error.
+pub fn connect_failure(e: oxcd_client::Error) -> Fail {
+    match e {
+        oxcd_client::Error::Status(_) => Fail::new(exit::BAD_CONNECTION, e.to_string()),
+        other => Fail::from(other),
     }
 }

@@ -185,7 +185,12 @@ mod tests {
             "unknown command \"gett\" for \"oxcdctl\"\n\nDid you mean this?\n\tget\n"
         );
         assert!(find(&v(&["e"])).is_err(), "elect or endpoint");
-        assert!(find(&v(&["lease"])).is_err(), "not built yet");
+        let (c, rest) = find(&v(&["lease", "k", "--once", "1"])).expect("keep-alive");
+        assert_eq!(
+            (c.path, rest),
+            (&["lease", "keep-alive"][..], v(&["--once", "1"]))
+        );
+        assert!(find(&v(&["lock"])).is_err(), "not built yet");
         let (c, _) = find(&[]).expect("root");
         assert!(c.path.is_empty());
     }

@@ -3,7 +3,9 @@
 
 mod cluster;
 mod endpoint;
+mod keep_alive;
 mod kv;
+mod lease;
 mod lookup;
 mod txn;
 mod txn_syntax;
@@ -168,6 +170,12 @@ const COMMANDS: &[Command] = &[
     endpoint::HASHKV,
     cluster::MOVE_LEADER,
     watch::WATCH,
+    lease::GROUP,
+    lease::GRANT,
+    lease::REVOKE,
+    lease::TIME_TO_LIVE,
+    lease::LIST,
+    keep_alive::KEEP_ALIVE,
     VERSION,
     HELP_COMMAND,
 ];

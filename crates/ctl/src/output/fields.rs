@@ -4,8 +4,9 @@ use std::fmt::Write as _;
 
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
-    DeleteRangeResponse, HashKvResponse, PutResponse, RangeResponse, ResponseHeader,
-    StatusResponse, TxnResponse, WatchResponse,
+    DeleteRangeResponse, HashKvResponse, LeaseGrantResponse, LeaseKeepAliveResponse,
+    LeaseLeasesResponse, LeaseRevokeResponse, LeaseTimeToLiveResponse, PutResponse, RangeResponse,
+    ResponseHeader, StatusResponse, TxnResponse, WatchResponse,
 };
 use oxcd_api::mvccpb::KeyValue;
 
@@ -118,6 +119,48 @@ pub fn watch(r: &WatchResponse) -> String {
         if let Some(x) = &e.kv {
             kv(&mut out, "", x);
         }
+    }
+    out
+}
+
+/// `lease grant`.
+pub fn grant(r: &LeaseGrantResponse) -> String {
+    let mut out = header(&r.header);
+    let _ = write!(out, "\"ID\" : {}\n\"TTL\" : {}\n", r.id, r.ttl);
+    out
+}
+
+/// `lease revoke`: the header alone.
+pub fn revoke(r: &LeaseRevokeResponse) -> String {
+    header(&r.header)
+}
+
+/// `lease keep-alive`: one answer.
+pub fn keep_alive(r: &LeaseKeepAliveResponse) -> String {
+    let mut out = header(&r.header);
+    let _ = write!(out, "\"ID\" : {}\n\"TTL\" : {}\n", r.id, r.ttl);
+    out
+}
+
+/// `lease timetolive`: the lease, then each attached key.
+pub fn time_to_live(r: &LeaseTimeToLiveResponse) -> String {
+    let mut out = header(&r.header);
+    let _ = write!(
+        out,
+        "\"ID\" : {}\n\"TTL\" : {}\n\"GrantedTTL\" : {}\n",
+        r.id, r.ttl, r.granted_ttl
+    );
+    for k in &r.keys {
+        let _ = writeln!(out, "\"Key\" : {}", quote(k));
+    }
+    out
+}
+
+/// `lease list`: each lease's id.
+pub fn leases(r: &LeaseLeasesResponse) -> String {
+    let mut out = header(&r.header);
+    for l in &r.leases {
+        let _ = writeln!(out, "\"ID\" : {}", l.id);
     }
     out
 }

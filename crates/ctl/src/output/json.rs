@@ -1,12 +1,15 @@
 //! JSON as etcdctl prints it: Go's encoding/json over etcd's message structs — fields in
 //! declaration order, zero values omitted, int64 as numbers, bytes as base64, and
-//! `oneof` responses wrapped as `{"Response":{"ResponsePut":{...}}}`.
+//! `oneof` responses wrapped as `{"Response":{"ResponsePut":{...}}}`. Lease answers are
+//! clientv3's wrappers instead: the header's fields inline, Go's field names or the
+//! wrapper's own, every field present.
 
 use base64::Engine;
 use oxcd_api::etcdserverpb::response_op::Response;
 use oxcd_api::etcdserverpb::{
-    DeleteRangeResponse, HashKvResponse, MoveLeaderResponse, PutResponse, RangeResponse,
-    ResponseHeader, StatusResponse, TxnResponse,
+    DeleteRangeResponse, HashKvResponse, LeaseGrantResponse, LeaseKeepAliveResponse,
+    LeaseLeasesResponse, LeaseRevokeResponse, LeaseTimeToLiveResponse, MoveLeaderResponse,
+    PutResponse, RangeResponse, ResponseHeader, StatusResponse, TxnResponse,
 };
 use oxcd_api::mvccpb::KeyValue;
 
@@ -47,6 +50,10 @@ impl Obj {
         }
         self
     }
+    /// A number, always present.
+    pub fn int(self, k: &str, v: impl Into<i128>) -> Obj {
+        self.raw(k, Some(v.into().to_string()))
+    }
     /// A nested value, omitted when `None`.
     pub fn raw(mut self, k: &str, v: Option<String>) -> Obj {
         if let Some(v) = v {
@@ -79,6 +86,17 @@ pub fn header(h: &Option<ResponseHeader>) -> Option<String> {
             .num("raft_term", h.raft_term)
             .done()
     })
+}
+
+/// A header embedded in one of clientv3's lease answers: its fields promoted into the
+/// answer's object (still omitted when zero).
+fn embedded_header(h: &Option<ResponseHeader>) -> Obj {
+    let h = (*h).unwrap_or_default();
+    Obj::default()
+        .num("cluster_id", h.cluster_id)
+        .num("member_id", h.member_id)
+        .num("revision", h.revision)
+        .num("raft_term", h.raft_term)
 }
 
 /// A key-value.
@@ -208,4 +226,54 @@ pub fn watch(r: &oxcd_api::etcdserverpb::WatchResponse) -> String {
         r.canceled,
         r.created
     )
+}
+
+/// `lease grant`: clientv3's `LeaseGrantResponse`.
+pub fn grant(r: &LeaseGrantResponse) -> String {
+    embedded_header(&r.header)
+        .int("ID", r.id)
+        .int("TTL", r.ttl)
+        .raw("Error", Some(quote(&r.error)))
+        .done()
+}
+
+/// `lease revoke`: the protobuf message itself.
+pub fn revoke(r: &LeaseRevokeResponse) -> String {
+    Obj::default().raw("header", header(&r.header)).done()
+}
+
+/// `lease keep-alive`: clientv3's `LeaseKeepAliveResponse`.
+pub fn keep_alive(r: &LeaseKeepAliveResponse) -> String {
+    embedded_header(&r.header)
+        .int("ID", r.id)
+        .int("TTL", r.ttl)
+        .done()
+}
+
+/// `lease timetolive`: clientv3's `LeaseTimeToLiveResponse` (`"keys":null` without keys).
+pub fn time_to_live(r: &LeaseTimeToLiveResponse) -> String {
+    let keys = if r.keys.is_empty() {
+        "null".to_string()
+    } else {
+        let b64 = |k: &Vec<u8>| quote(&base64::engine::general_purpose::STANDARD.encode(k));
+        format!("[{}]", r.keys.iter().map(b64).collect::<Vec<_>>().join(","))
+    };
+    embedded_header(&r.header)
+        .int("id", r.id)
+        .int("ttl", r.ttl)
+        .int("granted-ttl", r.granted_ttl)
+        .raw("keys", Some(keys))
+        .done()
+}
+
+/// `lease list`: clientv3's `LeaseLeasesResponse` (`"leases":[]` when there are none).
+pub fn leases(r: &LeaseLeasesResponse) -> String {
+    let items: Vec<String> = r
+        .leases
+        .iter()
+        .map(|l| Obj::default().int("id", l.id).done())
+        .collect();
+    embedded_header(&r.header)
+        .raw("leases", Some(format!("[{}]", items.join(","))))
+        .done()
 }

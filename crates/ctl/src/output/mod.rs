@@ -5,6 +5,7 @@
 
 pub mod fields;
 pub mod json;
+mod lease;
 pub mod simple;
 pub mod table;
 

@@ -1,12 +1,17 @@
 //! etcdctl's `simple` format: keys and values as raw bytes on their own lines (`\x..`
 //! per byte with `--hex`), `OK` for puts, the count for deletes, `SUCCESS`/`FAILURE`
-//! then each response for txns.
+//! then each response for txns, one line per lease answer with its id as Go's `%016x`.
 
 use oxcd_api::etcdserverpb::WatchResponse;
 use oxcd_api::etcdserverpb::response_op::Response;
-use oxcd_api::etcdserverpb::{DeleteRangeResponse, PutResponse, RangeResponse, TxnResponse};
+use oxcd_api::etcdserverpb::{
+    DeleteRangeResponse, LeaseGrantResponse, LeaseKeepAliveResponse, LeaseLeasesResponse,
+    LeaseTimeToLiveResponse, PutResponse, RangeResponse, TxnResponse,
+};
 use oxcd_api::mvccpb::KeyValue;
 use oxcd_api::mvccpb::event::EventType;
+
+use crate::gofmt::hex016;
 
 /// The simple printer's options.
 pub struct Simple {
@@ -122,4 +127,56 @@ pub fn event_type(t: i32) -> &'static str {
         Ok(EventType::Delete) => "DELETE",
         _ => "PUT",
     }
+}
+
+/// `lease grant`.
+pub fn grant(r: &LeaseGrantResponse) -> String {
+    format!("lease {} granted with TTL({}s)\n", hex016(r.id), r.ttl)
+}
+
+/// `lease revoke` of lease `id` (the id asked for: the answer has none).
+pub fn revoke(id: i64) -> String {
+    format!("lease {} revoked\n", hex016(id))
+}
+
+/// `lease keep-alive`: one answer.
+pub fn keep_alive(r: &LeaseKeepAliveResponse) -> String {
+    format!("lease {} keepalived with TTL({})\n", hex016(r.id), r.ttl)
+}
+
+/// `lease keep-alive` once the lease is gone (or no answer came in time).
+pub fn keep_alive_end(id: i64) -> String {
+    format!("lease {} expired or revoked.\n", hex016(id))
+}
+
+/// `lease timetolive`; `keys`: with the attached keys, as Go prints a `[]string`
+/// (`[k1 k2]`, the keys' raw bytes).
+pub fn time_to_live(r: &LeaseTimeToLiveResponse, keys: bool) -> Vec<u8> {
+    if r.granted_ttl == 0 && r.ttl == -1 {
+        return format!("lease {} already expired\n", hex016(r.id)).into_bytes();
+    }
+    let mut out = format!(
+        "lease {} granted with TTL({}s), remaining({}s)",
+        hex016(r.id),
+        r.granted_ttl,
+        r.ttl
+    )
+    .into_bytes();
+    if keys {
+        out.extend_from_slice(b", attached keys([");
+        out.extend_from_slice(&r.keys.join(&b' '));
+        out.extend_from_slice(b"])");
+    }
+    out.push(b'\n');
+    out
+}
+
+/// `lease list`.
+pub fn leases(r: &LeaseLeasesResponse) -> String {
+    let mut out = format!("found {} leases\n", r.leases.len());
+    for l in &r.leases {
+        out.push_str(&hex016(l.id));
+        out.push('\n');
+    }
+    out
 }
