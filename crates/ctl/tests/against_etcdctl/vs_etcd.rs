@@ -8,7 +8,9 @@
 //! stderr and exit code. Read-only lines also run through oxcdctl against server A, to
 //! compare the two CLIs on one server. Only what legitimately differs is masked: the
 //! servers' addresses, the program's name, timings (`took`), database sizes and the
-//! timestamps of log lines.
+//! timestamps of log lines. The lease commands are compared in [`lease`].
+
+mod lease;
 
 use std::io::{Read, Write};
 use std::path::Path;
