@@ -52,15 +52,19 @@ impl LeaseService {
 
     /// A lease id of this member's choosing.
     fn new_id(&self) -> i64 {
-        let n = self.grants.fetch_add(1, Ordering::Relaxed);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        self.member
-            .leases
-            .new_id(self.member.id.member_id ^ now ^ n.rotate_left(40))
+        new_lease_id(&self.member, self.grants.fetch_add(1, Ordering::Relaxed))
     }
+}
+
+/// A lease id of `member`'s choosing for its `n`th grant (of one counter).
+pub(crate) fn new_lease_id(member: &Member, n: u64) -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    member
+        .leases
+        .new_id(member.id.member_id ^ now ^ n.rotate_left(40))
 }
 
 /// One keepalive: the lease's TTL after renewal, 0 if it does not exist (as etcd).

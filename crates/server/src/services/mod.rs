@@ -1,11 +1,15 @@
 //! The gRPC services: thin handlers that validate, call the member, and map errors.
-//! Services whose features are not built yet are registered with every method
+//! Services whose features are not built yet (Auth) are registered with every method
 //! answering gRPC `Unimplemented`, so clients get a clear answer instead of a 404.
 
 pub mod cluster;
+pub mod election;
 pub mod kv;
 pub mod lease;
+pub mod lock;
 pub mod maintenance;
+mod observe;
+pub mod recipes;
 pub mod watch;
 
 use std::sync::Arc;
@@ -16,8 +20,8 @@ use oxcd_api::etcdserverpb::kv_server::KvServer;
 use oxcd_api::etcdserverpb::lease_server::LeaseServer;
 use oxcd_api::etcdserverpb::maintenance_server::MaintenanceServer;
 use oxcd_api::etcdserverpb::watch_server::WatchServer;
-use oxcd_api::v3electionpb::election_server::{Election, ElectionServer};
-use oxcd_api::v3lockpb::lock_server::{Lock, LockServer};
+use oxcd_api::v3electionpb::election_server::ElectionServer;
+use oxcd_api::v3lockpb::lock_server::LockServer;
 use tonic::service::Routes;
 
 use crate::member::Member;
@@ -26,8 +30,6 @@ use crate::member::Member;
 struct NotYet;
 
 impl Auth for NotYet {}
-impl Lock for NotYet {}
-impl Election for NotYet {}
 
 /// gRPC's own framing overhead allowed on top of `--max-request-bytes` (as etcd).
 pub(crate) const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
@@ -43,8 +45,8 @@ pub fn routes(member: Arc<Member>) -> Routes {
             member.clone(),
         )))
         .add_service(WatchServer::new(watch::WatchService::new(member.clone())))
-        .add_service(LeaseServer::new(lease::LeaseService::new(member)))
+        .add_service(LeaseServer::new(lease::LeaseService::new(member.clone())))
         .add_service(AuthServer::new(NotYet))
-        .add_service(LockServer::new(NotYet))
-        .add_service(ElectionServer::new(NotYet))
+        .add_service(LockServer::new(lock::LockService::new(member.clone())))
+        .add_service(ElectionServer::new(election::ElectionService::new(member)))
 }
