@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::InProc;
+use common::cluster::{leader_index, three};
 use etcd_client::{Client, LockOptions, ProclaimOptions, ResignOptions};
 
 const ETCDCTL: &str = "/usr/bin/etcdctl";
@@ -170,6 +171,49 @@ async fn lock_election_client_campaign_observe_proclaim_resign() {
     let e = c.leader("el").await.expect_err("no leader");
     assert!(e.to_string().contains("election: no leader"), "{e}");
     m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_election_client_followers_lock_and_wait_in_a_cluster() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (members, _) = three(dir.path()).await;
+    let leader = leader_index(&members).await;
+    let mut on_leader = members[leader].client().await;
+    let mut f1 = members[(leader + 1) % 3].client().await;
+    let f2 = members[(leader + 2) % 3].client().await;
+    let first = lease(&mut on_leader, 60).await;
+    let second = lease(&mut on_leader, 60).await;
+    let held = f1
+        .lock("job", Some(LockOptions::new().with_lease(first)))
+        .await
+        .expect("lock on a follower")
+        .key()
+        .to_vec();
+    let waiter = lock_in_background(&f2, "job", second);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiter.is_finished(), "the other follower waits");
+    let mut observer = f2.clone().observe("job").await.expect("observe");
+    on_leader.unlock(held).await.expect("unlock on the leader");
+    let key = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter gets the lock")
+        .expect("task");
+    assert_eq!(key, format!("job/{second:x}").into_bytes());
+    // A lock's keys are an election's candidates too: the observer saw both holders.
+    for want in [first, second] {
+        let r = tokio::time::timeout(Duration::from_secs(5), observer.message())
+            .await
+            .expect("observed within 5 s")
+            .expect("observe")
+            .expect("open");
+        assert_eq!(
+            r.kv().expect("kv").key(),
+            format!("job/{want:x}").as_bytes()
+        );
+    }
+    for m in members {
+        m.stop().await;
+    }
 }
 
 /// Runs etcdctl 3.4 against `endpoint`, interrupted (as by ^C: it then unlocks or
