@@ -22,6 +22,7 @@ use oxcd_api::etcdserverpb::{
     Compare, DeleteRangeRequest, DeleteRangeResponse, LeaseGrantRequest, PutRequest, RangeRequest,
     RangeResponse, RequestOp, ResponseHeader, TxnRequest, TxnResponse,
 };
+use oxcd_api::mvccpb::event::EventType;
 use oxcd_api::oxcdpb::internal_request::Op;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
@@ -267,7 +268,8 @@ impl Changes {
 
 /// Waits until no key under `prefix` has a create revision at or below `max_create_rev`
 /// (concurrency's `waitDeletes`: etcd watches for the deletion of the last such key,
-/// again and again; re-reading after each change comes to the same).
+/// again and again; re-reading after each deletion under the prefix, or after changes
+/// were missed, comes to the same).
 pub async fn wait_deletes(
     member: &Member,
     prefix: &[u8],
@@ -277,9 +279,20 @@ pub async fn wait_deletes(
     member.read_barrier().await?;
     let below = last_created(prefix, max_create_rev);
     while !read(member, &below)?.kvs.is_empty() {
-        changes.next().await?;
+        // Only a deletion under the prefix can end the wait: skip other batches.
+        while let Change::Batch(feed) = changes.next().await?
+            && !deletes_under(&feed, prefix)
+        {}
     }
     Ok(())
+}
+
+/// Whether `feed` deletes a key under `prefix`.
+fn deletes_under(feed: &Feed, prefix: &[u8]) -> bool {
+    feed.events.iter().flatten().any(|e| {
+        e.r#type == EventType::Delete as i32
+            && e.kv.as_ref().is_some_and(|kv| kv.key.starts_with(prefix))
+    })
 }
 
 /// A cleanup proposal made if the request waiting for it is abandoned (the client went
