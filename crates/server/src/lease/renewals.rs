@@ -1,12 +1,17 @@
-//! Keepalives batched into raft entries: every keepalive goes through raft (so every
-//! member knows when each lease was last renewed), but one entry carries all the
-//! keepalives that arrived while the previous entries were in flight, so a member under
-//! many keepalives proposes few entries.
+//! Keepalives. On the leader (the only member that decides expiry) a keepalive restarts
+//! the lease's clock at once and is answered from memory, as etcd answers it; every
+//! [`CHECKPOINT_EVERY`] the leader replicates the ids it renewed in one raft entry, so
+//! that every member, and so the next leader, knows when each lease was last renewed
+//! (to within the checkpoint interval, well inside the election timeout the new leader
+//! grants anyway). On a follower a keepalive goes through raft itself, batched: one
+//! entry carries all the keepalives that arrived while earlier entries were in flight.
 //!
 //! Invariant: each keepalive is answered once, with the TTL its lease was renewed to (0
 //! if the lease no longer exists) or with the error that kept its entry from applying.
 
-use std::sync::{Arc, Weak};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::oxcdpb::LeaseRenew;
@@ -19,6 +24,9 @@ use crate::member::Member;
 /// Entries of keepalives in flight at once; more keepalives wait and join the next.
 const ENTRIES_IN_FLIGHT: usize = 4;
 
+/// How often the leader replicates the leases it renewed.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+
 /// Keepalives in one entry at most.
 const MAX_BATCH: usize = 8192;
 
@@ -30,6 +38,9 @@ struct Pending {
 /// The batcher of one member's keepalives.
 pub struct Renewals {
     queue: mpsc::UnboundedSender<Pending>,
+    member: Weak<Member>,
+    /// Leases renewed on the leader since its last checkpoint.
+    renewed: Arc<Mutex<HashSet<i64>>>,
 }
 
 impl Renewals {
@@ -37,17 +48,63 @@ impl Renewals {
     /// gone (it never keeps a stopped member's store open).
     pub fn start(member: &Arc<Member>) -> Renewals {
         let (queue, rx) = mpsc::unbounded_channel();
+        let renewed = Arc::new(Mutex::new(HashSet::new()));
         tokio::spawn(batcher(Arc::downgrade(member), rx));
-        Renewals { queue }
+        tokio::spawn(checkpoints(Arc::downgrade(member), renewed.clone()));
+        Renewals {
+            queue,
+            member: Arc::downgrade(member),
+            renewed,
+        }
     }
 
-    /// Renews lease `id` through raft: its TTL, or 0 if it does not exist.
+    /// Renews lease `id`: its TTL, or 0 if it does not exist.
     pub async fn renew(&self, id: i64) -> Result<i64, EtcdError> {
+        let member = self.member.upgrade().ok_or(EtcdError::Stopped)?;
+        if member.raft.status().leader() == member.id.member_id {
+            let ttl = member.leases.renewed(id).unwrap_or(0);
+            if ttl > 0 {
+                self.renewed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(id);
+            }
+            return Ok(ttl);
+        }
+        drop(member);
         let (done, answer) = oneshot::channel();
         self.queue
             .send(Pending { id, done })
             .map_err(|_| EtcdError::Stopped)?;
         answer.await.map_err(|_| EtcdError::Stopped)?
+    }
+}
+
+/// Replicates the leader's renewals every [`CHECKPOINT_EVERY`], until the member is gone.
+async fn checkpoints(member: Weak<Member>, renewed: Arc<Mutex<HashSet<i64>>>) {
+    let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(member) = member.upgrade() else {
+            return;
+        };
+        let ids: Vec<i64> = {
+            let mut set = renewed.lock().unwrap_or_else(|p| p.into_inner());
+            set.drain().collect()
+        };
+        if ids.is_empty() {
+            continue;
+        }
+        for chunk in ids.chunks(MAX_BATCH) {
+            let op = Op::LeaseRenew(LeaseRenew {
+                ids: chunk.to_vec(),
+            });
+            // Lost with a leader change: the next leader grants an election timeout.
+            if let Err(e) = member.propose(op).await {
+                tracing::debug!("lease checkpoint not replicated: {e}");
+            }
+        }
     }
 }
 

@@ -1,6 +1,7 @@
-//! The Lease service. Grants, revocations and keepalives go through raft; keepalives
-//! do so (batched, [`crate::lease::renewals`]) that every member, and so the next
-//! leader, knows when each lease was last renewed. TimeToLive and Leases are answered by any member after the ReadIndex
+//! The Lease service. Grants and revocations go through raft; keepalives are answered
+//! by the leader from memory and replicated in checkpoints, or go through raft from a
+//! follower ([`crate::lease::renewals`]), so that every member, and so the next leader,
+//! knows when each lease was last renewed. TimeToLive and Leases are answered by any member after the ReadIndex
 //! barrier, from its own lessor.
 
 use std::pin::Pin;
@@ -139,7 +140,7 @@ impl Lease for LeaseService {
         let renewals = self.renewals.clone();
         let requests = req.into_inner();
         tokio::spawn(async move {
-            // Keepalives run concurrently (one raft round each); the first failure ends
+            // Keepalives run concurrently (a raft round each on a follower); the first failure ends
             // the stream with that error, as etcd's does.
             let mut answers = requests
                 .map(|r| {
