@@ -240,3 +240,70 @@ async fn state_hashes(members: &[InProc]) -> Vec<u32> {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_leases_expiring_at_once_do_not_stall_writes() {
+    const LEASES: usize = 10_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = InProc::start(dir.path().join("m"), |_| {}).await;
+    // Granted and given a key each by 50 tasks, all with the minimum TTL.
+    let mut tasks = Vec::new();
+    for t in 0..50 {
+        let mut c = m.client().await;
+        tasks.push(tokio::spawn(async move {
+            for i in (t..LEASES).step_by(50) {
+                let id = c.lease_grant(1, None).await.expect("grant").id();
+                c.put(
+                    format!("x/{i}"),
+                    "v",
+                    Some(PutOptions::new().with_lease(id)),
+                )
+                .await
+                .expect("put with a lease");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("granting task");
+    }
+    // Writes go on while they expire: every one succeeds; the slowest is reported.
+    let mut c = m.client().await;
+    let started = Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut writes = 0;
+    loop {
+        let t = Instant::now();
+        c.put("writer", writes.to_string(), None)
+            .await
+            .expect("a write while leases expire");
+        slowest = slowest.max(t.elapsed());
+        writes += 1;
+        if writes % 50 == 0 {
+            let left = c
+                .get(
+                    "x/",
+                    Some(
+                        etcd_client::GetOptions::new()
+                            .with_prefix()
+                            .with_count_only(),
+                    ),
+                )
+                .await
+                .expect("count")
+                .count();
+            if left == 0 {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "{left} keys left after 120 s"
+            );
+        }
+    }
+    assert!(c.leases().await.expect("leases").leases().is_empty());
+    eprintln!(
+        "{LEASES} leases expired in {:?} (paced at 1,000/s) while {writes} writes went on; slowest write {slowest:?}",
+        started.elapsed()
+    );
+    m.stop().await;
+}
