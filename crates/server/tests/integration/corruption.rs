@@ -40,6 +40,18 @@ fn alter_value(data_dir: &Path, key: &[u8]) {
     backend.commit(tx, true).expect("commit");
 }
 
+/// The member id `m` reports.
+async fn member_id(m: &InProc) -> u64 {
+    m.client()
+        .await
+        .status()
+        .await
+        .expect("status")
+        .header()
+        .expect("h")
+        .member_id()
+}
+
 /// Writes `n` keys through member 0 and waits until every member holds them.
 async fn load(members: &[InProc], n: usize) {
     let mut c = members[0].client().await;
@@ -127,15 +139,7 @@ async fn periodic_check_raises_the_corrupt_alarm_and_writes_stop() {
     load(&members, 20).await;
     let li = leader_index(&members).await;
     let victim = (li + 1) % 3;
-    let victim_id = members[victim]
-        .client()
-        .await
-        .status()
-        .await
-        .expect("status")
-        .header()
-        .expect("h")
-        .member_id();
+    let victim_id = member_id(&members[victim]).await;
     let v = members.remove(victim);
     let v_dir = v.data_dir.clone();
     v.stop().await;
@@ -237,15 +241,7 @@ async fn periodic_check_finds_a_member_whose_leases_differ() {
         s.corrupt_check_time = every;
     })
     .await;
-    let victim_id = v
-        .client()
-        .await
-        .status()
-        .await
-        .expect("status")
-        .header()
-        .expect("h")
-        .member_id();
+    let victim_id = member_id(&v).await;
     members.insert(victim, v);
     let mut c = members[li].client().await;
     let deadline = Instant::now() + Duration::from_secs(10);
