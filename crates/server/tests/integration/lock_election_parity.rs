@@ -261,6 +261,10 @@ impl Session {
         self.lock("lock with an unknown lease", "mylock", 0x999)
             .await;
         self.lock("another lock with A", "other", A).await;
+        self.lock("lock with an empty name", "", A).await;
+        self.keys("keys under /", "/").await;
+        self.unlock("unlock the empty-name lock", "/1a").await;
+        self.leader("leader of an empty name", "").await;
         self.unlock("unlock a missing key", "mylock/nothere").await;
         self.unlock("unlock without a key", "").await;
         // A waiter whose client goes away deletes its key.
@@ -317,6 +321,11 @@ impl Session {
         self.resign("resign A again", Some(a)).await;
         self.unlock("B's key deleted", "el/2b").await;
         self.leader("leader when none", "el").await;
+        let empty = self
+            .campaign("campaign with an empty name", "", A, "e")
+            .await;
+        self.leader("leader of the empty name", "").await;
+        self.resign("resign the empty name", Some(empty)).await;
         let seen = tokio::time::timeout(Duration::from_secs(10), observer)
             .await
             .expect("observed within 10 s")
