@@ -2,7 +2,8 @@
 //!
 //! Owns: [`cluster`] (real `oxcd` processes on loopback, each behind a partitioning
 //! [`proxy`]), [`faults`] (a seeded schedule of kills, pauses and partitions),
-//! [`workload`] (recorded concurrent clients), [`leases`] (lease clients and a watcher,
+//! [`workload`] (recorded concurrent clients), [`watches`] (watchers beside the workload,
+//! resuming after every break, checked against its history by [`checker::watch`]), [`leases`] (lease clients and a watcher,
 //! checked for expiry, keepalive and watch guarantees), [`scenario`] (named runs), [`history`] (what a workload did: every operation with its invocation and
 //! completion time and its result, indeterminate ones included), [`model`] (etcd's KV
 //! semantics with revisions, as a step function with undo), [`checker`]
@@ -28,4 +29,5 @@ pub mod proxy;
 pub mod reference;
 pub mod rng;
 pub mod scenario;
+pub mod watches;
 pub mod workload;

@@ -6,10 +6,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::checker::watch::WatchSummary;
 use crate::checker::{self, Summary};
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::faults::{self, Fault, FaultPlan, Target};
 use crate::history::Outcome;
+use crate::watches;
 use crate::workload::{self, WorkloadConfig};
 
 /// A run to make.
@@ -175,6 +177,8 @@ pub struct Report {
     pub snapshots: usize,
     /// The check: a summary, or the violation file.
     pub result: Result<Summary, (String, PathBuf)>,
+    /// The watchers' check against the same history, or what broke.
+    pub watch: Result<WatchSummary, String>,
     /// Where the members' data dirs and logs are (kept on a violation).
     pub data: PathBuf,
 }
@@ -208,7 +212,7 @@ pub async fn run(
         .tempdir_in(out)
         .map_err(|e| e.to_string())?;
     match run_in(s, binary, duration, out, dir.path()).await {
-        Ok(report) if report.result.is_ok() => Ok(report),
+        Ok(report) if report.result.is_ok() && report.watch.is_ok() => Ok(report),
         Ok(report) => {
             let _ = dir.keep();
             Ok(report)
@@ -289,6 +293,7 @@ async fn run_in(
         start,
         stop.clone(),
     );
+    let watching = watches::start(&cluster.client_urls(), opts.clone(), start);
     let compacting = s.compact.then(|| {
         tokio::spawn(compactor(
             cluster.client_urls()[0].clone(),
@@ -303,6 +308,7 @@ async fn run_in(
         let _ = c.await;
     }
     cluster.recover().await?;
+    let watched = watching.finish(&cluster.client_urls(), opts.clone()).await;
     let snapshots = cluster
         .members
         .iter()
@@ -327,6 +333,16 @@ async fn run_in(
             Err((v.reason, path))
         }
     };
+    let watch = match watched {
+        Ok((logs, ending)) => {
+            let saved = dir.join("watches.json");
+            let doc = serde_json::json!({ "logs": logs, "ending": ending });
+            std::fs::write(&saved, serde_json::to_vec(&doc).map_err(|e| e.to_string())?)
+                .map_err(|e| format!("{}: {e}", saved.display()))?;
+            checker::watch::check(&history, &logs, &ending)
+        }
+        Err(e) => Err(e),
+    };
     let data = dir.to_path_buf();
     Ok(Report {
         ok,
@@ -335,6 +351,7 @@ async fn run_in(
         faults,
         snapshots,
         result,
+        watch,
         data,
     })
 }

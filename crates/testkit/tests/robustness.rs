@@ -46,6 +46,23 @@ async fn run(name: &str, seed: u64) -> scenario::Report {
             report.data.display()
         ),
     }
+    match &report.watch {
+        Ok(w) => {
+            eprintln!("{name}: watch checks: ok ({w:?})");
+            assert!(
+                w.events > 100,
+                "{name}: the watchers barely received anything"
+            );
+            assert!(
+                w.reads > 0,
+                "{name}: no read was matched to the watched history"
+            );
+        }
+        Err(e) => panic!(
+            "{name}: watch checks: VIOLATION: {e}; data in {}",
+            report.data.display()
+        ),
+    }
     assert!(!report.faults.is_empty(), "{name}: no fault was injected");
     assert!(report.ok > 100, "{name}: the workload barely ran");
     report

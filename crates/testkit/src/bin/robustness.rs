@@ -144,6 +144,32 @@ async fn main() -> ExitCode {
     for f in &report.faults {
         println!("  {f}");
     }
+    let watch_ok = match &report.watch {
+        Ok(w) => {
+            println!(
+                "watches: {} watchers, {} events, {} resumed, {} bookmarks, {} compacted; {} revisions replayed, {} reads matched{}",
+                w.watchers,
+                w.events,
+                w.resumed,
+                w.progress,
+                w.compacted,
+                w.revisions,
+                w.reads,
+                if w.fresh_reference {
+                    ", reference: a watch from revision 1"
+                } else {
+                    ""
+                }
+            );
+            println!("watch checks: ok");
+            true
+        }
+        Err(e) => {
+            println!("watch checks: VIOLATION: {e}");
+            println!("data and logs kept in {}", report.data.display());
+            false
+        }
+    };
     match &report.result {
         Ok(summary) => {
             println!(
@@ -151,7 +177,11 @@ async fn main() -> ExitCode {
                 summary.linearized, summary.serializable, summary.final_rev
             );
             println!("linearizable: ok");
-            ExitCode::SUCCESS
+            if watch_ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
         Err((reason, file)) => {
             println!("{reason}");

@@ -9,6 +9,7 @@
 //! as one partition, not per key.
 
 pub mod linearizable;
+pub mod watch;
 
 #[cfg(test)]
 mod tests;
