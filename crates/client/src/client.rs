@@ -220,7 +220,7 @@ impl Client {
         &self.endpoint
     }
 
-    fn service(&self) -> Service {
+    pub(crate) fn service(&self) -> Service {
         InterceptedService::new(self.channel.clone(), self.auth.clone())
     }
 

@@ -20,6 +20,12 @@ pub enum Error {
     /// A stream ended before the answer it was opened for (Go's `io.EOF`).
     #[error("EOF")]
     Eof,
+    /// A watch's start revision was compacted; the oldest revision still available.
+    #[error("etcdserver: mvcc: required revision has been compacted")]
+    Compacted(i64),
+    /// The server canceled a watch, with its reason.
+    #[error("{0}")]
+    WatchCanceled(String),
     /// The server answered with an error.
     #[error("{}", status_text(.0))]
     Status(#[from] tonic::Status),
