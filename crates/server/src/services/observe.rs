@@ -34,7 +34,7 @@ pub async fn run(
     out: mpsc::Sender<Result<LeaderResponse, Status>>,
 ) {
     let mut o = Observer {
-        changes: Changes::subscribe(&member),
+        changes: Changes::subscribe(&member, &prefix),
         member,
         prefix,
         out,

@@ -24,14 +24,12 @@ use oxcd_api::etcdserverpb::{
 };
 use oxcd_api::mvccpb::event::EventType;
 use oxcd_api::oxcdpb::internal_request::Op;
-use tokio::sync::broadcast;
-use tokio::sync::broadcast::error::RecvError;
 use tonic::{Code, Status};
 
 use crate::apply::{Applied, range};
 use crate::member::Member;
 use crate::validate;
-use crate::watch::Feed;
+use crate::watch::{Feed, Subscription};
 
 /// The TTL of the lease a request without one gets (concurrency's default session TTL).
 const SESSION_TTL: i64 = 60;
@@ -229,9 +227,10 @@ pub async fn session_lease(member: &Member, lease: i64) -> Result<i64, EtcdError
     }
 }
 
-/// A place in the watch feed, and the member's stop signal.
+/// A place in the watch feed for the keys under one prefix, and the member's stop
+/// signal.
 pub struct Changes {
-    feed: broadcast::Receiver<Arc<Feed>>,
+    feed: Subscription,
     closed: tokio::sync::watch::Receiver<bool>,
 }
 
@@ -244,9 +243,11 @@ pub enum Change {
 }
 
 impl Changes {
-    /// Starts listening: every change made visible after this call will be seen.
-    pub fn subscribe(member: &Member) -> Changes {
-        let (feed, _) = member.watch_hub.subscribe();
+    /// Starts listening to the keys under `prefix`: every change to them made visible
+    /// after this call will be seen.
+    pub fn subscribe(member: &Member, prefix: &[u8]) -> Changes {
+        let feed = member.watch_hub.subscribe();
+        feed.add_interest(prefix, &prefix_end(prefix));
         Changes {
             feed,
             closed: member.watch_hub.closed(),
@@ -257,9 +258,10 @@ impl Changes {
     pub async fn next(&mut self) -> Result<Change, EtcdError> {
         tokio::select! {
             r = self.feed.recv() => match r {
-                Ok(f) if f.events.is_some() => Ok(Change::Batch(f)),
-                Ok(_) | Err(RecvError::Lagged(_)) => Ok(Change::Missed),
-                Err(RecvError::Closed) => Err(EtcdError::Stopped),
+                Some(_) if self.feed.take_lagged() => Ok(Change::Missed),
+                Some(f) if f.events.is_some() => Ok(Change::Batch(f)),
+                Some(_) => Ok(Change::Missed),
+                None => Err(EtcdError::Stopped),
             },
             _ = self.closed.wait_for(|c| *c) => Err(EtcdError::Stopped),
         }
@@ -275,7 +277,7 @@ pub async fn wait_deletes(
     prefix: &[u8],
     max_create_rev: i64,
 ) -> Result<(), EtcdError> {
-    let mut changes = Changes::subscribe(member);
+    let mut changes = Changes::subscribe(member, prefix);
     member.read_barrier().await?;
     let below = last_created(prefix, max_create_rev);
     while !read(member, &below)?.kvs.is_empty() {

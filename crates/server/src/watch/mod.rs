@@ -11,23 +11,33 @@
 //!   instead: watchers read the skipped revisions from the backend's history.
 //! - Every watcher gets each event at or after its start revision exactly once, in
 //!   revision order, all events of a revision in one response (unless fragmented).
-//! - The hub keeps a bounded ring of batches shared by every stream; a stream that falls
-//!   behind it (a slow or stalled client) loses its place in the ring and catches up from
-//!   the backend's history in bounded chunks, so a slow watcher never blocks the apply
-//!   thread or other watchers, and the memory it holds is bounded.
+//! - A batch goes only to the subscriptions (streams, lock and election waits) with an
+//!   interest in one of its keys ([`routes`]), through each one's bounded queue of shared
+//!   batches; a gap goes to all. A subscription whose queue is full (a slow or stalled
+//!   client) is marked lagged instead and catches up from the backend's history in
+//!   bounded chunks, so a slow watcher never blocks the apply thread or other watchers,
+//!   and the memory it holds is bounded.
+//! - A batch is routed under the routes' read lock and `published` moves to its revision
+//!   before that lock is released: a subscription that registers an interest (write
+//!   lock) and then reads the store's current revision gets every later batch on it.
 
+pub mod routes;
 pub mod stream;
 pub mod watcher;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use oxcd_api::mvccpb::Event;
 use oxcd_mvcc::Store;
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 
-/// How many published batches the ring keeps for streams that are behind.
-const FEED_CAPACITY: usize = 4096;
+use routes::{Routes, SubId};
+
+/// How many batches a subscription's queue holds before it is marked lagged.
+const QUEUE_CAPACITY: usize = 1024;
 
 /// One published batch.
 #[derive(Debug)]
@@ -39,10 +49,33 @@ pub struct Feed {
     pub events: Option<Vec<Event>>,
 }
 
+/// Where a subscription's batches go.
+struct Mailbox {
+    tx: mpsc::Sender<Arc<Feed>>,
+    lagged: Arc<AtomicBool>,
+}
+
+impl Mailbox {
+    fn deliver(&self, feed: &Arc<Feed>) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(feed.clone()) {
+            self.lagged.store(true, Ordering::Release);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Subscribers {
+    routes: Routes,
+    mailboxes: HashMap<SubId, Mailbox>,
+}
+
 /// The live change feed of one member.
 pub struct WatchHub {
     store: Arc<Store>,
-    feed: broadcast::Sender<Arc<Feed>>,
+    subscribers: RwLock<Subscribers>,
+    count: AtomicUsize,
+    next_id: AtomicU64,
+    published: AtomicI64,
     closed: tokio::sync::watch::Sender<bool>,
     /// `--experimental-watch-progress-notify-interval`.
     pub progress_interval: Duration,
@@ -51,13 +84,25 @@ pub struct WatchHub {
 impl WatchHub {
     /// A hub over `store`.
     pub fn new(store: Arc<Store>, progress_interval: Duration) -> WatchHub {
-        let (feed, _) = broadcast::channel(FEED_CAPACITY);
+        let published = AtomicI64::new(store.current_rev());
         WatchHub {
             store,
-            feed,
+            subscribers: RwLock::default(),
+            count: AtomicUsize::new(0),
+            next_id: AtomicU64::new(1),
+            published,
             closed: tokio::sync::watch::Sender::new(false),
             progress_interval,
         }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Subscribers> {
+        // A panic elsewhere while holding the lock leaves consistent maps: go on.
+        self.subscribers.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Subscribers> {
+        self.subscribers.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The store watched.
@@ -65,26 +110,53 @@ impl WatchHub {
         &self.store
     }
 
-    /// Publishes a committed batch whose revision readers can already see.
+    /// Publishes a committed batch whose revision readers can already see, to the
+    /// subscriptions interested in one of its keys.
     pub fn publish(&self, rev: i64, events: Vec<Event>) {
         if events.is_empty() {
             return;
         }
-        // No receiver (no watch stream open) is not an error.
-        let _ = self.feed.send(Arc::new(Feed {
+        let subs = self.read();
+        let mut targets = Vec::new();
+        for e in &events {
+            if let Some(kv) = &e.kv {
+                subs.routes.interested(&kv.key, &mut targets);
+            }
+        }
+        targets.sort_unstable();
+        targets.dedup();
+        let feed = Arc::new(Feed {
             rev,
             events: Some(events),
-        }));
+        });
+        for id in targets {
+            if let Some(m) = subs.mailboxes.get(&id) {
+                m.deliver(&feed);
+            }
+        }
+        self.published.store(rev, Ordering::Release);
     }
 
-    /// Whether any watch stream is open (only then are events worth recording).
+    /// Whether any subscription is open (only then are events worth recording).
     pub fn has_streams(&self) -> bool {
-        self.feed.receiver_count() > 0
+        self.count.load(Ordering::Acquire) > 0
     }
 
-    /// Publishes that the state jumped to `rev` without events (a snapshot was installed).
+    /// Publishes to every subscription that the state jumped to `rev` without events (a
+    /// snapshot was installed, or a batch was applied unrecorded).
     pub fn publish_gap(&self, rev: i64) {
-        let _ = self.feed.send(Arc::new(Feed { rev, events: None }));
+        let subs = self.read();
+        let feed = Arc::new(Feed { rev, events: None });
+        for m in subs.mailboxes.values() {
+            m.deliver(&feed);
+        }
+        self.published.store(rev, Ordering::Release);
+    }
+
+    /// The revision of the last batch routed: every batch at or below it that touches a
+    /// subscription's interests is in its queue, or the subscription is marked lagged.
+    pub fn published(&self) -> i64 {
+        self.published.load(Ordering::Acquire)
     }
 
     /// Ends every watch stream (the member is stopping): clients see etcd's "server
@@ -98,12 +170,73 @@ impl WatchHub {
         self.closed.subscribe()
     }
 
-    /// A new place in the feed, and the revision from which it is complete: every
-    /// revision above the returned one will be received.
-    pub fn subscribe(&self) -> (broadcast::Receiver<Arc<Feed>>, i64) {
-        let rx = self.feed.subscribe();
-        // Read after subscribing: a revision published to readers after this read is
-        // sent to the feed after it, so it reaches `rx`.
-        (rx, self.store.current_rev())
+    /// A new subscription with no interest yet.
+    pub fn subscribe(self: &Arc<Self>) -> Subscription {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let lagged = Arc::new(AtomicBool::new(false));
+        let mailbox = Mailbox {
+            tx,
+            lagged: lagged.clone(),
+        };
+        self.write().mailboxes.insert(id, mailbox);
+        self.count.fetch_add(1, Ordering::AcqRel);
+        Subscription {
+            id,
+            hub: self.clone(),
+            rx,
+            lagged,
+        }
+    }
+}
+
+/// A place in the feed: the batches that touch its interests, in revision order.
+pub struct Subscription {
+    id: SubId,
+    hub: Arc<WatchHub>,
+    rx: mpsc::Receiver<Arc<Feed>>,
+    lagged: Arc<AtomicBool>,
+}
+
+impl Subscription {
+    /// Receives batches touching `[key, end)` from now on: every batch made visible
+    /// after this call returns (see the module's invariants).
+    pub fn add_interest(&self, key: &[u8], end: &[u8]) {
+        self.hub.write().routes.change(self.id, key, end, true);
+    }
+
+    /// Undoes one [`Subscription::add_interest`] of the same range.
+    pub fn remove_interest(&self, key: &[u8], end: &[u8]) {
+        self.hub.write().routes.change(self.id, key, end, false);
+    }
+
+    /// The next batch; None once the hub is gone.
+    pub async fn recv(&mut self) -> Option<Arc<Feed>> {
+        self.rx.recv().await
+    }
+
+    /// A batch already queued, if any.
+    pub fn try_recv(&mut self) -> Option<Arc<Feed>> {
+        self.rx.try_recv().ok()
+    }
+
+    /// Whether batches were dropped because the queue was full (and clears the mark):
+    /// everything up to the store's current revision must then be read from the history.
+    pub fn take_lagged(&self) -> bool {
+        self.lagged.swap(false, Ordering::AcqRel)
+    }
+
+    /// The hub.
+    pub fn hub(&self) -> &Arc<WatchHub> {
+        &self.hub
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut subs = self.hub.write();
+        subs.routes.remove_all(self.id);
+        subs.mailboxes.remove(&self.id);
+        self.hub.count.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -2,11 +2,15 @@
 //! live feed, catch-up from the history, and progress notifications.
 //!
 //! Invariants (per stream):
-//! - `delivered`: every watcher of the stream has been sent every event it wants at or
-//!   below it; every revision above it will arrive through `feed` (or as a gap).
-//! - A watcher whose next revision is at or below `delivered` is caught up from the
-//!   history before the stream reads anything else, so the feed only ever serves
-//!   watchers that are up to date, and no event is sent twice or skipped.
+//! - Each watcher has been sent every event it wants below its `next_rev`; every batch
+//!   above the revision its range was registered at reaches the stream's subscription
+//!   (or the subscription is marked lagged), so a watcher is caught up from the history
+//!   to the hub's published revision when it is created and to the store's current
+//!   revision after a lag, and then served by the feed; a batch at or below a watcher's
+//!   `next_rev - 1` is skipped for it, so no event is sent twice or skipped.
+//! - A progress revision is one every watcher has been sent everything up to: the
+//!   queued batches are handled first, then no watcher is behind the hub's published
+//!   revision read before.
 //! - Responses leave through one bounded channel, in the order they were made: a
 //!   watcher's `created` comes before its events, its events before its `canceled`.
 
@@ -18,12 +22,11 @@ use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
 use oxcd_api::mvccpb::Event;
 use oxcd_mvcc::{KeyRange, MvccError, RangeOptions, Store};
-use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::watcher::{DUPLICATE_ID, Watcher, fragments};
-use super::{Feed, WatchHub};
+use super::{Feed, Subscription, WatchHub};
 use crate::member::Member;
 use crate::services::GRPC_OVERHEAD_BYTES;
 
@@ -40,8 +43,7 @@ pub struct WatchStream {
     hub: Arc<WatchHub>,
     watchers: BTreeMap<i64, Watcher>,
     next_auto_id: i64,
-    feed: broadcast::Receiver<Arc<Feed>>,
-    delivered: i64,
+    feed: Subscription,
     out: mpsc::Sender<Result<WatchResponse, Status>>,
 }
 
@@ -52,14 +54,13 @@ impl WatchStream {
         hub: Arc<WatchHub>,
         out: mpsc::Sender<Result<WatchResponse, Status>>,
     ) -> WatchStream {
-        let (feed, delivered) = hub.subscribe();
+        let feed = hub.subscribe();
         WatchStream {
             member,
             hub,
             watchers: BTreeMap::new(),
             next_auto_id: 0,
             feed,
-            delivered,
             out,
         }
     }
@@ -97,9 +98,8 @@ impl WatchStream {
                     Err(_) => return Ok(()),
                 },
                 feed = self.feed.recv() => match feed {
-                    Ok(feed) => self.on_feed(&feed).await?,
-                    Err(RecvError::Lagged(_)) => self.resync().await?,
-                    Err(RecvError::Closed) => return Ok(()),
+                    Some(feed) => self.on_feed(&feed).await?,
+                    None => return Ok(()),
                 },
                 _ = tick.tick() => self.notify_progress().await?,
                 _ = self.out.closed() => return Ok(()),
@@ -124,7 +124,7 @@ impl WatchStream {
             Some(RequestUnion::CreateRequest(c)) => self.create(c).await,
             Some(RequestUnion::CancelRequest(c)) => {
                 // etcd answers nothing for an id it does not know.
-                if self.watchers.remove(&c.watch_id).is_some() {
+                if self.drop_watcher(c.watch_id) {
                     let mut resp = self.response(self.store().current_rev(), c.watch_id);
                     resp.canceled = true;
                     self.send(resp).await?;
@@ -136,8 +136,9 @@ impl WatchStream {
                 if self.watchers.is_empty() {
                     return Ok(());
                 }
-                self.drain_feed().await?;
-                self.send(self.response(self.delivered, NO_WATCH)).await
+                self.settle().await?;
+                let rev = self.watchers.values().map(|w| w.next_rev - 1).min();
+                self.send(self.response(rev.unwrap_or(0), NO_WATCH)).await
             }
             None => Ok(()),
         }
@@ -178,61 +179,79 @@ impl WatchStream {
             self.next_auto_id += 1;
         }
         self.send(resp).await?;
+        // Registered before the published revision is read: every batch after it on
+        // this range reaches the subscription.
+        self.feed.add_interest(watcher.key(), watcher.end());
+        let published = self.hub.published();
         self.watchers.insert(id, watcher);
-        if start <= self.delivered {
-            self.catch_up(id, self.delivered).await?;
+        if start <= published {
+            self.catch_up(id, published).await?;
         }
         Ok(())
     }
 
-    /// Handles the feed's batches already queued, so `delivered` is as recent as it can be.
-    async fn drain_feed(&mut self) -> Result<(), Gone> {
-        loop {
-            match self.feed.try_recv() {
-                Ok(feed) => self.on_feed(&feed).await?,
-                Err(broadcast::error::TryRecvError::Lagged(_)) => self.resync().await?,
-                Err(_) => return Ok(()),
+    /// Removes watcher `id` and its interest; whether it existed.
+    fn drop_watcher(&mut self, id: i64) -> bool {
+        match self.watchers.remove(&id) {
+            Some(w) => {
+                self.feed.remove_interest(w.key(), w.end());
+                true
             }
+            None => false,
         }
     }
 
+    /// Brings every watcher to at least the hub's published revision: the batches
+    /// already queued are handled, and nothing at or below that revision is pending.
+    async fn settle(&mut self) -> Result<(), Gone> {
+        let published = self.hub.published();
+        while let Some(feed) = self.feed.try_recv() {
+            self.on_feed(&feed).await?;
+        }
+        if self.feed.take_lagged() {
+            self.resync().await?;
+        }
+        for w in self.watchers.values_mut() {
+            w.next_rev = w.next_rev.max(published + 1);
+        }
+        Ok(())
+    }
+
     async fn on_feed(&mut self, feed: &Feed) -> Result<(), Gone> {
-        if feed.rev <= self.delivered {
-            return Ok(());
+        if self.feed.take_lagged() {
+            self.resync().await?;
         }
         let Some(events) = &feed.events else {
             // A snapshot replaced the state: the skipped revisions are in the history.
-            self.catch_up_all(feed.rev).await?;
-            self.delivered = feed.rev;
-            return Ok(());
+            return self.catch_up_all(feed.rev).await;
         };
         let ids: Vec<i64> = self.watchers.keys().copied().collect();
         for id in ids {
             let Some(w) = self.watchers.get_mut(&id) else {
                 continue;
             };
+            if w.next_rev > feed.rev {
+                continue;
+            }
             let mine = w.select(events);
-            w.next_rev = w.next_rev.max(feed.rev + 1);
+            w.next_rev = feed.rev + 1;
             if !mine.is_empty() {
                 self.send_events(id, feed.rev, mine).await?;
             }
         }
-        self.delivered = feed.rev;
         Ok(())
     }
 
-    /// The feed dropped batches this stream had not read: take a new place in it and
-    /// read what was missed from the history.
+    /// The subscription's queue overflowed: batches were dropped, so every watcher reads
+    /// what it missed from the history, up to the store's current revision (at or above
+    /// every dropped batch, which was visible before it was routed).
     async fn resync(&mut self) -> Result<(), Gone> {
+        let to = self.store().current_rev();
         tracing::debug!(
-            delivered = self.delivered,
+            to,
             "watch stream fell behind the live feed; catching up from the history"
         );
-        let (feed, from) = self.hub.subscribe();
-        self.feed = feed;
-        self.catch_up_all(from).await?;
-        self.delivered = self.delivered.max(from);
-        Ok(())
+        self.catch_up_all(to).await
     }
 
     async fn catch_up_all(&mut self, to: i64) -> Result<(), Gone> {
@@ -267,7 +286,7 @@ impl WatchStream {
             let chunk = match chunk {
                 Ok(Ok(chunk)) => chunk,
                 Ok(Err(MvccError::Compacted)) => {
-                    self.watchers.remove(&id);
+                    self.drop_watcher(id);
                     // etcd's compaction notice carries no revision in its header.
                     let mut resp = self.response(0, id);
                     resp.compact_revision = self.store().compact_rev();
@@ -291,7 +310,7 @@ impl WatchStream {
     /// Cancels watcher `id` after a backend failure, with the reason.
     async fn fail(&mut self, id: i64, reason: String) -> Result<(), Gone> {
         tracing::error!(watch_id = id, "watch: reading the history failed: {reason}");
-        self.watchers.remove(&id);
+        self.drop_watcher(id);
         let mut resp = self.response(self.store().current_rev(), id);
         resp.canceled = true;
         resp.cancel_reason = reason;
@@ -328,18 +347,18 @@ impl WatchStream {
     /// Every `--experimental-watch-progress-notify-interval`: an empty response with the
     /// revision every idle watcher that asked for it has seen everything up to.
     async fn notify_progress(&mut self) -> Result<(), Gone> {
-        self.drain_feed().await?;
-        let idle: Vec<i64> = self
+        self.settle().await?;
+        let idle: Vec<(i64, i64)> = self
             .watchers
             .values()
             .filter(|w| w.progress_notify && !w.sent)
-            .map(|w| w.id)
+            .map(|w| (w.id, w.next_rev - 1))
             .collect();
         for w in self.watchers.values_mut() {
             w.sent = false;
         }
-        for id in idle {
-            self.send(self.response(self.delivered, id)).await?;
+        for (id, rev) in idle {
+            self.send(self.response(rev, id)).await?;
         }
         Ok(())
     }

@@ -64,6 +64,16 @@ impl Watcher {
         })
     }
 
+    /// The first key watched (`\0` for an empty key).
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The end of the range watched (empty: the key alone; `\0`: every key from it).
+    pub fn end(&self) -> &[u8] {
+        &self.end
+    }
+
     /// Whether `e` is for this watcher (its key, its filters, not yet sent).
     pub fn wants(&self, e: &Event) -> bool {
         let Some(kv) = &e.kv else { return false };
