@@ -107,6 +107,10 @@ pub struct PutArgs {
     /// Maximum puts per second over all clients (0: unlimited).
     #[arg(long, default_value_t = 0)]
     pub rate: u64,
+    /// Watchers kept open during the run, each on one key of the key space (distinct
+    /// keys while the space allows), 100 per stream, streams spread over the connections.
+    #[arg(long, default_value_t = 0)]
+    pub watchers: u64,
 }
 
 #[derive(Debug, Clone, Args)]

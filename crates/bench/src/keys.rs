@@ -40,6 +40,11 @@ impl KeyGen {
         }
     }
 
+    /// The `i`th key number of the space in order (wrapping at its end).
+    pub fn number_at(&self, i: u64) -> u64 {
+        i % self.space
+    }
+
     /// Key number `k` as a `size`-byte key: zero-padded decimal, or big-endian bytes
     /// when the decimal does not fit.
     pub fn key(&self, k: u64) -> Vec<u8> {

@@ -16,11 +16,11 @@ async fn workload(cli: &Cli) -> Result<Report, String> {
     let conns = conns::open(g).await?;
     let clients = g.clients.max(1);
     match &cli.command {
-        Command::Put(a) => Ok(kv::put(a, clients, &conns).await),
+        Command::Put(a) => kv::put(a, clients, &conns).await,
         Command::Range(a) => kv::range(a, clients, &conns).await,
         Command::TxnPut(a) => Ok(txn::txn_put(a, clients, &conns).await),
         Command::TxnMixed(a) => txn::txn_mixed(a, clients, &conns).await,
-        Command::Watch(a) => watch::watch(a, &conns).await,
+        Command::Watch(a) => watch::watch(a, clients, &conns).await,
         Command::WatchLatency(a) => watch::watch_latency(a, &conns).await,
         Command::LeaseKeepalive(a) => lease::keepalive(a, clients, &conns).await,
         Command::Compare(_) => Err("compare is not a workload".into()),

@@ -220,7 +220,8 @@ impl Client {
         &self.endpoint
     }
 
-    pub(crate) fn service(&self) -> Service {
+    /// The transport with the token, for calls the stubs do not cover (a custom codec).
+    pub fn service(&self) -> Service {
         InterceptedService::new(self.channel.clone(), self.auth.clone())
     }
 

@@ -103,10 +103,16 @@ fn range(total: u64, consistency: &str) -> Work {
 
 /// `total` puts of 256-byte values over 100 000 keys: the matrix's writes.
 fn many_puts(total: u64) -> Work {
+    many_puts_watched(total, 0)
+}
+
+/// [`many_puts`] with `watchers` watchers open on keys of the same space.
+fn many_puts_watched(total: u64, watchers: u64) -> Work {
     Work::Put(PutArgs {
         keys: keys(8, 256, 100_000, false),
         total,
         rate: 0,
+        watchers,
     })
 }
 
@@ -176,6 +182,26 @@ fn cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
             }),
         ),
         (
+            "watch unpaced (10 streams x 100 watchers on 1 key, 100 clients putting)",
+            100,
+            10,
+            Work::Watch(WatchArgs {
+                streams: 10,
+                watch_per_stream: 100,
+                watched_key_total: 1,
+                put_rate: 0,
+                put_total: s(1_000),
+                key_size: 32,
+                val_size: 32,
+            }),
+        ),
+        (
+            "put, 1000 clients / 100 conns, 10,000 watchers open",
+            1000,
+            100,
+            many_puts_watched(s(100_000), 10_000),
+        ),
+        (
             "watch-latency (10 streams x 10 watchers, 100 puts/s)",
             1,
             10,
@@ -196,11 +222,11 @@ async fn run_work(
     conns: &[oxcd_client::Client],
 ) -> Result<Report, String> {
     Ok(match work {
-        Work::Put(a) => kv::put(a, clients, conns).await,
+        Work::Put(a) => kv::put(a, clients, conns).await?,
         Work::Range(a) => kv::range(a, clients, conns).await?,
         Work::TxnPut(a) => txn::txn_put(a, clients, conns).await,
         Work::TxnMixed(a) => txn::txn_mixed(a, clients, conns).await?,
-        Work::Watch(a) => watch::watch(a, conns).await?,
+        Work::Watch(a) => watch::watch(a, clients, conns).await?,
         Work::WatchLatency(a) => watch::watch_latency(a, conns).await?,
         Work::Connect { .. } => return Err("Connect runs through connect_rate".into()),
     })

@@ -107,6 +107,7 @@ pub fn markdown(
             failed(&ro),
         );
     }
+    events_table(&mut md, &names, etcd, oxcd);
     cpu_table(&mut md, &names, etcd, oxcd);
     let loaded = etcd.or(oxcd).map(|o| o.loaded_keys).unwrap_or(0);
     let _ = writeln!(
@@ -142,6 +143,55 @@ pub fn markdown(
         let _ = writeln!(md, "| {label} | {es} | {os} | {} |", ratio(ov, ev));
     }
     md
+}
+
+/// The watch rows' delivery: events per second (from the first put to the last event
+/// counted) and events received of those expected, for each case that reports them.
+fn events_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Option<&Outcome>) {
+    let extra = |o: Option<&Outcome>, name: &String, key: &str| {
+        o.and_then(|o| o.cases.iter().find(|c| &c.name == name))
+            .and_then(|c| c.report.as_ref())
+            .and_then(|r| r.extra.get(key).copied())
+    };
+    let rows: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            extra(etcd, n, "events/sec")
+                .or(extra(oxcd, n, "events/sec"))
+                .is_some()
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n| watch delivery | etcd events/s | oxcd events/s | ratio | etcd received/expected | oxcd received/expected |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
+    let show = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or("-".into());
+    for name in rows {
+        let (e, o) = (
+            extra(etcd, name, "events/sec"),
+            extra(oxcd, name, "events/sec"),
+        );
+        let got = |sys| {
+            format!(
+                "{}/{}",
+                show(extra(sys, name, "events received")),
+                show(extra(sys, name, "events expected"))
+            )
+        };
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} | {} |",
+            show(e),
+            show(o),
+            ratio(o.unwrap_or(0.0), e.unwrap_or(0.0)),
+            got(etcd),
+            got(oxcd),
+        );
+    }
 }
 
 /// CPU time per request: the three members together, and the load generator, which

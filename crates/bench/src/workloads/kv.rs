@@ -7,8 +7,10 @@ use crate::cli::{PutArgs, RangeArgs};
 use crate::driver::{self, Plan, Request};
 use crate::keys::KeyGen;
 use crate::stats::Report;
+use crate::workloads::watch;
 
-struct Put(KeyGen);
+/// One put of request `n`'s key (the key generator's choice) with its value.
+pub(crate) struct Put(pub(crate) KeyGen);
 
 impl Request for Put {
     async fn issue(&self, n: u64, conn: Client) -> Result<(), String> {
@@ -21,17 +23,26 @@ impl Request for Put {
     }
 }
 
-/// Runs `put`.
-pub async fn put(a: &PutArgs, clients: usize, conns: &[Client]) -> Report {
+/// Runs `put`, with `a.watchers` watchers open on keys of the same space if asked.
+pub async fn put(a: &PutArgs, clients: usize, conns: &[Client]) -> Result<Report, String> {
     let plan = Plan {
         total: a.total,
         clients,
         rate: a.rate,
     };
-    Report::new(
-        "put",
-        driver::run(plan, conns, Put(KeyGen::new(&a.keys))).await,
-    )
+    let keys = KeyGen::new(&a.keys);
+    let held = match a.watchers {
+        0 => None,
+        n => Some(watch::hold(&keys, n, conns).await?),
+    };
+    let mut report = Report::new("put", driver::run(plan, conns, Put(keys)).await);
+    if let Some(held) = held {
+        report.extra.insert("watchers".into(), a.watchers as f64);
+        report
+            .extra
+            .insert("events received".into(), held.stop() as f64);
+    }
+    Ok(report)
 }
 
 /// Whether `c` names serializable reads (`s`) rather than linearizable ones (`l`).

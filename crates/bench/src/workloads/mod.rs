@@ -3,6 +3,7 @@
 
 pub mod kv;
 pub mod lease;
+pub mod skim;
 pub mod txn;
 pub mod watch;
 

@@ -15,18 +15,41 @@ use oxcd_client::Client;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic_prost::ProstCodec;
 
 use crate::cli::{WatchArgs, WatchLatencyArgs};
+use crate::driver::{self, Plan};
 use crate::keys::KeyGen;
 use crate::stats::{Report, Samples};
+use crate::workloads::kv::Put;
+use crate::workloads::skim::Skimmed;
 
 /// What a watch run says when the server has no Watch service.
 pub const UNSUPPORTED: &str = "unsupported: the server does not implement Watch";
 
+/// How a stream's responses are read: fully, or skimmed.
+trait Answer: prost::Message + Default + Send + 'static {
+    /// Whether it confirms a create request.
+    fn created(&self) -> bool;
+}
+
+impl Answer for WatchResponse {
+    fn created(&self) -> bool {
+        self.created
+    }
+}
+
+impl Answer for Skimmed {
+    fn created(&self) -> bool {
+        self.created
+    }
+}
+
 /// One open watch stream: its request sender and its responses.
-struct Stream {
+struct Stream<R> {
     tx: mpsc::Sender<WatchRequest>,
-    rx: tonic::Streaming<WatchResponse>,
+    rx: tonic::Streaming<R>,
 }
 
 fn refusal(s: tonic::Status) -> String {
@@ -49,14 +72,19 @@ fn create_request(key: Vec<u8>) -> WatchRequest {
 
 /// Opens a stream with a first watcher on `key`. The create request is queued before
 /// the call: etcd (grpc-go) answers the stream's headers only with its first message.
-async fn open(conn: &Client, key: Vec<u8>) -> Result<Stream, String> {
+async fn open<R: Answer>(conn: &Client, key: Vec<u8>) -> Result<Stream<R>, String> {
     let (tx, rx) = mpsc::channel(1024);
     tx.send(create_request(key))
         .await
         .map_err(|_| "watch stream closed".to_string())?;
-    let resp = conn
-        .watch()
-        .watch(ReceiverStream::new(rx))
+    let mut grpc = tonic::client::Grpc::new(conn.service());
+    grpc.ready()
+        .await
+        .map_err(|e| format!("watch stream: {e}"))?;
+    let path = PathAndQuery::from_static("/etcdserverpb.Watch/Watch");
+    let codec = ProstCodec::<WatchRequest, R>::default();
+    let resp = grpc
+        .streaming(tonic::Request::new(ReceiverStream::new(rx)), path, codec)
         .await
         .map_err(refusal)?;
     let mut s = Stream {
@@ -68,10 +96,10 @@ async fn open(conn: &Client, key: Vec<u8>) -> Result<Stream, String> {
 }
 
 /// Waits for the server's confirmation of a create request.
-async fn created(s: &mut Stream) -> Result<(), String> {
+async fn created<R: Answer>(s: &mut Stream<R>) -> Result<(), String> {
     loop {
         match s.rx.next().await {
-            Some(Ok(r)) if r.created => return Ok(()),
+            Some(Ok(r)) if r.created() => return Ok(()),
             Some(Ok(_)) => continue,
             Some(Err(e)) => return Err(refusal(e)),
             None => return Err("watch stream closed".to_string()),
@@ -80,7 +108,7 @@ async fn created(s: &mut Stream) -> Result<(), String> {
 }
 
 /// Creates another watcher on `key` and waits for the server's confirmation.
-async fn create(s: &mut Stream, key: Vec<u8>) -> Result<(), String> {
+async fn create<R: Answer>(s: &mut Stream<R>, key: Vec<u8>) -> Result<(), String> {
     s.tx.send(create_request(key))
         .await
         .map_err(|_| "watch stream closed".to_string())?;
@@ -88,11 +116,47 @@ async fn create(s: &mut Stream, key: Vec<u8>) -> Result<(), String> {
 }
 
 /// Counts the events a stream delivers until it ends (the caller aborts it).
-async fn count_events(mut s: Stream, counter: Arc<AtomicU64>) {
+async fn count_events(mut s: Stream<Skimmed>, counter: Arc<AtomicU64>) {
     while let Some(Ok(r)) = s.rx.next().await {
-        counter.fetch_add(r.events.len() as u64, Ordering::Relaxed);
+        counter.fetch_add(r.events, Ordering::Relaxed);
     }
     drop(s.tx);
+}
+
+/// Watchers held open while another workload runs, counting what they receive.
+pub struct Held {
+    readers: Vec<tokio::task::JoinHandle<()>>,
+    received: Arc<AtomicU64>,
+}
+
+impl Held {
+    /// Closes the watchers; answers how many events they received.
+    pub fn stop(self) -> u64 {
+        for r in self.readers {
+            r.abort();
+        }
+        self.received.load(Ordering::Relaxed)
+    }
+}
+
+/// Opens `total` watchers, 100 per stream, on key numbers 0, 1, ... of `keys` (wrapping
+/// at the key space), streams spread over `conns`.
+pub async fn hold(keys: &KeyGen, total: u64, conns: &[Client]) -> Result<Held, String> {
+    const PER_STREAM: u64 = 100;
+    let received = Arc::new(AtomicU64::new(0));
+    let mut readers = Vec::new();
+    let mut next = 0u64;
+    for i in 0..total.div_ceil(PER_STREAM) as usize {
+        let key = keys.key(keys.number_at(next));
+        let mut s = open::<Skimmed>(&conns[i % conns.len()], key).await?;
+        next += 1;
+        for _ in 1..PER_STREAM.min(total - next + 1) {
+            create(&mut s, keys.key(keys.number_at(next))).await?;
+            next += 1;
+        }
+        readers.push(tokio::spawn(count_events(s, received.clone())));
+    }
+    Ok(Held { readers, received })
 }
 
 /// Puts `total` values at `rate` per second; `value(i)` makes the i-th value.
@@ -124,8 +188,9 @@ async fn put_paced(
     s
 }
 
-/// Runs `watch`.
-pub async fn watch(a: &WatchArgs, conns: &[Client]) -> Result<Report, String> {
+/// Runs `watch`: opens the watchers, then `clients` concurrent writers put on the
+/// watched keys (at `put_rate` in all, 0: unlimited), as etcd's `benchmark watch`.
+pub async fn watch(a: &WatchArgs, clients: usize, conns: &[Client]) -> Result<Report, String> {
     let keys = KeyGen::new(&crate::cli::KeyArgs {
         key_size: a.key_size,
         val_size: a.val_size,
@@ -142,7 +207,7 @@ pub async fn watch(a: &WatchArgs, conns: &[Client]) -> Result<Report, String> {
             let k = keys.number((i as u64) << 32 | j);
             let t = Instant::now();
             match stream.as_mut() {
-                None => stream = Some(open(&conns[i % conns.len()], keys.key(k)).await?),
+                None => stream = Some(open::<Skimmed>(&conns[i % conns.len()], keys.key(k)).await?),
                 Some(s) => create(s, keys.key(k)).await?,
             }
             creation.latencies.push(t.elapsed());
@@ -156,23 +221,21 @@ pub async fn watch(a: &WatchArgs, conns: &[Client]) -> Result<Report, String> {
         .into_iter()
         .map(|s| tokio::spawn(count_events(s, received.clone())))
         .collect();
-    let put_keys = keys.clone();
-    let puts = put_paced(
-        &conns[0],
-        a.put_total,
-        a.put_rate,
-        |i| put_keys.key(put_keys.number(i)),
-        |_| put_keys.value(),
-    )
-    .await;
+    let plan = Plan {
+        total: a.put_total,
+        clients: clients.max(1),
+        rate: a.put_rate,
+    };
+    let put_start = Instant::now();
+    let puts = driver::run(plan, conns, Put(keys.clone())).await;
     let expected: u64 = (0..a.put_total)
         .map(|i| watchers_per_key.get(&keys.number(i)).copied().unwrap_or(0))
         .sum();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while received.load(Ordering::Relaxed) < expected && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let delivery = start.elapsed();
+    let delivery = put_start.elapsed();
     for r in readers {
         r.abort();
     }
@@ -199,7 +262,7 @@ pub async fn watch_latency(a: &WatchLatencyArgs, conns: &[Client]) -> Result<Rep
     let (lat_tx, mut lat_rx) = mpsc::unbounded_channel::<Duration>();
     let mut readers = Vec::new();
     for i in 0..a.streams.max(1) {
-        let mut s = open(&conns[i % conns.len()], KEY.to_vec()).await?;
+        let mut s = open::<WatchResponse>(&conns[i % conns.len()], KEY.to_vec()).await?;
         for _ in 1..a.watchers_per_stream {
             create(&mut s, KEY.to_vec()).await?;
         }

@@ -19,7 +19,6 @@ use oxcd_api::etcdserverpb::cluster_server::ClusterServer;
 use oxcd_api::etcdserverpb::kv_server::KvServer;
 use oxcd_api::etcdserverpb::lease_server::LeaseServer;
 use oxcd_api::etcdserverpb::maintenance_server::MaintenanceServer;
-use oxcd_api::etcdserverpb::watch_server::WatchServer;
 use oxcd_api::v3electionpb::election_server::ElectionServer;
 use oxcd_api::v3lockpb::lock_server::LockServer;
 use tonic::service::Routes;
@@ -44,7 +43,7 @@ pub fn routes(member: Arc<Member>) -> Routes {
         .add_service(ClusterServer::new(cluster::ClusterService::new(
             member.clone(),
         )))
-        .add_service(WatchServer::new(watch::WatchService::new(member.clone())))
+        .add_service(watch::WatchService::new(member.clone()))
         .add_service(LeaseServer::new(lease::LeaseService::new(member.clone())))
         .add_service(AuthServer::new(NotYet))
         .add_service(LockServer::new(lock::LockService::new(member.clone())))

@@ -1,26 +1,33 @@
 //! The Watch service: each bidirectional stream is served by its own task
 //! ([`crate::watch::stream`]); responses flow back through a bounded channel.
 
-use std::pin::Pin;
+use std::convert::Infallible;
+use std::future::{Ready, ready};
 use std::sync::Arc;
 
-use futures::Stream;
-use oxcd_api::etcdserverpb::watch_server::Watch;
-use oxcd_api::etcdserverpb::{WatchRequest, WatchResponse};
+use oxcd_api::etcdserverpb::WatchRequest;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::codegen::{Body, BoxFuture, Context, Poll, Service, StdError, http};
+use tonic::server::{Grpc, NamedService, StreamingService};
 use tonic::{Request, Response, Status, Streaming};
+use tonic_prost::ProstCodec;
 
 use crate::member::Member;
 use crate::watch::stream::WatchStream;
+use crate::watch::wire::WatchOut;
 
 /// Responses a stream may have queued for a client that reads slowly; beyond them the
 /// stream waits, and the feed it stops reading is made up from the history later.
 const QUEUED_RESPONSES: usize = 64;
 
-/// What the generated service returns: a boxed stream of responses.
-type Responses = Pin<Box<dyn Stream<Item = Result<WatchResponse, Status>> + Send + 'static>>;
+/// etcd's Watch service and method path.
+const SERVICE: &str = "etcdserverpb.Watch";
+const METHOD_PATH: &str = "/etcdserverpb.Watch/Watch";
 
-/// The Watch service.
+/// The Watch service, served here rather than by the generated `WatchServer` so that its
+/// responses can carry events encoded once per batch ([`WatchOut`]); it answers what the
+/// generated server would (the same path, codec and Unimplemented for other methods).
+#[derive(Clone)]
 pub struct WatchService {
     member: Arc<Member>,
 }
@@ -32,15 +39,47 @@ impl WatchService {
     }
 }
 
-#[tonic::async_trait]
-impl Watch for WatchService {
-    async fn watch(
-        &self,
-        req: Request<Streaming<WatchRequest>>,
-    ) -> Result<Response<Responses>, Status> {
+impl NamedService for WatchService {
+    const NAME: &'static str = SERVICE;
+}
+
+impl<B> Service<http::Request<B>> for WatchService
+where
+    B: Body + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        if req.uri().path() != METHOD_PATH {
+            return Box::pin(async { Ok(Status::unimplemented("").into_http()) });
+        }
+        let streams = Streams(self.member.clone());
+        Box::pin(async move {
+            let codec = ProstCodec::<WatchOut, WatchRequest>::default();
+            Ok(Grpc::new(codec).streaming(streams, req).await)
+        })
+    }
+}
+
+/// Opens one stream task per call.
+struct Streams(Arc<Member>);
+
+impl StreamingService<WatchRequest> for Streams {
+    type Response = WatchOut;
+    type ResponseStream = ReceiverStream<Result<WatchOut, Status>>;
+    type Future = Ready<Result<Response<Self::ResponseStream>, Status>>;
+
+    fn call(&mut self, req: Request<Streaming<WatchRequest>>) -> Self::Future {
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_RESPONSES);
-        let stream = WatchStream::new(self.member.clone(), self.member.watch_hub.clone(), tx);
+        let stream = WatchStream::new(self.0.clone(), self.0.watch_hub.clone(), tx);
         tokio::spawn(stream.run(req.into_inner()));
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        ready(Ok(Response::new(ReceiverStream::new(rx))))
     }
 }

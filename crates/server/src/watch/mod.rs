@@ -24,6 +24,7 @@
 pub mod routes;
 pub mod stream;
 pub mod watcher;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -38,6 +39,10 @@ use routes::{Routes, SubId};
 
 /// How many batches a subscription's queue holds before it is marked lagged.
 const QUEUE_CAPACITY: usize = 1024;
+/// At most this many queued batches are taken together into one response per watcher.
+const MERGE_BATCHES: usize = 256;
+/// ... and batches whose keys and values add up to at most this many bytes.
+const MERGE_BYTES: usize = 1 << 20;
 
 /// One published batch.
 #[derive(Debug)]
@@ -47,6 +52,10 @@ pub struct Feed {
     /// The batch's events in revision order; `None` for a gap (a snapshot from the
     /// leader replaced the state): read the revisions up to `rev` from the history.
     pub events: Option<Vec<Event>>,
+    /// The events' keys and values in bytes.
+    pub bytes: usize,
+    /// The events encoded once for every stream that sends them as they are.
+    pub encoded: wire::EncodedEvents,
 }
 
 /// Where a subscription's batches go.
@@ -125,9 +134,16 @@ impl WatchHub {
         }
         targets.sort_unstable();
         targets.dedup();
+        let bytes = events
+            .iter()
+            .filter_map(|e| e.kv.as_ref())
+            .map(|kv| kv.key.len() + kv.value.len())
+            .sum();
         let feed = Arc::new(Feed {
             rev,
             events: Some(events),
+            bytes,
+            encoded: wire::EncodedEvents::default(),
         });
         for id in targets {
             if let Some(m) = subs.mailboxes.get(&id) {
@@ -146,7 +162,12 @@ impl WatchHub {
     /// snapshot was installed, or a batch was applied unrecorded).
     pub fn publish_gap(&self, rev: i64) {
         let subs = self.read();
-        let feed = Arc::new(Feed { rev, events: None });
+        let feed = Arc::new(Feed {
+            rev,
+            events: None,
+            bytes: 0,
+            encoded: wire::EncodedEvents::default(),
+        });
         for m in subs.mailboxes.values() {
             m.deliver(&feed);
         }
@@ -218,6 +239,23 @@ impl Subscription {
     /// A batch already queued, if any.
     pub fn try_recv(&mut self) -> Option<Arc<Feed>> {
         self.rx.try_recv().ok()
+    }
+
+    /// `first` and the batches queued behind it, as many as one response per watcher
+    /// should carry (bounded in count and bytes), in revision order.
+    pub fn with_queued(&mut self, first: Arc<Feed>) -> Vec<Arc<Feed>> {
+        let mut bytes = first.bytes;
+        let mut feeds = vec![first];
+        while feeds.len() < MERGE_BATCHES && bytes < MERGE_BYTES {
+            match self.rx.try_recv() {
+                Ok(f) => {
+                    bytes += f.bytes;
+                    feeds.push(f);
+                }
+                Err(_) => break,
+            }
+        }
+        feeds
     }
 
     /// Whether batches were dropped because the queue was full (and clears the mark):

@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::watcher::{DUPLICATE_ID, Watcher, fragments};
+use super::wire::WatchOut;
 use super::{Feed, Subscription, WatchHub};
 use crate::member::Member;
 use crate::services::GRPC_OVERHEAD_BYTES;
@@ -44,7 +45,7 @@ pub struct WatchStream {
     watchers: BTreeMap<i64, Watcher>,
     next_auto_id: i64,
     feed: Subscription,
-    out: mpsc::Sender<Result<WatchResponse, Status>>,
+    out: mpsc::Sender<Result<WatchOut, Status>>,
 }
 
 impl WatchStream {
@@ -52,7 +53,7 @@ impl WatchStream {
     pub fn new(
         member: Arc<Member>,
         hub: Arc<WatchHub>,
-        out: mpsc::Sender<Result<WatchResponse, Status>>,
+        out: mpsc::Sender<Result<WatchOut, Status>>,
     ) -> WatchStream {
         let feed = hub.subscribe();
         WatchStream {
@@ -98,7 +99,10 @@ impl WatchStream {
                     Err(_) => return Ok(()),
                 },
                 feed = self.feed.recv() => match feed {
-                    Some(feed) => self.on_feed(&feed).await?,
+                    Some(feed) => {
+                        let feeds = self.feed.with_queued(feed);
+                        self.on_feeds(&feeds).await?
+                    }
                     None => return Ok(()),
                 },
                 _ = tick.tick() => self.notify_progress().await?,
@@ -108,7 +112,11 @@ impl WatchStream {
     }
 
     async fn send(&self, resp: WatchResponse) -> Result<(), Gone> {
-        self.out.send(Ok(resp)).await.map_err(|_| Gone)
+        self.send_out(resp.into()).await
+    }
+
+    async fn send_out(&self, out: WatchOut) -> Result<(), Gone> {
+        self.out.send(Ok(out)).await.map_err(|_| Gone)
     }
 
     fn response(&self, rev: i64, watch_id: i64) -> WatchResponse {
@@ -206,7 +214,8 @@ impl WatchStream {
     async fn settle(&mut self) -> Result<(), Gone> {
         let published = self.hub.published();
         while let Some(feed) = self.feed.try_recv() {
-            self.on_feed(&feed).await?;
+            let feeds = self.feed.with_queued(feed);
+            self.on_feeds(&feeds).await?;
         }
         if self.feed.take_lagged() {
             self.resync().await?;
@@ -217,26 +226,71 @@ impl WatchStream {
         Ok(())
     }
 
-    async fn on_feed(&mut self, feed: &Feed) -> Result<(), Gone> {
+    /// Handles queued batches in order: runs of event batches go out as one response per
+    /// watcher; a gap is read from the history.
+    async fn on_feeds(&mut self, feeds: &[Arc<Feed>]) -> Result<(), Gone> {
         if self.feed.take_lagged() {
             self.resync().await?;
         }
-        let Some(events) = &feed.events else {
-            // A snapshot replaced the state: the skipped revisions are in the history.
-            return self.catch_up_all(feed.rev).await;
+        let mut run = 0;
+        for (i, feed) in feeds.iter().enumerate() {
+            if feed.events.is_none() {
+                self.deliver(&feeds[run..i]).await?;
+                // A snapshot replaced the state: the skipped revisions are in the history.
+                self.catch_up_all(feed.rev).await?;
+                run = i + 1;
+            }
+        }
+        self.deliver(&feeds[run..]).await
+    }
+
+    /// Sends each watcher its events of `feeds` (event batches in revision order) in one
+    /// response.
+    async fn deliver(&mut self, feeds: &[Arc<Feed>]) -> Result<(), Gone> {
+        let Some(last) = feeds.last().map(|f| f.rev) else {
+            return Ok(());
         };
         let ids: Vec<i64> = self.watchers.keys().copied().collect();
         for id in ids {
             let Some(w) = self.watchers.get_mut(&id) else {
                 continue;
             };
-            if w.next_rev > feed.rev {
+            if w.next_rev > last {
                 continue;
             }
-            let mine = w.select(events);
-            w.next_rev = feed.rev + 1;
-            if !mine.is_empty() {
-                self.send_events(id, feed.rev, mine).await?;
+            if w.prev_kv || w.fragment {
+                // Events of its own (with previous values, or to split): encoded for it.
+                let mut mine = Vec::new();
+                for feed in feeds.iter().filter(|f| f.rev >= w.next_rev) {
+                    if let Some(events) = &feed.events {
+                        mine.extend(events.iter().filter(|e| w.wants(e)).cloned());
+                    }
+                }
+                w.next_rev = last + 1;
+                if !mine.is_empty() {
+                    self.send_events(id, last, mine).await?;
+                }
+                continue;
+            }
+            let mut shared = Vec::new();
+            for feed in feeds.iter().filter(|f| f.rev >= w.next_rev) {
+                if let Some(events) = &feed.events {
+                    let encoded = feed.encoded.get(events);
+                    for (e, bytes) in events.iter().zip(encoded) {
+                        if w.wants(e) {
+                            shared.push(bytes.clone());
+                        }
+                    }
+                }
+            }
+            w.next_rev = last + 1;
+            if !shared.is_empty() {
+                w.sent = true;
+                let out = WatchOut {
+                    resp: self.response(last, id),
+                    encoded: shared,
+                };
+                self.send_out(out).await?;
             }
         }
         Ok(())
