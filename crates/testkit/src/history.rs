@@ -27,9 +27,36 @@ pub enum Op {
     MultiPut { kvs: Vec<(String, String)> },
     /// Range over a prefix.
     Range { prefix: String, serializable: bool },
+    /// Grant lease `lease` (the client picks the id; the TTL is the workload's).
+    LeaseGrant { lease: i64 },
+    /// Put `key` = `value` attached to `lease` (lease keys are written by no other op).
+    PutLease {
+        key: String,
+        value: String,
+        lease: i64,
+    },
+    /// Revoke `lease`: its keys go in one revision. `attached`: whether the client knows
+    /// a key is attached (it revokes only leases whose every put was answered), which
+    /// tells whether an answered revoke moved the revision.
+    LeaseRevoke { lease: i64, attached: bool },
+    /// Not sent by a client: the lease's expiry, which the leader may decide at any time
+    /// from half its TTL after the grant was sent (or never, if it was revoked first).
+    /// Always indeterminate.
+    LeaseExpire { lease: i64 },
 }
 
 impl Op {
+    /// The lease the request is about, if any.
+    pub fn lease(&self) -> Option<i64> {
+        match self {
+            Op::LeaseGrant { lease }
+            | Op::PutLease { lease, .. }
+            | Op::LeaseRevoke { lease, .. }
+            | Op::LeaseExpire { lease } => Some(*lease),
+            _ => None,
+        }
+    }
+
     /// Whether the request can change the store.
     pub fn is_write(&self) -> bool {
         !matches!(self, Op::Get { .. } | Op::Range { .. })
@@ -66,6 +93,10 @@ pub enum Response {
         rev: i64,
         kvs: Vec<(String, String, i64)>,
     },
+    /// A lease grant: the header revision (a grant writes no revision).
+    Lease { rev: i64 },
+    /// A lease revocation: the header revision.
+    Revoke { rev: i64 },
 }
 
 impl Response {
@@ -76,7 +107,9 @@ impl Response {
             | Response::Get { rev, .. }
             | Response::Delete { rev, .. }
             | Response::Cas { rev, .. }
-            | Response::Range { rev, .. } => *rev,
+            | Response::Range { rev, .. }
+            | Response::Lease { rev }
+            | Response::Revoke { rev } => *rev,
         }
     }
 }

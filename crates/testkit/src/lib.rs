@@ -2,7 +2,8 @@
 //!
 //! Owns: [`cluster`] (real `oxcd` processes on loopback, each behind a partitioning
 //! [`proxy`]), [`faults`] (a seeded schedule of kills, pauses and partitions),
-//! [`workload`] (recorded concurrent clients), [`watches`] (watchers beside the workload,
+//! [`workload`] (recorded concurrent clients, leases included; [`expiries`] places the
+//! leases' expiries by what the watchers saw), [`watches`] (watchers beside the workload,
 //! resuming after every break, checked against its history by [`checker::watch`]), [`leases`] (lease clients and a watcher,
 //! checked for expiry, keepalive and watch guarantees), [`scenario`] (named runs), [`history`] (what a workload did: every operation with its invocation and
 //! completion time and its result, indeterminate ones included), [`model`] (etcd's KV
@@ -18,6 +19,7 @@
 
 pub mod checker;
 pub mod cluster;
+pub mod expiries;
 pub mod faults;
 pub mod history;
 pub mod leases;

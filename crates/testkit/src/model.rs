@@ -5,8 +5,14 @@
 //! several puts too); a delete of nothing and a failed compare write nothing and keep it.
 //! [`Model::step`] refuses a response the state cannot explain, which is how the checker
 //! prunes orders.
+//!
+//! Leases: each granted lease with the keys attached to it. A grant writes no revision;
+//! revoking or expiring a lease deletes its keys in one revision (none if it has no
+//! keys) and forgets it; a put with a lease that does not exist cannot be answered (one
+//! that got no answer was refused and changed nothing: every unanswered request can be
+//! placed, as the checker requires).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{Op, Response};
 
@@ -15,8 +21,11 @@ use crate::history::{Op, Response};
 pub struct Model {
     rev: i64,
     kvs: BTreeMap<String, (String, i64)>,
-    /// XOR of the hashes of every (key, value, mod_revision): order-free, so two orders
-    /// that reach the same state have the same fingerprint.
+    /// Live leases and their keys.
+    leases: BTreeMap<i64, BTreeSet<String>>,
+    /// XOR of the hashes of every (key, value, mod_revision) and every lease with its
+    /// keys: order-free, so two orders that reach the same state have the same
+    /// fingerprint.
     fp: u64,
 }
 
@@ -25,6 +34,7 @@ pub struct Model {
 pub struct Undo {
     rev: i64,
     prior: Vec<(String, Option<(String, i64)>)>,
+    lease_prior: Vec<(i64, Option<BTreeSet<String>>)>,
 }
 
 impl Default for Model {
@@ -32,6 +42,7 @@ impl Default for Model {
         Model {
             rev: 1,
             kvs: BTreeMap::new(),
+            leases: BTreeMap::new(),
             fp: 0,
         }
     }
@@ -51,6 +62,11 @@ fn hash_str(h: u64, s: &str) -> u64 {
 
 fn entry_hash(key: &str, value: &str, mod_rev: i64) -> u64 {
     mix(hash_str(hash_str(0x9e37_79b9, key), value) ^ mod_rev as u64)
+}
+
+fn lease_hash(lease: i64, keys: &BTreeSet<String>) -> u64 {
+    keys.iter()
+        .fold(mix(lease as u64 ^ 0x1ea5e), |h, k| hash_str(h, k))
 }
 
 impl Model {
@@ -92,12 +108,50 @@ impl Model {
         undo.prior.push((key.to_string(), old));
     }
 
+    fn set_lease(&mut self, undo: &mut Undo, lease: i64, new: Option<BTreeSet<String>>) {
+        let old = match &new {
+            Some(keys) => self.leases.insert(lease, keys.clone()),
+            None => self.leases.remove(&lease),
+        };
+        if let Some(keys) = &old {
+            self.fp ^= lease_hash(lease, keys);
+        }
+        if let Some(keys) = &new {
+            self.fp ^= lease_hash(lease, keys);
+        }
+        undo.lease_prior.push((lease, old));
+    }
+
+    /// Ends `lease` (revoked or expired): its keys go in one revision, if it has any.
+    /// `want_rev`: the revision the response reported, if answered.
+    fn end_lease(&mut self, mut undo: Undo, lease: i64, want_rev: Option<i64>) -> Option<Undo> {
+        let Some(keys) = self.leases.get(&lease).cloned() else {
+            // Unanswered: the server refused it (no such lease), changing nothing.
+            return want_rev.is_none().then_some(undo);
+        };
+        let rev = if keys.is_empty() {
+            self.rev
+        } else {
+            self.rev + 1
+        };
+        if want_rev.is_some_and(|r| r != rev) {
+            return None;
+        }
+        for k in &keys {
+            self.set(&mut undo, k, None);
+        }
+        self.set_lease(&mut undo, lease, None);
+        self.rev = rev;
+        Some(undo)
+    }
+
     /// Applies `op` with its response (`None`: indeterminate, apply as the state says).
     /// Returns `None`, changing nothing, if the response cannot happen in this state.
     pub fn step(&mut self, op: &Op, resp: Option<&Response>) -> Option<Undo> {
         let mut undo = Undo {
             rev: self.rev,
             prior: Vec::new(),
+            lease_prior: Vec::new(),
         };
         let next = self.rev + 1;
         match op {
@@ -153,6 +207,40 @@ impl Model {
                 let holds = self.kvs.get(key).map(|(_, r)| *r).unwrap_or(0) == *expect;
                 self.cas(undo, key, value, holds, resp)
             }
+            Op::LeaseGrant { lease } => {
+                if self.leases.contains_key(lease)
+                    || !resp
+                        .is_none_or(|r| matches!(r, Response::Lease { rev } if *rev == self.rev))
+                {
+                    return None;
+                }
+                self.set_lease(&mut undo, *lease, Some(BTreeSet::new()));
+                Some(undo)
+            }
+            Op::PutLease { key, value, lease } => {
+                let Some(mut keys) = self.leases.get(lease).cloned() else {
+                    // Unanswered: refused (no such lease), changing nothing.
+                    return resp.is_none().then_some(undo);
+                };
+                if !resp.is_none_or(|r| matches!(r, Response::Write { rev } if *rev == next)) {
+                    return None;
+                }
+                keys.insert(key.clone());
+                self.set_lease(&mut undo, *lease, Some(keys));
+                self.set(&mut undo, key, Some((value.clone(), next)));
+                self.rev = next;
+                Some(undo)
+            }
+            Op::LeaseRevoke { lease, .. } => match resp {
+                None => self.end_lease(undo, *lease, None),
+                Some(Response::Revoke { rev }) => self.end_lease(undo, *lease, Some(*rev)),
+                Some(_) => None,
+            },
+            Op::LeaseExpire { lease } => match resp {
+                None => self.end_lease(undo, *lease, None),
+                Some(Response::Revoke { rev }) => self.end_lease(undo, *lease, Some(*rev)),
+                Some(_) => None,
+            },
         }
     }
 
@@ -190,6 +278,18 @@ impl Model {
             }
             if let Some((v, r)) = &old {
                 self.fp ^= entry_hash(&key, v, *r);
+            }
+        }
+        for (lease, old) in undo.lease_prior.into_iter().rev() {
+            let cur = match &old {
+                Some(keys) => self.leases.insert(lease, keys.clone()),
+                None => self.leases.remove(&lease),
+            };
+            if let Some(keys) = &cur {
+                self.fp ^= lease_hash(lease, keys);
+            }
+            if let Some(keys) = &old {
+                self.fp ^= lease_hash(lease, keys);
             }
         }
         self.rev = undo.rev;

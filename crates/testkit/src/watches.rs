@@ -230,6 +230,28 @@ async fn final_keys(
     Ok((r.header().map(|h| h.revision()).unwrap_or(0), kvs))
 }
 
+/// Waits (30 s at most) until no lease is left, so that no expiry changes the keys
+/// while the members' final keys are read.
+async fn leases_gone(url: &str, opts: &Option<ConnectOptions>) -> Result<(), String> {
+    let mut c = connect(url, opts)
+        .await
+        .ok_or_else(|| format!("{url} unreachable after recovery"))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = match c.leases().await {
+            Ok(r) => r.leases().len(),
+            Err(e) => return Err(format!("{url}: lease list: {e}")),
+        };
+        if left == 0 {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{left} leases still live 30 s after recovery"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Reads every event from revision 1 to `last` in one stream; None if compacted.
 async fn reference(
     url: &str,
@@ -259,14 +281,15 @@ async fn reference(
 }
 
 impl Watching {
-    /// Once the clients stopped and every member is up: reads the final revision and
-    /// keys, lets every watcher reach that revision (30 s at most), reads the reference.
+    /// Once the clients stopped and every member is up: waits for the workload's leases
+    /// to expire, reads the final revision and keys, lets every watcher reach that revision (30 s at most), reads the reference.
     pub async fn finish(
         self,
         urls: &[String],
         opts: Option<ConnectOptions>,
     ) -> Result<(Vec<WatchLog>, Ending), String> {
         let mut ending = Ending::default();
+        leases_gone(&urls[0], &opts).await?;
         for url in urls {
             let (rev, kvs) = final_keys(url, &opts).await?;
             ending.final_rev = ending.final_rev.max(rev);

@@ -1,14 +1,21 @@
 //! The recorded workload: concurrent clients, each on one member, issuing puts,
 //! linearizable and serializable gets, deletes, compare-and-set txns on value and on
-//! mod_revision, multi-key txns and prefix ranges. Every operation is recorded with its
-//! invocation and completion time; one with no answer is indeterminate, never dropped.
+//! mod_revision, multi-key txns and prefix ranges, and lease work: grant (a client-chosen
+//! id, a short TTL), puts with the lease on keys of its own (`kl<client>-<lease>-<n>`,
+//! under the ranges' prefix, written by nothing else), keepalives while the client uses
+//! it, then a revocation or abandonment (it expires). Every operation is recorded with
+//! its invocation and completion time; one with no answer is indeterminate, never
+//! dropped. Each lease that was not revoked gets an expiry in the history, an
+//! indeterminate operation of no client from half its TTL after the grant was sent.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, Compare, CompareOp, GetOptions, Txn, TxnOp};
+use etcd_client::{
+    Client, Compare, CompareOp, GetOptions, LeaseGrantOptions, PutOptions, Txn, TxnOp,
+};
 
 use crate::history::{Op, Operation, Outcome, Response};
 use crate::rng::Rng;
@@ -28,9 +35,31 @@ pub struct WorkloadConfig {
     pub seed: u64,
 }
 
+/// TTL of the workload's leases, in seconds: short, so abandoned leases expire in the run.
+pub const LEASE_TTL: i64 = 3;
+
+/// How often a client renews the lease it uses.
+const KEEPALIVE_EVERY: Duration = Duration::from_millis(800);
+
 /// Errors that prove the request never reached a server (nothing was sent).
 fn never_sent(e: &str) -> bool {
     e.contains("tcp connect error") || e.contains("Connection refused")
+}
+
+/// Refusals that prove a lease request took no effect (the lease did not exist when it
+/// was applied).
+fn lease_refused(op: &Op, e: &str) -> bool {
+    matches!(op, Op::PutLease { .. } | Op::LeaseRevoke { .. })
+        && e.contains("requested lease not found")
+}
+
+/// The lease a client is using.
+struct LeaseUse {
+    id: i64,
+    /// Puts sent with it.
+    puts: u64,
+    /// Puts answered (its keys).
+    attached: u64,
 }
 
 /// One client's choices and what it last saw of each key (for its compare-and-sets).
@@ -39,10 +68,73 @@ struct ClientState {
     rng: Rng,
     seq: u64,
     seen: HashMap<String, (String, i64)>,
+    lease: Option<LeaseUse>,
+    leases: i64,
 }
 
 impl ClientState {
+    /// A lease step, one operation in twelve: grant when the client holds none; else
+    /// put with it (two keys at most), revoke it, or leave it to expire.
+    fn lease_op(&mut self) -> Option<Op> {
+        if self.rng.below(12) != 0 {
+            return None;
+        }
+        let Some(l) = &mut self.lease else {
+            self.leases += 1;
+            return Some(Op::LeaseGrant {
+                lease: (self.id as i64 + 1) * 1_000_000 + self.leases,
+            });
+        };
+        match self.rng.below(4) {
+            0 | 1 if l.puts < 2 => {
+                l.puts += 1;
+                Some(Op::PutLease {
+                    key: format!("kl{}-{}-{}", self.id, l.id, l.puts),
+                    value: format!("c{}-{}", self.id, self.seq),
+                    lease: l.id,
+                })
+            }
+            2 => Some(Op::LeaseRevoke {
+                lease: l.id,
+                attached: l.attached > 0,
+            }),
+            _ => {
+                self.lease = None;
+                None
+            }
+        }
+    }
+
+    /// What the client knows of its lease after `op` ended with `outcome`.
+    fn after_lease_op(&mut self, op: &Op, outcome: &Outcome) {
+        match (op, outcome) {
+            (Op::LeaseGrant { lease }, Outcome::Ok(_)) => {
+                self.lease = Some(LeaseUse {
+                    id: *lease,
+                    puts: 0,
+                    attached: 0,
+                });
+            }
+            (Op::PutLease { .. }, Outcome::Ok(_)) => {
+                if let Some(l) = &mut self.lease {
+                    l.attached += 1;
+                }
+            }
+            // Not knowing what a put or grant did, the client cannot tell whether a
+            // revocation would write: it leaves the lease to expire. A revocation ends it.
+            (Op::LeaseGrant { .. } | Op::PutLease { .. } | Op::LeaseRevoke { .. }, _) => {
+                self.lease = None;
+            }
+            _ => {}
+        }
+    }
+
     fn next_op(&mut self, cfg: &WorkloadConfig) -> Op {
+        self.seq += 1;
+        if let Some(op) = self.lease_op() {
+            return op;
+        }
+        self.seq -= 1;
         let key = format!("k{}", self.rng.below(cfg.keys));
         self.seq += 1;
         let value = format!("c{}-{}", self.id, self.seq);
@@ -173,7 +265,81 @@ async fn execute(c: &mut Client, op: &Op) -> Result<Response, etcd_client::Error
                 rev: rev_of(r.header()),
             }
         }
+        Op::LeaseGrant { lease } => {
+            let opts = LeaseGrantOptions::new().with_id(*lease);
+            Response::Lease {
+                rev: rev_of(c.lease_grant(LEASE_TTL, Some(opts)).await?.header()),
+            }
+        }
+        Op::PutLease { key, value, lease } => {
+            let opts = PutOptions::new().with_lease(*lease);
+            Response::Write {
+                rev: rev_of(
+                    c.put(key.as_str(), value.as_str(), Some(opts))
+                        .await?
+                        .header(),
+                ),
+            }
+        }
+        Op::LeaseRevoke { lease, .. } => Response::Revoke {
+            rev: rev_of(c.lease_revoke(*lease).await?.header()),
+        },
+        Op::LeaseExpire { .. } => {
+            return Err(etcd_client::Error::InvalidArgs(
+                "an expiry is the server's, not a request".into(),
+            ));
+        }
     })
+}
+
+/// Renews `lease` once (not recorded: keepalives change no state the model checks; the
+/// expiries they postpone are in the history as indeterminate operations).
+async fn keep_alive(c: &mut Client, lease: i64) {
+    let once = async {
+        let (mut keeper, mut stream) = c.lease_keep_alive(lease).await?;
+        keeper.keep_alive().await?;
+        stream.message().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), once).await;
+}
+
+/// The expiry of every lease whose grant may have happened and that was not revoked.
+fn expiries(ops: &[Operation], first_client: usize) -> Vec<Operation> {
+    let revoked: std::collections::HashSet<i64> = ops
+        .iter()
+        .filter(|o| matches!(o.op, Op::LeaseRevoke { .. }) && matches!(o.outcome, Outcome::Ok(_)))
+        .filter_map(|o| o.op.lease())
+        .collect();
+    ops.iter()
+        .filter(|o| {
+            matches!(o.op, Op::LeaseGrant { .. }) && !matches!(o.outcome, Outcome::Failed(_))
+        })
+        .filter_map(|o| o.op.lease())
+        .filter(|lease| !revoked.contains(lease))
+        .enumerate()
+        .map(|(i, lease)| {
+            // Not before half its TTL from the grant, nor before the last answered put
+            // with it was sent (that put found it alive).
+            let earliest = ops
+                .iter()
+                .filter(|o| o.op.lease() == Some(lease))
+                .filter_map(|o| match (&o.op, &o.outcome) {
+                    (Op::LeaseGrant { .. }, _) => Some(o.invoke + LEASE_TTL as u64 * 500_000_000),
+                    (Op::PutLease { .. }, Outcome::Ok(_)) => Some(o.invoke),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0);
+            Operation {
+                id: 0,
+                client: first_client + i,
+                op: Op::LeaseExpire { lease },
+                invoke: earliest,
+                complete: earliest,
+                outcome: Outcome::Indeterminate("expiry, decided by the leader".into()),
+            }
+        })
+        .collect()
 }
 
 async fn cas(
@@ -209,7 +375,10 @@ async fn client_loop(
         rng: Rng::new(cfg.seed.wrapping_mul(1000).wrapping_add(id as u64)),
         seq: 0,
         seen: HashMap::new(),
+        lease: None,
+        leases: 0,
     };
+    let mut renewed = Instant::now();
     let mut out = Vec::new();
     let mut client: Option<Client> = None;
     let now = || start.elapsed().as_nanos() as u64;
@@ -228,6 +397,12 @@ async fn client_loop(
             };
         }
         let Some(c) = client.as_mut() else { continue };
+        if let Some(l) = &st.lease
+            && renewed.elapsed() >= KEEPALIVE_EVERY
+        {
+            keep_alive(c, l.id).await;
+            renewed = Instant::now();
+        }
         let res = tokio::time::timeout(cfg.op_timeout, execute(c, &op)).await;
         let complete = now();
         let outcome = match res {
@@ -237,7 +412,7 @@ async fn client_loop(
             }
             Ok(Err(e)) => {
                 let e = e.to_string();
-                if !op.is_write() || never_sent(&e) {
+                if !op.is_write() || never_sent(&e) || lease_refused(&op, &e) {
                     Outcome::Failed(e)
                 } else {
                     Outcome::Indeterminate(e)
@@ -253,6 +428,7 @@ async fn client_loop(
                 }
             }
         };
+        st.after_lease_op(&op, &outcome);
         if matches!(outcome, Outcome::Failed(_)) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -276,6 +452,7 @@ pub fn start(
     start: Instant,
     stop: Arc<AtomicBool>,
 ) -> tokio::task::JoinHandle<Vec<Operation>> {
+    let clients = cfg.clients;
     let tasks: Vec<_> = (0..cfg.clients)
         .map(|id| {
             tokio::spawn(client_loop(
@@ -295,6 +472,8 @@ pub fn start(
                 all.extend(ops);
             }
         }
+        let expiries = expiries(&all, clients);
+        all.extend(expiries);
         all.sort_by_key(|o| (o.invoke, o.client));
         for (i, o) in all.iter_mut().enumerate() {
             o.id = i;

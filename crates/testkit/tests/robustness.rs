@@ -38,6 +38,14 @@ async fn run(name: &str, seed: u64) -> scenario::Report {
         report.faults,
         report.snapshots
     );
+    eprintln!("{name}: {:?}", report.leases);
+    assert!(
+        report.leases.granted > 0
+            && report.leases.puts > 0
+            && report.leases.revoked > 0
+            && report.leases.expired > 0,
+        "{name}: the workload used leases"
+    );
     match &report.result {
         Ok(summary) => eprintln!("{name}: linearizable: ok ({summary:?})"),
         Err((reason, file)) => panic!(

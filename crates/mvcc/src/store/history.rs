@@ -3,8 +3,11 @@
 //! fell behind the live feed.
 //!
 //! Invariants: a chunk always ends on a whole main revision, so every revision's events
-//! reach a watcher together; revisions below the compaction revision are refused rather
-//! than answered with a partial history.
+//! reach a watcher together; it holds at most [`CHUNK_REVISIONS`] revisions, as etcd's
+//! catch-up, and about `max_bytes` of encoded events (more only when one revision is
+//! larger), so a response stays within what clients accept (4 MiB by default for gRPC
+//! clients other than Go's) even with previous values attached; revisions below the
+//! compaction revision are refused rather than answered with a partial history.
 
 use oxcd_api::mvccpb::Event;
 use oxcd_storage::schema;
@@ -12,6 +15,13 @@ use oxcd_storage::schema;
 use super::{Store, decode_kv, delete_event, put_event, row_revision};
 use crate::revision::Revision;
 use crate::{MvccError, Result};
+
+/// Revisions per chunk at most (etcd's watchers catch up 1,000 revisions at a time).
+pub const CHUNK_REVISIONS: i64 = 1000;
+
+/// What an event adds to a response beside its key and value: the field tags, lengths
+/// and revisions (a bound, not an exact count).
+const EVENT_OVERHEAD: usize = 48;
 
 /// One chunk of history.
 #[derive(Debug, Default)]
@@ -24,8 +34,8 @@ pub struct History {
 }
 
 impl Store {
-    /// The events of revisions `from..=to`, stopping after the revision at which the
-    /// chunk reached `max_bytes` of keys and values. Fails with `Compacted` when `from`
+    /// The events of revisions `from..=to`, stopping after [`CHUNK_REVISIONS`] revisions
+    /// or after the revision at which the chunk reached `max_bytes` of encoded events. Fails with `Compacted` when `from`
     /// is below the compaction revision (as etcd, a watch from the compaction revision
     /// itself is served).
     pub fn history(&self, from: i64, to: i64, max_bytes: usize) -> Result<History> {
@@ -59,12 +69,13 @@ impl Store {
         {
             let (k, v) = row.map_err(|e| self.backend.err(e))?;
             let (rev, tombstone) = row_revision(k.value())?;
-            if bytes >= max_bytes && out.events.last().and_then(mod_rev) != Some(rev.main) {
+            let full = bytes >= max_bytes || rev.main - from >= CHUNK_REVISIONS;
+            if full && out.events.last().and_then(mod_rev) != Some(rev.main) {
                 out.through = rev.main - 1;
                 break;
             }
             let kv = decode_kv(rev, v.value())?;
-            bytes += kv.key.len() + kv.value.len();
+            bytes += kv.key.len() + kv.value.len() + EVENT_OVERHEAD;
             out.events.push(if tombstone {
                 delete_event(kv.key, rev.main)
             } else {

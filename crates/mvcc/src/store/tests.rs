@@ -297,3 +297,18 @@ fn history_replays_the_events_of_a_revision_range_in_whole_revisions() {
     let from_compaction = store.history(4, 5, usize::MAX).expect("from compaction");
     assert_eq!(from_compaction.through, 5);
 }
+
+#[test]
+fn history_chunks_hold_at_most_a_thousand_revisions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    for i in 1..=2500u64 {
+        put(&store, i, &[("k", "v")]); // revisions 2..=2501
+    }
+    let first = store.history(2, 2501, usize::MAX).expect("history");
+    assert_eq!((first.through, first.events.len()), (1001, 1000));
+    let second = store.history(1002, 2501, usize::MAX).expect("history");
+    assert_eq!(second.through, 2001);
+    let last = store.history(2002, 2501, usize::MAX).expect("history");
+    assert_eq!((last.through, last.events.len()), (2501, 500));
+}

@@ -236,3 +236,41 @@ async fn progress_notifications_and_requests_carry_the_revision_to_resume_from()
     }
     m.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_from_revision_1_over_a_long_history_fits_the_clients_message_limit() {
+    // 60,000 small events with their previous values would be about 6 MB in one
+    // response; the etcd-client crate (tonic) refuses messages over 4 MiB.
+    const TXNS: usize = 600;
+    const PER_TXN: usize = 100;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = InProc::start(dir.path().join("m"), |_| {}).await;
+    let mut c = m.client().await;
+    for t in 0..TXNS {
+        let puts: Vec<etcd_client::TxnOp> = (0..PER_TXN)
+            .map(|i| etcd_client::TxnOp::put(format!("h/{i}"), format!("v{t}"), None))
+            .collect();
+        c.txn(etcd_client::Txn::new().and_then(puts))
+            .await
+            .expect("txn");
+    }
+    let opts = WatchOptions::new()
+        .with_prefix()
+        .with_start_revision(1)
+        .with_prev_key();
+    let mut stream = c.watch("h/", Some(opts)).await.expect("watch");
+    let mut events = 0;
+    let mut largest = 0;
+    while events < TXNS * PER_TXN {
+        let resp = tokio::time::timeout(Duration::from_secs(20), stream.message())
+            .await
+            .expect("events keep coming")
+            .expect("no error: every response fits")
+            .expect("stream open");
+        events += resp.events().len();
+        largest = largest.max(resp.events().len());
+    }
+    assert_eq!(events, TXNS * PER_TXN);
+    assert!(largest < TXNS * PER_TXN, "split into several responses");
+    m.stop().await;
+}

@@ -144,6 +144,11 @@ async fn main() -> ExitCode {
     for f in &report.faults {
         println!("  {f}");
     }
+    let l = report.leases;
+    println!(
+        "leases: {} granted, {} puts with a lease, {} revoked, {} expired with keys",
+        l.granted, l.puts, l.revoked, l.expired
+    );
     let watch_ok = match &report.watch {
         Ok(w) => {
             println!(

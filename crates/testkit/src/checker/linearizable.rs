@@ -22,6 +22,12 @@
 //! answered write required at that revision. Without this, a crash that leaves dozens of
 //! writes without an answer makes the search try every way of filling each gap.
 //!
+//! Leases: a grant is placed like a read (it writes no revision); a revocation writes
+//! when its client knew keys were attached. An expiry is an indeterminate write of no
+//! client, possible from half the lease's TTL after its grant and after the last answered
+//! put with the lease was sent; one whose revision the watchers saw is checked as a write
+//! answered there (see [`crate::expiries`]).
+//!
 //! Serializable reads take part too: they must be placed where the store is at their
 //! revision, before they returned, but may be stale, so their call is moved back to the
 //! call of the write that made their revision.
@@ -107,7 +113,10 @@ fn kind_of(o: &Operation) -> Kind {
         return Kind::Indeterminate;
     };
     let writes = match (&o.op, r) {
-        (Op::Put { .. } | Op::MultiPut { .. }, _) => true,
+        (Op::Put { .. } | Op::MultiPut { .. } | Op::PutLease { .. }, _) => true,
+        (Op::LeaseRevoke { attached, .. }, _) => *attached,
+        // An expiry is answered only when the watchers saw its revision.
+        (Op::LeaseExpire { .. }, _) => true,
         (Op::Delete { .. }, Response::Delete { deleted, .. }) => *deleted > 0,
         (Op::CasValue { .. } | Op::CasModRev { .. }, Response::Cas { succeeded, .. }) => *succeeded,
         _ => false,
@@ -128,11 +137,17 @@ fn response(o: &Operation) -> Option<&Response> {
 /// The values a write sets.
 fn written_values(op: &Op) -> Vec<&str> {
     match op {
-        Op::Put { value, .. } | Op::CasValue { value, .. } | Op::CasModRev { value, .. } => {
-            vec![value.as_str()]
-        }
+        Op::Put { value, .. }
+        | Op::CasValue { value, .. }
+        | Op::CasModRev { value, .. }
+        | Op::PutLease { value, .. } => vec![value.as_str()],
         Op::MultiPut { kvs } => kvs.iter().map(|(_, v)| v.as_str()).collect(),
-        Op::Get { .. } | Op::Range { .. } | Op::Delete { .. } => Vec::new(),
+        Op::Get { .. }
+        | Op::Range { .. }
+        | Op::Delete { .. }
+        | Op::LeaseGrant { .. }
+        | Op::LeaseRevoke { .. }
+        | Op::LeaseExpire { .. } => Vec::new(),
     }
 }
 

@@ -365,3 +365,116 @@ fn a_gap_is_filled_by_the_writes_in_flight_at_the_crash_and_by_what_reads_saw() 
     }
     check(&h.0).expect("linearizable");
 }
+
+fn grant(lease: i64) -> Op {
+    Op::LeaseGrant { lease }
+}
+fn put_lease(k: &str, v: &str, lease: i64) -> Op {
+    Op::PutLease {
+        key: k.into(),
+        value: v.into(),
+        lease,
+    }
+}
+fn granted(rev: i64) -> Outcome {
+    Outcome::Ok(Response::Lease { rev })
+}
+fn expiry(lease: i64) -> Op {
+    Op::LeaseExpire { lease }
+}
+
+#[test]
+fn a_revocation_deletes_the_lease_keys_in_one_revision() {
+    let mut h = H::default();
+    h.op(0, grant(7), (0, 10), granted(1))
+        .op(0, put_lease("kl-a", "1", 7), (11, 20), wrote(2))
+        .op(0, put_lease("kl-b", "2", 7), (21, 30), wrote(3))
+        .op(
+            0,
+            Op::LeaseRevoke {
+                lease: 7,
+                attached: true,
+            },
+            (31, 40),
+            Outcome::Ok(Response::Revoke { rev: 4 }),
+        )
+        .op(0, get("kl-a"), (41, 50), got(4, None));
+    let s = check(&h.0).expect("linearizable");
+    assert_eq!(s.final_rev, 4);
+}
+
+#[test]
+fn a_put_with_a_lease_never_granted_is_rejected() {
+    let mut h = H::default();
+    h.op(0, put_lease("kl-a", "1", 9), (0, 10), wrote(2));
+    assert!(check(&h.0).is_err());
+}
+
+#[test]
+fn an_expiry_explains_lease_keys_gone_without_a_request() {
+    let mut h = H::default();
+    h.op(0, grant(7), (0, 10), granted(1))
+        .op(0, put_lease("kl-a", "1", 7), (11, 20), wrote(2))
+        .op(1, put("k1", "x"), (100, 110), wrote(4))
+        .op(1, get("kl-a"), (111, 120), got(4, None))
+        .op(9, expiry(7), (50, 50), lost());
+    check(&h.0).expect("the expiry fills revision 3");
+}
+
+#[test]
+fn lease_keys_gone_before_the_expiry_could_happen_are_rejected() {
+    let mut h = H::default();
+    // The expiry cannot come before t=500, but the key was gone at t=120.
+    h.op(0, grant(7), (0, 10), granted(1))
+        .op(0, put_lease("kl-a", "1", 7), (11, 20), wrote(2))
+        .op(1, put("k1", "x"), (100, 110), wrote(4))
+        .op(1, get("kl-a"), (111, 120), got(4, None))
+        .op(9, expiry(7), (500, 500), lost());
+    assert!(check(&h.0).is_err());
+}
+
+#[test]
+fn a_revocation_that_claims_to_write_nothing_for_a_lease_with_keys_is_rejected() {
+    let mut h = H::default();
+    h.op(0, grant(7), (0, 10), granted(1))
+        .op(0, put_lease("kl-a", "1", 7), (11, 20), wrote(2))
+        .op(
+            0,
+            Op::LeaseRevoke {
+                lease: 7,
+                attached: false,
+            },
+            (31, 40),
+            Outcome::Ok(Response::Revoke { rev: 2 }),
+        );
+    assert!(check(&h.0).is_err());
+}
+
+#[test]
+fn the_model_undoes_lease_steps() {
+    let mut m = Model::default();
+    let before = m.fingerprint();
+    let u1 = m.step(&grant(3), None).expect("granted");
+    let u2 = m.step(&put_lease("kl-a", "v", 3), None).expect("put");
+    let u3 = m
+        .step(&Op::LeaseExpire { lease: 3 }, None)
+        .expect("expired");
+    assert_eq!(m.get("kl-a"), None);
+    assert_eq!(m.rev(), 3);
+    m.undo(u3);
+    assert_eq!(m.get("kl-a"), Some(&("v".to_string(), 2)));
+    m.undo(u2);
+    m.undo(u1);
+    assert_eq!(m.fingerprint(), before);
+    // Without the lease, an answered put cannot happen; an unanswered one did nothing.
+    assert!(
+        m.step(
+            &put_lease("kl-a", "v", 3),
+            Some(&Response::Write { rev: 2 })
+        )
+        .is_none()
+    );
+    let nothing = m.step(&put_lease("kl-a", "v", 3), None).expect("refused");
+    assert_eq!((m.rev(), m.fingerprint()), (1, before));
+    m.undo(nothing);
+}

@@ -216,12 +216,23 @@ struct Writers<'a> {
     by_rev: HashMap<i64, &'a Operation>,
     by_value: HashMap<&'a str, &'a Operation>,
     deletes: HashMap<&'a str, Vec<&'a Operation>>,
+    /// The lease each lease key was put with (lease keys are unique to one lease).
+    lease_of: HashMap<&'a str, i64>,
+    /// Unanswered revocations and the expiries, by lease.
+    lease_ends: HashMap<i64, Vec<&'a Operation>>,
     used: HashSet<usize>,
 }
 
 fn answered_rev(o: &Operation) -> Option<i64> {
     match (&o.op, &o.outcome) {
-        (Op::Put { .. } | Op::MultiPut { .. }, Outcome::Ok(Response::Write { rev })) => Some(*rev),
+        (
+            Op::Put { .. } | Op::MultiPut { .. } | Op::PutLease { .. },
+            Outcome::Ok(Response::Write { rev }),
+        ) => Some(*rev),
+        (
+            Op::LeaseRevoke { attached: true, .. } | Op::LeaseExpire { .. },
+            Outcome::Ok(Response::Revoke { rev }),
+        ) => Some(*rev),
         (Op::Delete { .. }, Outcome::Ok(Response::Delete { rev, deleted })) if *deleted > 0 => {
             Some(*rev)
         }
@@ -242,6 +253,8 @@ impl<'a> Writers<'a> {
             by_rev: HashMap::new(),
             by_value: HashMap::new(),
             deletes: HashMap::new(),
+            lease_of: HashMap::new(),
+            lease_ends: HashMap::new(),
             used: HashSet::new(),
         };
         for o in history {
@@ -254,6 +267,13 @@ impl<'a> Writers<'a> {
                 | Op::CasValue { value, .. }
                 | Op::CasModRev { value, .. } => {
                     w.by_value.insert(value.as_str(), o);
+                }
+                Op::PutLease { key, value, lease } => {
+                    w.by_value.insert(value.as_str(), o);
+                    w.lease_of.insert(key.as_str(), *lease);
+                }
+                Op::LeaseRevoke { lease, .. } | Op::LeaseExpire { lease } if unanswered => {
+                    w.lease_ends.entry(*lease).or_default().push(o);
                 }
                 Op::MultiPut { kvs } => {
                     if let Some((_, v)) = kvs.first() {
@@ -285,6 +305,26 @@ impl<'a> Writers<'a> {
                 ));
             }
             o
+        } else if let Some(lease) = events
+            .first()
+            .and_then(|e| self.lease_of.get(e.key.as_str()))
+        {
+            // A lease's keys deleted: an unanswered revocation or its expiry, the one sent
+            // first (either makes the same events).
+            let used = &self.used;
+            *self
+                .lease_ends
+                .get(lease)
+                .and_then(|ends| {
+                    ends.iter()
+                        .filter(|o| !used.contains(&o.id))
+                        .min_by_key(|o| o.invoke)
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "revision {rev} deletes lease {lease}'s keys, which no revocation or expiry explains"
+                    )
+                })?
         } else {
             let key = events.first().map(|e| e.key.as_str()).unwrap_or("");
             let used = &self.used;
@@ -303,8 +343,22 @@ impl<'a> Writers<'a> {
     }
 }
 
-/// The events `op` makes at `rev` on `state`, or None if it would change nothing.
-fn effect(op: &Op, rev: i64, state: &BTreeMap<String, Kv>) -> Option<Vec<Event>> {
+/// The events `op` makes at `rev` on `state`, or None if it would change nothing;
+/// `lease_of`: the lease of each lease key.
+fn effect(
+    op: &Op,
+    rev: i64,
+    state: &BTreeMap<String, Kv>,
+    lease_of: &HashMap<&str, i64>,
+) -> Option<Vec<Event>> {
+    let delete = |key: &str, p: &Kv| Event {
+        rev,
+        key: key.to_string(),
+        value: None,
+        create_rev: 0,
+        version: 0,
+        prev: Some((p.0.clone(), p.1)),
+    };
     let put = |key: &str, value: &str| {
         let prior = state.get(key);
         Event {
@@ -319,16 +373,16 @@ fn effect(op: &Op, rev: i64, state: &BTreeMap<String, Kv>) -> Option<Vec<Event>>
     match op {
         Op::Put { key, value } => Some(vec![put(key, value)]),
         Op::MultiPut { kvs } => Some(kvs.iter().map(|(k, v)| put(k, v)).collect()),
-        Op::Delete { key } => state.get(key).map(|p| {
-            vec![Event {
-                rev,
-                key: key.clone(),
-                value: None,
-                create_rev: 0,
-                version: 0,
-                prev: Some((p.0.clone(), p.1)),
-            }]
-        }),
+        Op::Delete { key } => state.get(key).map(|p| vec![delete(key, p)]),
+        Op::PutLease { key, value, .. } => Some(vec![put(key, value)]),
+        Op::LeaseRevoke { lease, .. } | Op::LeaseExpire { lease } => {
+            let gone: Vec<Event> = state
+                .iter()
+                .filter(|(k, _)| lease_of.get(k.as_str()) == Some(lease))
+                .map(|(k, p)| delete(k, p))
+                .collect();
+            (!gone.is_empty()).then_some(gone)
+        }
         Op::CasValue { key, expect, value } => {
             let holds = state.get(key).map(|p| &p.0) == expect.as_ref();
             holds.then(|| vec![put(key, value)])
@@ -337,7 +391,7 @@ fn effect(op: &Op, rev: i64, state: &BTreeMap<String, Kv>) -> Option<Vec<Event>>
             let holds = state.get(key).map(|p| p.1).unwrap_or(0) == *expect;
             holds.then(|| vec![put(key, value)])
         }
-        Op::Get { .. } | Op::Range { .. } => None,
+        Op::Get { .. } | Op::Range { .. } | Op::LeaseGrant { .. } => None,
     }
 }
 
@@ -413,7 +467,7 @@ fn replay(
             return Ok(());
         };
         let o = writers.find(rev, events)?;
-        let want = effect(&o.op, rev, &state).ok_or_else(|| {
+        let want = effect(&o.op, rev, &state, &writers.lease_of).ok_or_else(|| {
             format!(
                 "revision {rev} is attributed to request #{} ({:?}), which changes nothing there",
                 o.id, o.op
