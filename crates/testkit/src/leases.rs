@@ -48,14 +48,7 @@ fn ms(start: Instant) -> u64 {
     start.elapsed().as_millis() as u64
 }
 
-async fn connect(url: &str, opts: &Option<ConnectOptions>) -> Option<Client> {
-    let opts = opts
-        .clone()
-        .unwrap_or_default()
-        .with_connect_timeout(Duration::from_secs(1))
-        .with_timeout(Duration::from_secs(2));
-    Client::connect([url], Some(opts)).await.ok()
-}
+use crate::watches::connect;
 
 /// One client: lease after lease until `stop`.
 async fn client_loop(

@@ -91,7 +91,9 @@ fn events_of(resp: &WatchResponse) -> Vec<Event> {
         .collect()
 }
 
-async fn connect(url: &str, opts: &Option<ConnectOptions>) -> Option<Client> {
+/// A client of `url` with short timeouts (connect 1 s, requests 2 s); None when it
+/// cannot connect within 2 s.
+pub(crate) async fn connect(url: &str, opts: &Option<ConnectOptions>) -> Option<Client> {
     let opts = opts
         .clone()
         .unwrap_or_default()

@@ -39,10 +39,18 @@ pub struct Summary {
     pub final_rev: i64,
 }
 
-/// Whether a write surely changed the store (and so owns its response's revision).
-fn surely_wrote(o: &Operation) -> Option<i64> {
+/// Whether a write surely changed the store (and so owns its response's revision): the
+/// revision it made.
+pub(crate) fn surely_wrote(o: &Operation) -> Option<i64> {
     match (&o.op, &o.outcome) {
-        (Op::Put { .. } | Op::MultiPut { .. }, Outcome::Ok(Response::Write { rev })) => Some(*rev),
+        (
+            Op::Put { .. } | Op::MultiPut { .. } | Op::PutLease { .. },
+            Outcome::Ok(Response::Write { rev }),
+        ) => Some(*rev),
+        (
+            Op::LeaseRevoke { attached: true, .. } | Op::LeaseExpire { .. },
+            Outcome::Ok(Response::Revoke { rev }),
+        ) => Some(*rev),
         (Op::Delete { .. }, Outcome::Ok(Response::Delete { rev, deleted })) if *deleted > 0 => {
             Some(*rev)
         }

@@ -223,30 +223,6 @@ struct Writers<'a> {
     used: HashSet<usize>,
 }
 
-fn answered_rev(o: &Operation) -> Option<i64> {
-    match (&o.op, &o.outcome) {
-        (
-            Op::Put { .. } | Op::MultiPut { .. } | Op::PutLease { .. },
-            Outcome::Ok(Response::Write { rev }),
-        ) => Some(*rev),
-        (
-            Op::LeaseRevoke { attached: true, .. } | Op::LeaseExpire { .. },
-            Outcome::Ok(Response::Revoke { rev }),
-        ) => Some(*rev),
-        (Op::Delete { .. }, Outcome::Ok(Response::Delete { rev, deleted })) if *deleted > 0 => {
-            Some(*rev)
-        }
-        (
-            Op::CasValue { .. } | Op::CasModRev { .. },
-            Outcome::Ok(Response::Cas {
-                rev,
-                succeeded: true,
-            }),
-        ) => Some(*rev),
-        _ => None,
-    }
-}
-
 impl<'a> Writers<'a> {
     fn new(history: &'a [Operation]) -> Writers<'a> {
         let mut w = Writers {
@@ -258,7 +234,7 @@ impl<'a> Writers<'a> {
             used: HashSet::new(),
         };
         for o in history {
-            if let Some(rev) = answered_rev(o) {
+            if let Some(rev) = super::surely_wrote(o) {
                 w.by_rev.insert(rev, o);
             }
             let unanswered = matches!(o.outcome, Outcome::Indeterminate(_));
