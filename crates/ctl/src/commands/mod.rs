@@ -2,10 +2,13 @@
 //! the command a command line names is [`lookup`]'s.
 
 mod cluster;
+mod elect;
 mod endpoint;
+mod hold;
 mod keep_alive;
 mod kv;
 mod lease;
+mod lock;
 mod lookup;
 mod txn;
 mod txn_syntax;
@@ -176,6 +179,8 @@ const COMMANDS: &[Command] = &[
     lease::TIME_TO_LIVE,
     lease::LIST,
     keep_alive::KEEP_ALIVE,
+    lock::LOCK,
+    elect::ELECT,
     VERSION,
     HELP_COMMAND,
 ];
