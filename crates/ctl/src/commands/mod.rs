@@ -13,6 +13,7 @@ mod lookup;
 mod txn;
 mod txn_syntax;
 mod watch;
+mod watch_interactive;
 
 use std::future::Future;
 use std::pin::Pin;
