@@ -10,6 +10,7 @@ mod kv;
 mod lease;
 mod lock;
 mod lookup;
+mod mirror;
 mod txn;
 mod txn_syntax;
 mod watch;
@@ -182,6 +183,7 @@ const COMMANDS: &[Command] = &[
     keep_alive::KEEP_ALIVE,
     lock::LOCK,
     elect::ELECT,
+    mirror::MAKE_MIRROR,
     VERSION,
     HELP_COMMAND,
 ];
