@@ -190,7 +190,9 @@ mod tests {
             (c.path, rest),
             (&["lease", "keep-alive"][..], v(&["--once", "1"]))
         );
-        assert!(find(&v(&["lock"])).is_err(), "not built yet");
+        let (c, _) = find(&v(&["loc", "name"])).expect("lock");
+        assert_eq!(c.path, ["lock"]);
+        assert!(find(&v(&["m"])).is_err(), "make-mirror or move-leader");
         let (c, _) = find(&[]).expect("root");
         assert!(c.path.is_empty());
     }

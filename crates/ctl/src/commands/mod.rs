@@ -2,14 +2,19 @@
 //! the command a command line names is [`lookup`]'s.
 
 mod cluster;
+mod elect;
 mod endpoint;
+mod hold;
 mod keep_alive;
 mod kv;
 mod lease;
+mod lock;
 mod lookup;
+mod mirror;
 mod txn;
 mod txn_syntax;
 mod watch;
+mod watch_interactive;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -176,6 +181,9 @@ const COMMANDS: &[Command] = &[
     lease::TIME_TO_LIVE,
     lease::LIST,
     keep_alive::KEEP_ALIVE,
+    lock::LOCK,
+    elect::ELECT,
+    mirror::MAKE_MIRROR,
     VERSION,
     HELP_COMMAND,
 ];

@@ -15,7 +15,7 @@ use crate::output::simple::event_type;
 use crate::session::Ctx;
 use crate::{Fail, exit, gofmt};
 
-const FLAGS: &[Spec] = &[
+pub(super) const FLAGS: &[Spec] = &[
     boolean("interactive", "Interactive mode").short('i'),
     boolean("prefix", "Watch on a prefix if prefix is set"),
     int64("rev", "Revision to start watching"),
@@ -43,13 +43,13 @@ pub const WATCH: Command = Command {
 /// etcd's text for a compacted start revision.
 const COMPACTED: &str = "etcdserver: mvcc: required revision has been compacted";
 
-fn bad_args(msg: &str) -> Fail {
+pub(super) fn bad_args(msg: &str) -> Fail {
     Fail::new(exit::BAD_ARGS, msg)
 }
 
-/// The watch request and the command to run per event, from the arguments and the
-/// `ETCDCTL_WATCH_KEY` / `ETCDCTL_WATCH_RANGE_END` variables.
-fn request(p: &Parsed) -> Result<(WatchCreateRequest, Vec<String>), Fail> {
+/// The `ETCDCTL_WATCH_KEY` and `ETCDCTL_WATCH_RANGE_END` variables (empty when unset);
+/// a range end without a key is refused.
+fn env_keys() -> Result<(String, String), Fail> {
     let env_key = std::env::var("ETCDCTL_WATCH_KEY").unwrap_or_default();
     let env_range = std::env::var("ETCDCTL_WATCH_RANGE_END").unwrap_or_default();
     if env_key.is_empty() && !env_range.is_empty() {
@@ -58,12 +58,16 @@ fn request(p: &Parsed) -> Result<(WatchCreateRequest, Vec<String>), Fail> {
             gofmt::quote_str(&env_range)
         )));
     }
-    if p.flag("interactive") {
-        return Err(Fail::new(
-            exit::BAD_FEATURE,
-            "interactive watch (-i) is not supported by oxcdctl yet",
-        ));
-    }
+    Ok((env_key, env_range))
+}
+
+/// The watch request and the command to run per event, from the arguments and the
+/// `ETCDCTL_WATCH_KEY` / `ETCDCTL_WATCH_RANGE_END` variables.
+fn request(
+    p: &Parsed,
+    env_key: String,
+    env_range: String,
+) -> Result<(WatchCreateRequest, Vec<String>), Fail> {
     // etcdctl's rules: a `--` needs a command after it; a key in the environment
     // conflicts with a key argument; more than two keys watch the first alone.
     let dash = p.args_before_dash.unwrap_or(p.args.len());
@@ -111,7 +115,11 @@ fn request(p: &Parsed) -> Result<(WatchCreateRequest, Vec<String>), Fail> {
 
 fn watch(mut ctx: Ctx) -> Run {
     Box::pin(async move {
-        let (mut req, exec) = request(&ctx.flags)?;
+        let (env_key, env_range) = env_keys()?;
+        if ctx.flags.flag("interactive") {
+            return super::watch_interactive::run(ctx, env_key, env_range).await;
+        }
+        let (mut req, exec) = request(&ctx.flags, env_key, env_range)?;
         let s = ctx.session()?;
         loop {
             let client = s.client().await?;
@@ -155,7 +163,7 @@ fn watch(mut ctx: Ctx) -> Run {
 
 /// Prints one response as etcdctl does and runs `exec` per event; returns whether the
 /// watch was canceled.
-fn show(printer: &Printer, resp: &WatchResponse, exec: &[String]) -> Result<bool, Fail> {
+pub(super) fn show(printer: &Printer, resp: &WatchResponse, exec: &[String]) -> Result<bool, Fail> {
     // clientv3 keeps creation notices to itself.
     if resp.created && !resp.canceled {
         return Ok(false);

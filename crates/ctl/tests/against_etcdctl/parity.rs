@@ -12,7 +12,7 @@ use oxcd_server::settings::Settings;
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 
 /// Starts an in-process member; returns its address and a stopper.
-async fn member(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>) {
+pub(super) async fn member(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>) {
     member_with(dir, |_| {}).await
 }
 
