@@ -19,7 +19,9 @@ mod store;
 
 pub use index::KeyRange;
 pub use revision::Revision;
-pub use store::{ApplyBatch, History, RangeOptions, RangeResult, Store, TxnWrite, Written};
+pub use store::{
+    ApplyBatch, EncodedRange, History, RangeOptions, RangeResult, Store, TxnWrite, Written,
+};
 
 /// Errors from the MVCC store.
 #[derive(Debug, thiserror::Error)]

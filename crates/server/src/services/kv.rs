@@ -11,7 +11,7 @@ use oxcd_api::etcdserverpb::{
 use oxcd_api::oxcdpb::internal_request::Op;
 use tonic::{Request, Response, Status};
 
-use crate::apply::{Applied, range};
+use crate::apply::Applied;
 use crate::member::Member;
 use crate::validate;
 
@@ -51,16 +51,11 @@ fn unexpected() -> Status {
 
 #[tonic::async_trait]
 impl Kv for KvService {
+    /// Reached only by direct calls: the routes serve Range by hand
+    /// ([`super::kv_range`]), with the same answer.
     async fn range(&self, req: Request<RangeRequest>) -> Result<Response<RangeResponse>, Status> {
-        let r = req.into_inner();
-        validate::range(&r)?;
-        if !r.serializable {
-            self.member.read_barrier().await?;
-        }
-        let mut resp = range::range(&*self.member.store, &r)
-            .map_err(crate::apply::ApplyError::into_read_error)?;
-        resp.header = Some(self.member.header(Self::rev(&resp.header)));
-        Ok(Response::new(resp))
+        let out = super::kv_range::answer(&self.member, req.into_inner(), false).await?;
+        Ok(Response::new(out.resp))
     }
 
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {

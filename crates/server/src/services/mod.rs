@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod election;
 pub mod kv;
+pub mod kv_range;
 pub mod lease;
 pub mod lock;
 pub mod maintenance;
@@ -16,7 +17,6 @@ use std::sync::Arc;
 
 use oxcd_api::etcdserverpb::auth_server::{Auth, AuthServer};
 use oxcd_api::etcdserverpb::cluster_server::ClusterServer;
-use oxcd_api::etcdserverpb::kv_server::KvServer;
 use oxcd_api::etcdserverpb::lease_server::LeaseServer;
 use oxcd_api::etcdserverpb::maintenance_server::MaintenanceServer;
 use oxcd_api::v3electionpb::election_server::ElectionServer;
@@ -36,7 +36,7 @@ pub(crate) const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
 /// Every etcd service, ready to serve.
 pub fn routes(member: Arc<Member>) -> Routes {
     let max = member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
-    Routes::new(KvServer::new(kv::KvService::new(member.clone())).max_decoding_message_size(max))
+    Routes::new(kv_range::KvRoutes::new(member.clone(), max))
         .add_service(MaintenanceServer::new(
             maintenance::MaintenanceService::new(member.clone()),
         ))

@@ -16,6 +16,7 @@ mod faults;
 mod kv_etcd_client;
 mod lease;
 mod lease_parity;
+mod lease_ttl_vs_etcd;
 mod lock_election_client;
 mod lock_election_parity;
 mod tls;
