@@ -107,6 +107,9 @@ impl Default for ConnectOptions {
     }
 }
 
+/// The largest answer a client takes: etcd's Go client's default (`math.MaxInt32`).
+pub const MAX_ANSWER_BYTES: usize = i32::MAX as usize;
+
 /// Adds the auth token (if any) to every request, in the `token` metadata key etcd reads.
 #[derive(Debug, Clone, Default)]
 pub struct TokenInterceptor {
@@ -225,9 +228,10 @@ impl Client {
         InterceptedService::new(self.channel.clone(), self.auth.clone())
     }
 
-    /// The KV service.
+    /// The KV service. Answers up to 2 GiB are accepted, as etcd's Go client accepts
+    /// them (gRPC's default of 4 MiB would refuse a large range that etcdctl reads).
     pub fn kv(&self) -> KvClient<Service> {
-        KvClient::new(self.service())
+        KvClient::new(self.service()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
     /// The Maintenance service.
@@ -245,9 +249,9 @@ impl Client {
         LeaseClient::new(self.service())
     }
 
-    /// The Watch service.
+    /// The Watch service (answers up to 2 GiB, as for KV).
     pub fn watch(&self) -> WatchClient<Service> {
-        WatchClient::new(self.service())
+        WatchClient::new(self.service()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
     /// The Auth service.
