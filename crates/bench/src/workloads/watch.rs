@@ -145,14 +145,11 @@ pub async fn hold(keys: &KeyGen, total: u64, conns: &[Client]) -> Result<Held, S
     const PER_STREAM: u64 = 100;
     let received = Arc::new(AtomicU64::new(0));
     let mut readers = Vec::new();
-    let mut next = 0u64;
-    for i in 0..total.div_ceil(PER_STREAM) as usize {
-        let key = keys.key(keys.number_at(next));
-        let mut s = open::<Skimmed>(&conns[i % conns.len()], key).await?;
-        next += 1;
-        for _ in 1..PER_STREAM.min(total - next + 1) {
-            create(&mut s, keys.key(keys.number_at(next))).await?;
-            next += 1;
+    let key = |n: u64| keys.key(keys.number_at(n));
+    for (i, first) in (0..total).step_by(PER_STREAM as usize).enumerate() {
+        let mut s = open::<Skimmed>(&conns[i % conns.len()], key(first)).await?;
+        for n in first + 1..total.min(first + PER_STREAM) {
+            create(&mut s, key(n)).await?;
         }
         readers.push(tokio::spawn(count_events(s, received.clone())));
     }

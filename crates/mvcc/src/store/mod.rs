@@ -103,18 +103,33 @@ fn decode_kv(rev: Revision, bytes: &[u8]) -> Result<KeyValue> {
     KeyValue::decode(bytes).map_err(|e| MvccError::Corrupt(rev, e.to_string()))
 }
 
+/// Hands `visit` each row of `found`, in order, as stored (an encoded `KeyValue`), with
+/// its revision.
+fn visit_rows<T: ReadableTable<&'static [u8], &'static [u8]>>(
+    table: &T,
+    found: &[(Vec<u8>, Found)],
+    backend: &Backend,
+    mut visit: impl FnMut(Revision, &[u8]) -> Result<()>,
+) -> Result<()> {
+    for (_, f) in found {
+        let key = f.modified.to_bytes(false);
+        let row = table.get(key.as_slice()).map_err(|e| backend.err(e))?;
+        let row = row.ok_or_else(|| MvccError::Corrupt(f.modified, "row missing".into()))?;
+        visit(f.modified, row.value())?;
+    }
+    Ok(())
+}
+
 fn read_rows<T: ReadableTable<&'static [u8], &'static [u8]>>(
     table: &T,
     found: &[(Vec<u8>, Found)],
     backend: &Backend,
 ) -> Result<Vec<KeyValue>> {
     let mut kvs = Vec::with_capacity(found.len());
-    for (_, f) in found {
-        let key = f.modified.to_bytes(false);
-        let row = table.get(key.as_slice()).map_err(|e| backend.err(e))?;
-        let row = row.ok_or_else(|| MvccError::Corrupt(f.modified, "row missing".into()))?;
-        kvs.push(decode_kv(f.modified, row.value())?);
-    }
+    visit_rows(table, found, backend, |rev, row| {
+        kvs.push(decode_kv(rev, row)?);
+        Ok(())
+    })?;
     Ok(kvs)
 }
 
@@ -234,22 +249,16 @@ impl Store {
 
     /// Reads `range` at a committed revision.
     pub fn range(&self, range: KeyRange<'_>, opts: RangeOptions) -> Result<RangeResult> {
-        let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
-        let rev = self.current_rev();
-        let (found, count) = self.lookup(range, opts, rev)?;
-        if found.is_empty() {
-            return Ok(RangeResult {
-                kvs: Vec::new(),
-                count,
-                rev,
-            });
-        }
-        let tx = self.backend.begin_read()?;
-        let table = tx
-            .open_table(schema::KEY)
-            .map_err(|e| self.backend.err(e))?;
-        let kvs = read_rows(&table, &found, &self.backend)?;
-        Ok(RangeResult { kvs, count, rev })
+        let mut kvs = Vec::new();
+        let read = self.read_committed(range, opts, usize::MAX, |rev, row| {
+            kvs.push(decode_kv(rev, row)?);
+            Ok(())
+        })?;
+        Ok(RangeResult {
+            kvs,
+            count: read.count,
+            rev: read.rev,
+        })
     }
 
     /// Reads `range` at a committed revision as [`Store::range`] does, but hands each of
@@ -261,6 +270,21 @@ impl Store {
         opts: RangeOptions,
         take: usize,
         mut visit: impl FnMut(&[u8]),
+    ) -> Result<EncodedRange> {
+        self.read_committed(range, opts, take, |_, row| {
+            visit(row);
+            Ok(())
+        })
+    }
+
+    /// Looks `range` up at the committed revision and hands `visit` the first `take`
+    /// rows found, as stored.
+    fn read_committed(
+        &self,
+        range: KeyRange<'_>,
+        opts: RangeOptions,
+        take: usize,
+        visit: impl FnMut(Revision, &[u8]) -> Result<()>,
     ) -> Result<EncodedRange> {
         let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
         let rev = self.current_rev();
@@ -277,14 +301,8 @@ impl Store {
         let table = tx
             .open_table(schema::KEY)
             .map_err(|e| self.backend.err(e))?;
-        for (_, f) in found.iter().take(take) {
-            let key = f.modified.to_bytes(false);
-            let row = table
-                .get(key.as_slice())
-                .map_err(|e| self.backend.err(e))?
-                .ok_or_else(|| MvccError::Corrupt(f.modified, "row missing".into()))?;
-            visit(row.value());
-        }
+        let taken = &found[..take.min(found.len())];
+        visit_rows(&table, taken, &self.backend, visit)?;
         Ok(out)
     }
 

@@ -132,22 +132,25 @@ impl WatchHub {
                 subs.routes.interested(&kv.key, &mut targets);
             }
         }
-        targets.sort_unstable();
-        targets.dedup();
-        let bytes = events
-            .iter()
-            .filter_map(|e| e.kv.as_ref())
-            .map(|kv| kv.key.len() + kv.value.len())
-            .sum();
-        let feed = Arc::new(Feed {
-            rev,
-            events: Some(events),
-            bytes,
-            encoded: wire::EncodedEvents::default(),
-        });
-        for id in targets {
-            if let Some(m) = subs.mailboxes.get(&id) {
-                m.deliver(&feed);
+        // A batch nobody wants costs the apply thread the lookups only.
+        if !targets.is_empty() {
+            targets.sort_unstable();
+            targets.dedup();
+            let bytes = events
+                .iter()
+                .filter_map(|e| e.kv.as_ref())
+                .map(|kv| kv.key.len() + kv.value.len())
+                .sum();
+            let feed = Arc::new(Feed {
+                rev,
+                events: Some(events),
+                bytes,
+                encoded: wire::EncodedEvents::default(),
+            });
+            for id in targets {
+                if let Some(m) = subs.mailboxes.get(&id) {
+                    m.deliver(&feed);
+                }
             }
         }
         self.published.store(rev, Ordering::Release);
@@ -262,11 +265,6 @@ impl Subscription {
     /// everything up to the store's current revision must then be read from the history.
     pub fn take_lagged(&self) -> bool {
         self.lagged.swap(false, Ordering::AcqRel)
-    }
-
-    /// The hub.
-    pub fn hub(&self) -> &Arc<WatchHub> {
-        &self.hub
     }
 }
 

@@ -258,33 +258,28 @@ impl WatchStream {
             if w.next_rev > last {
                 continue;
             }
-            if w.prev_kv || w.fragment {
-                // Events of its own (with previous values, or to split): encoded for it.
-                let mut mine = Vec::new();
-                for feed in feeds.iter().filter(|f| f.rev >= w.next_rev) {
-                    if let Some(events) = &feed.events {
-                        mine.extend(events.iter().filter(|e| w.wants(e)).cloned());
-                    }
-                }
-                w.next_rev = last + 1;
-                if !mine.is_empty() {
-                    self.send_events(id, last, mine).await?;
-                }
-                continue;
-            }
-            let mut shared = Vec::new();
+            // A watcher that wants previous values or fragments gets events of its own
+            // (no shared encodings to pick from); the others share each event's encoding.
+            let own = w.prev_kv || w.fragment;
+            let (mut mine, mut shared) = (Vec::new(), Vec::new());
             for feed in feeds.iter().filter(|f| f.rev >= w.next_rev) {
-                if let Some(events) = &feed.events {
-                    let encoded = feed.encoded.get(events);
-                    for (e, bytes) in events.iter().zip(encoded) {
-                        if w.wants(e) {
-                            shared.push(bytes.clone());
-                        }
+                let Some(events) = &feed.events else { continue };
+                let encoded = if own {
+                    &[][..]
+                } else {
+                    feed.encoded.get(events)
+                };
+                for (i, e) in events.iter().enumerate().filter(|(_, e)| w.wants(e)) {
+                    match encoded.get(i) {
+                        Some(bytes) => shared.push(bytes.clone()),
+                        None => mine.push(e.clone()),
                     }
                 }
             }
             w.next_rev = last + 1;
-            if !shared.is_empty() {
+            if !mine.is_empty() {
+                self.send_events(id, last, mine).await?;
+            } else if !shared.is_empty() {
                 w.sent = true;
                 let out = WatchOut {
                     resp: self.response(last, id),
