@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use oxcd_transport::coalesce::CoalescedWrites;
 use oxcd_transport::listen::{self, Addr, Conn, ConnCheck, Listener};
 use oxcd_transport::tls::ServerTls;
 
@@ -30,16 +31,17 @@ pub fn bind(
     listener.map_err(|e| format!("{url}: {e}"))
 }
 
-/// A client listener: connections go through [`AuthorityFix`].
+/// A client listener: connections go through [`AuthorityFix`], their writes are
+/// coalesced ([`CoalescedWrites`]).
 pub struct ClientListener(pub Listener);
 
 impl axum::serve::Listener for ClientListener {
-    type Io = AuthorityFix<Conn>;
+    type Io = CoalescedWrites<AuthorityFix<Conn>>;
     type Addr = Addr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         let (c, a) = self.0.accept().await;
-        (AuthorityFix::new(c), a)
+        (CoalescedWrites::new(AuthorityFix::new(c)), a)
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {

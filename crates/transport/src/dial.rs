@@ -2,7 +2,8 @@
 //! chosen local address. A [`Dialer`] is a tower service from the channel's URI to a
 //! connection; `https` URIs (or any URI, for a dialer made for TLS) get a TLS handshake
 //! with the configuration current at that moment, so a rotated client certificate is
-//! used from the next connection on.
+//! used from the next connection on. Channels' connections coalesce their writes
+//! ([`crate::coalesce`]): many requests in flight on one connection leave together.
 
 use std::future::Future;
 use std::io;
@@ -16,6 +17,7 @@ use hyper_util::rt::TokioIo;
 use rustls_pki_types::ServerName;
 use tokio::net::{TcpSocket, TcpStream, UnixStream};
 
+use crate::coalesce::CoalescedWrites;
 use crate::listen::{Plain, delegate_io};
 use crate::tls::ClientTls;
 
@@ -123,9 +125,9 @@ impl Dialer {
 }
 
 impl tower_service::Service<http::Uri> for Dialer {
-    type Response = TokioIo<ClientConn>;
+    type Response = TokioIo<CoalescedWrites<ClientConn>>;
     type Error = io::Error;
-    type Future = Pin<Box<dyn Future<Output = io::Result<TokioIo<ClientConn>>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = io::Result<Self::Response>> + Send>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
@@ -133,6 +135,10 @@ impl tower_service::Service<http::Uri> for Dialer {
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
         let d = self.clone();
-        Box::pin(async move { d.connect(&uri).await.map(TokioIo::new) })
+        Box::pin(async move {
+            d.connect(&uri)
+                .await
+                .map(|c| TokioIo::new(CoalescedWrites::new(c)))
+        })
     }
 }

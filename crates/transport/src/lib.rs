@@ -11,6 +11,7 @@
 //!   client-certificate checks (CA, CRL, allowed CN and hostname), cipher suites by
 //!   Go's names, protocol versions;
 //! - auto-TLS: self-signed certificates generated under the data dir ([`selfcert`]);
+//! - write coalescing for server connections with many streams ([`coalesce`]);
 //! - a dialer for tonic channels: TCP or unix socket, plain or TLS, from a chosen local
 //!   address ([`dial::Dialer`]).
 //!
@@ -20,6 +21,7 @@
 //! that changes into something unusable leaves the last good configuration in force
 //! (with a warning). Nothing here knows of raft, storage or the etcd API.
 
+pub mod coalesce;
 pub mod dial;
 pub mod listen;
 pub mod selfcert;

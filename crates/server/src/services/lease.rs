@@ -17,16 +17,12 @@ use oxcd_api::etcdserverpb::{
     LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
 };
 use oxcd_api::oxcdpb::internal_request::Op;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::apply::Applied;
 use crate::lease::MAX_TTL;
 use crate::lease::renewals::Renewals;
 use crate::member::Member;
-
-/// Keepalive responses queued for a client that reads slowly.
-const QUEUED_RESPONSES: usize = 64;
 
 /// Keepalives of one stream in flight at once.
 const KEEPALIVES_IN_FLIGHT: usize = 256;
@@ -135,33 +131,29 @@ impl Lease for LeaseService {
         &self,
         req: Request<Streaming<LeaseKeepAliveRequest>>,
     ) -> Result<Response<KeepAlives>, Status> {
-        let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_RESPONSES);
         let member = self.member.clone();
         let renewals = self.renewals.clone();
-        let requests = req.into_inner();
-        tokio::spawn(async move {
-            // Keepalives run concurrently (a raft round each on a follower); the first failure ends
-            // the stream with that error, as etcd's does.
-            let mut answers = requests
-                .map(|r| {
-                    let member = member.clone();
-                    let renewals = renewals.clone();
-                    async move {
-                        match r {
-                            Ok(r) => keep_alive(&member, &renewals, r.id).await,
-                            Err(status) => Err(status),
-                        }
+        // Keepalives run concurrently (a raft round each on a follower), in the task
+        // that sends the answers: a client that stops reading stops its requests being
+        // read. The first failure ends the stream with that error, as etcd's does.
+        let answers = req
+            .into_inner()
+            .map(move |r| {
+                let member = member.clone();
+                let renewals = renewals.clone();
+                async move {
+                    match r {
+                        Ok(r) => keep_alive(&member, &renewals, r.id).await,
+                        Err(status) => Err(status),
                     }
-                })
-                .buffer_unordered(KEEPALIVES_IN_FLIGHT);
-            while let Some(answer) = answers.next().await {
-                let failed = answer.is_err();
-                if tx.send(answer).await.is_err() || failed {
-                    return;
                 }
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+            })
+            .buffer_unordered(KEEPALIVES_IN_FLIGHT)
+            .scan(false, |failed, answer| {
+                let end = std::mem::replace(failed, answer.is_err());
+                futures::future::ready((!end).then_some(answer))
+            });
+        Ok(Response::new(Box::pin(answers)))
     }
 
     async fn lease_time_to_live(
