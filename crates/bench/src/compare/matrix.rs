@@ -7,10 +7,10 @@ use serde::Serialize;
 
 use super::cluster::{Cluster, TlsFiles, dir_size};
 use crate::cli::{
-    Global, KeyArgs, PutArgs, RangeArgs, TxnMixedArgs, TxnPutArgs, WatchArgs, WatchLatencyArgs,
+    Global, KeyArgs, LeaseArgs, PutArgs, RangeArgs, TxnMixedArgs, TxnPutArgs, WatchArgs, WatchLatencyArgs,
 };
 use crate::stats::Report;
-use crate::workloads::{kv, txn, watch};
+use crate::workloads::{kv, lease, txn, watch};
 
 /// One workload's result on one system.
 #[derive(Debug, Clone, Serialize)]
@@ -81,6 +81,7 @@ enum Work {
     TxnMixed(TxnMixedArgs),
     Watch(WatchArgs),
     WatchLatency(WatchLatencyArgs),
+    LeaseKeepalive(LeaseArgs),
     /// New connections: each request dials (TLS handshake included) and makes one
     /// serializable range.
     Connect {
@@ -213,6 +214,12 @@ fn cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
                 val_size: 32,
             }),
         ),
+        (
+            "lease keepalive, 100 clients / 10 conns",
+            100,
+            10,
+            Work::LeaseKeepalive(LeaseArgs { total: s(200_000) }),
+        ),
     ]
 }
 
@@ -228,6 +235,7 @@ async fn run_work(
         Work::TxnMixed(a) => txn::txn_mixed(a, clients, conns).await?,
         Work::Watch(a) => watch::watch(a, clients, conns).await?,
         Work::WatchLatency(a) => watch::watch_latency(a, conns).await?,
+        Work::LeaseKeepalive(a) => lease::keepalive(a, clients, conns).await?,
         Work::Connect { .. } => return Err("Connect runs through connect_rate".into()),
     })
 }
