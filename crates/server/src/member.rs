@@ -1,5 +1,6 @@
 //! A running member as the services see it: propose-and-wait for writes, the ReadIndex
-//! barrier for linearizable reads, response headers, identity, the watch feed.
+//! barrier for linearizable reads, response headers, identity, the watch feed, the
+//! admission of multi-key range reads to the blocking pool.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use oxcd_mvcc::Store;
 use oxcd_raft::RaftError;
 use oxcd_raft::node::RaftHandle;
 use prost::Message as _;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Semaphore, oneshot, watch};
 
 use crate::apply::Applied;
 use crate::lease::Lessor;
@@ -65,6 +66,9 @@ pub struct Member {
     pub raft: RaftHandle,
     /// The live change feed watchers read.
     pub watch_hub: Arc<WatchHub>,
+    /// Multi-key ranges read at once on the blocking pool: bounds the threads and the
+    /// answers being built together.
+    pub range_reads: Semaphore,
     waiters: Arc<Waiters>,
     applied: watch::Receiver<u64>,
 }
@@ -97,6 +101,9 @@ impl Member {
             leases,
             raft,
             watch_hub,
+            range_reads: Semaphore::new(
+                std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+            ),
             waiters,
             applied,
         }

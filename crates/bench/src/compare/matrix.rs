@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use super::cluster::{Cluster, TlsFiles, dir_size};
 use crate::cli::{
-    Global, KeyArgs, LeaseArgs, PutArgs, RangeArgs, TxnMixedArgs, TxnPutArgs, WatchArgs, WatchLatencyArgs,
+    Global, KeyArgs, LeaseArgs, PutArgs, RangeArgs, TxnMixedArgs, TxnPutArgs, WatchArgs,
+    WatchLatencyArgs,
 };
 use crate::stats::Report;
 use crate::workloads::{kv, lease, txn, watch};

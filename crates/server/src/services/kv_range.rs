@@ -2,15 +2,23 @@
 //! wanted) sends the rows as the backend stores them, already encoded `mvccpb.KeyValue`
 //! messages, instead of decoding every key-value and encoding it again. A range of
 //! 150,000 values of 1 KB is then one copy out of the backend and one into the gRPC
-//! buffer, with no key-value built. Every other KV method goes to the generated server.
+//! buffer, with no key-value built. tonic decodes the request and answers errors; a
+//! successful answer's HTTP body is built here, the stored rows sent as they were read
+//! (no copy into an encoding buffer). Every other KV method goes to the generated server.
 //!
 //! Invariants: [`RangeOut`] encodes to exactly the bytes of the `RangeResponse` it
 //! stands for (fields in field order); the answer (rows, `more`, `count`, header
 //! revision, errors) is the one `apply::range` gives for the same request.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use bytes::{Bytes, BytesMut};
+use http_body::Frame;
+
+use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::kv_server::KvServer;
 use oxcd_api::etcdserverpb::range_request::{SortOrder, SortTarget};
 use oxcd_api::etcdserverpb::{RangeRequest, RangeResponse, ResponseHeader};
@@ -32,6 +40,10 @@ use crate::validate;
 const RANGE_PATH: &str = "/etcdserverpb.KV/Range";
 /// `RangeResponse.kvs`' field number.
 const KVS_FIELD: u32 = 2;
+/// A gRPC message's prefix: the compression flag and the length.
+const GRPC_PREFIX: usize = 5;
+/// The largest answer sent, as grpc-go's server default (etcd's).
+const MAX_SEND_BYTES: usize = i32::MAX as usize;
 
 /// A range answer as it is sent.
 #[derive(Debug, Default)]
@@ -51,8 +63,9 @@ impl From<RangeResponse> for RangeOut {
     }
 }
 
-impl Message for RangeOut {
-    fn encode_raw(&self, buf: &mut impl BufMut) {
+impl RangeOut {
+    /// The fields before the stored rows: the header and the decoded key-values.
+    fn encode_head(&self, buf: &mut impl BufMut) {
         let r = &self.resp;
         if let Some(h) = &r.header {
             encoding::message::encode(1, h, buf);
@@ -60,13 +73,43 @@ impl Message for RangeOut {
         for kv in &r.kvs {
             encoding::message::encode(KVS_FIELD, kv, buf);
         }
-        buf.put_slice(&self.encoded);
+    }
+
+    /// The fields after the stored rows: `more` and `count`.
+    fn encode_tail(&self, buf: &mut impl BufMut) {
+        let r = &self.resp;
         if r.more {
             encoding::bool::encode(3, &r.more, buf);
         }
         if r.count != 0 {
             encoding::int64::encode(4, &r.count, buf);
         }
+    }
+
+    /// The answer as one gRPC message in three pieces (length prefix and head, the
+    /// stored rows as they are, tail): the rows are not copied again.
+    fn into_frames(self) -> Result<[Bytes; 3], Status> {
+        let len = self.encoded_len();
+        if len > MAX_SEND_BYTES {
+            return Err(Status::resource_exhausted(format!(
+                "grpc: trying to send message larger than max ({len} vs. {MAX_SEND_BYTES})"
+            )));
+        }
+        let mut head = BytesMut::with_capacity(GRPC_PREFIX + len - self.encoded.len());
+        head.put_u8(0);
+        head.put_u32(len as u32);
+        self.encode_head(&mut head);
+        let mut tail = BytesMut::new();
+        self.encode_tail(&mut tail);
+        Ok([head.freeze(), Bytes::from(self.encoded), tail.freeze()])
+    }
+}
+
+impl Message for RangeOut {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        self.encode_head(buf);
+        buf.put_slice(&self.encoded);
+        self.encode_tail(buf);
     }
 
     fn merge_field(
@@ -152,7 +195,10 @@ fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
 }
 
 /// Answers a range request: validated, behind the read barrier unless serializable;
-/// with the rows as stored when `as_stored` and the request is plain.
+/// with the rows as stored when `as_stored` and the request is plain. A single key is
+/// read on the calling worker; a range of keys (any size, up to the whole keyspace) is
+/// read on the blocking pool, a few at a time, so that async workers never wait on
+/// the backend for long.
 pub(crate) async fn answer(
     member: &Member,
     r: RangeRequest,
@@ -162,15 +208,32 @@ pub(crate) async fn answer(
     if !r.serializable {
         member.read_barrier().await?;
     }
-    let read = if as_stored && plain(&r) {
-        encoded(&member.store, &r)
+    let read = if r.range_end.is_empty() {
+        read(&member.store, &r, as_stored)
     } else {
-        range::range(&*member.store, &r).map(RangeOut::from)
+        let _turn = member
+            .range_reads
+            .acquire()
+            .await
+            .map_err(|_| Status::from(EtcdError::Stopped))?;
+        let store = member.store.clone();
+        tokio::task::spawn_blocking(move || read(&store, &r, as_stored))
+            .await
+            .map_err(|e| Status::internal(format!("oxcd: range read failed: {e}")))?
     };
     let mut out = read.map_err(ApplyError::into_read_error)?;
     let rev = out.resp.header.as_ref().map_or(0, |h| h.revision);
     out.resp.header = Some(member.header(rev));
     Ok(out)
+}
+
+/// Reads a range from `store`, the stored rows as they are when `as_stored` allows.
+fn read(store: &Store, r: &RangeRequest, as_stored: bool) -> Result<RangeOut, ApplyError> {
+    if as_stored && plain(r) {
+        encoded(store, r)
+    } else {
+        range::range(store, r).map(RangeOut::from)
+    }
 }
 
 /// The KV service: Range by hand, the rest by the generated server.
@@ -214,30 +277,95 @@ where
         if req.uri().path() != RANGE_PATH {
             return self.generated.call(req);
         }
-        let ranges = Ranges(self.member.clone());
+        let answered = Arc::new(Mutex::new(None));
+        let ranges = Ranges {
+            member: self.member.clone(),
+            answered: answered.clone(),
+        };
         let max = self.max_decoding;
         Box::pin(async move {
+            // tonic decodes the request and answers errors; a successful answer's body
+            // is built here around the rows.
             let codec = ProstCodec::<RangeOut, RangeRequest>::default();
             let mut grpc = Grpc::new(codec).apply_max_message_size_config(Some(max), None);
-            Ok(grpc.unary(ranges, req).await)
+            let resp = grpc.unary(ranges, req).await;
+            let out = answered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            let Some(out) = out else {
+                return Ok(resp);
+            };
+            Ok(match out.into_frames() {
+                Ok(frames) => {
+                    let (parts, _) = resp.into_parts();
+                    http::Response::from_parts(
+                        parts,
+                        tonic::body::Body::new(RangeBody::new(frames)),
+                    )
+                }
+                Err(status) => status.into_http(),
+            })
         })
     }
 }
 
-/// Answers one Range call.
-struct Ranges(Arc<Member>);
+/// Answers one Range call: a successful answer is left in `answered` (the response
+/// tonic builds for it is empty and replaced).
+struct Ranges {
+    member: Arc<Member>,
+    answered: Arc<Mutex<Option<RangeOut>>>,
+}
 
 impl UnaryService<RangeRequest> for Ranges {
     type Response = RangeOut;
     type Future = BoxFuture<Response<RangeOut>, Status>;
 
     fn call(&mut self, req: Request<RangeRequest>) -> Self::Future {
-        let member = self.0.clone();
+        let member = self.member.clone();
+        let answered = self.answered.clone();
         Box::pin(async move {
-            answer(&member, req.into_inner(), true)
-                .await
-                .map(Response::new)
+            let out = answer(&member, req.into_inner(), true).await?;
+            *answered.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
+            Ok(Response::new(RangeOut::default()))
         })
+    }
+}
+
+/// A successful Range answer's body: its pieces, then the `grpc-status: 0` trailers.
+struct RangeBody {
+    data: VecDeque<Bytes>,
+    trailers: Option<http::HeaderMap>,
+}
+
+impl RangeBody {
+    fn new(frames: [Bytes; 3]) -> RangeBody {
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+        RangeBody {
+            data: frames.into_iter().filter(|b| !b.is_empty()).collect(),
+            trailers: Some(trailers),
+        }
+    }
+}
+
+impl Body for RangeBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        if let Some(data) = this.data.pop_front() {
+            return Poll::Ready(Some(Ok(Frame::data(data))));
+        }
+        Poll::Ready(this.trailers.take().map(|t| Ok(Frame::trailers(t))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_empty() && self.trailers.is_none()
     }
 }
 
@@ -295,5 +423,12 @@ mod tests {
             empty.encode_to_vec(),
             RangeResponse::default().encode_to_vec()
         );
+        // The frames of the hand-built body: prefix, then the same bytes.
+        let frames = out.into_frames().expect("small answer");
+        let sent: Vec<u8> = frames.iter().flat_map(|b| b.iter().copied()).collect();
+        let message = plain.encode_to_vec();
+        assert_eq!(sent[0], 0);
+        assert_eq!(&sent[1..5], &(message.len() as u32).to_be_bytes());
+        assert_eq!(&sent[5..], &message[..]);
     }
 }
