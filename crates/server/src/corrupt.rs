@@ -33,19 +33,18 @@ use crate::peer::transport::Link;
 const PEER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// This member's HashKV at `rev` (0: current): (hash, compact revision, revision).
-fn local_hash(member: &Member, rev: i64) -> Result<(u32, i64, i64), String> {
+async fn local_hash(member: &Member, rev: i64) -> Result<(u32, i64, i64), String> {
     member
-        .store
-        .hash_kv(rev)
+        .read_blocking(move |store| store.hash_kv(rev))
+        .await?
         .map_err(|e| format!("failed to get hash value ({e})"))
 }
 
 /// This member's hash of every replicated table and the raft index it was read at.
-fn local_state_hash(member: &Member) -> Result<(u32, u64), String> {
+async fn local_state_hash(member: &Member) -> Result<(u32, u64), String> {
     member
-        .store
-        .backend()
-        .state_hash_at_index()
+        .read_blocking(|store| store.backend().state_hash_at_index())
+        .await?
         .map_err(|e| format!("failed to get state hash ({e})"))
 }
 
@@ -102,7 +101,7 @@ async fn peer_hashes(
 pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), String> {
     let me = format!("{:x}", member.id.member_id);
     tracing::info!(local_member_id = %me, "starting initial corruption check");
-    let (hash, compact, rev) = local_hash(member, 0)?;
+    let (hash, compact, rev) = local_hash(member, 0).await?;
     let mut mismatch = 0;
     for (id, res) in peer_hashes(member, dialer, rev).await {
         let peer = format!("{id:x}");
@@ -136,11 +135,11 @@ pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), S
 /// One leader-side check, as etcd's periodic check: returns the members found
 /// inconsistent (the leader itself if its own hash changed under the same revision).
 async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, String> {
-    let (h1, compact1, rev) = local_hash(member, 0)?;
-    let (state1, index1) = local_state_hash(member)?;
+    let (h1, compact1, rev) = local_hash(member, 0).await?;
+    let (state1, index1) = local_state_hash(member).await?;
     let peers = peer_hashes(member, dialer, rev).await;
-    let (h2, compact2, rev2) = local_hash(member, 0)?;
-    let (state2, index2) = local_state_hash(member)?;
+    let (h2, compact2, rev2) = local_hash(member, 0).await?;
+    let (state2, index2) = local_state_hash(member).await?;
     let mut bad = Vec::new();
     if state2 != state1 && index2 == index1 {
         tracing::warn!(

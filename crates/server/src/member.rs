@@ -109,6 +109,19 @@ impl Member {
         }
     }
 
+    /// Runs `read` against the store on the blocking pool: scans that can cover the whole
+    /// keyspace (hashes, ranges of keys) must not hold an async worker while they run.
+    pub async fn read_blocking<T, F>(&self, read: F) -> Result<T, String>
+    where
+        F: FnOnce(&Store) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || read(&store))
+            .await
+            .map_err(|e| format!("oxcd: backend read failed: {e}"))
+    }
+
     /// A response header at `revision`.
     pub fn header(&self, revision: i64) -> ResponseHeader {
         ResponseHeader {

@@ -177,13 +177,19 @@ impl Peer for PeerService {
             .upgrade()
             .ok_or_else(|| Status::from(EtcdError::Stopped))?;
         let revision = store.current_rev();
-        let (hash, compact_revision, hash_revision) = store
-            .hash_kv(req.into_inner().revision)
-            .map_err(crate::apply::mvcc_err)?;
-        let (state_hash, state_index) = store
-            .backend()
-            .state_hash_at_index()
-            .map_err(|e| crate::apply::mvcc_err(e.into()))?;
+        let rev = req.into_inner().revision;
+        // Whole-keyspace scans: on the blocking pool, not an async worker.
+        let hashes = tokio::task::spawn_blocking(move || {
+            let kv = store.hash_kv(rev).map_err(crate::apply::mvcc_err)?;
+            let state = store
+                .backend()
+                .state_hash_at_index()
+                .map_err(|e| crate::apply::mvcc_err(e.into()))?;
+            Ok::<_, EtcdError>((kv, state))
+        })
+        .await
+        .map_err(|e| Status::internal(format!("oxcd: backend read failed: {e}")))?;
+        let ((hash, compact_revision, hash_revision), (state_hash, state_index)) = hashes?;
         Ok(Response::new(PeerHashKvResponse {
             member_id: self.raft.id(),
             revision,

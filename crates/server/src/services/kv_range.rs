@@ -216,10 +216,10 @@ pub(crate) async fn answer(
             .acquire()
             .await
             .map_err(|_| Status::from(EtcdError::Stopped))?;
-        let store = member.store.clone();
-        tokio::task::spawn_blocking(move || read(&store, &r, as_stored))
+        member
+            .read_blocking(move |store| read(store, &r, as_stored))
             .await
-            .map_err(|e| Status::internal(format!("oxcd: range read failed: {e}")))?
+            .map_err(Status::internal)?
     };
     let mut out = read.map_err(ApplyError::into_read_error)?;
     let rev = out.resp.header.as_ref().map_or(0, |h| h.revision);

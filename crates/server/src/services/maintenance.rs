@@ -62,9 +62,11 @@ impl Maintenance for MaintenanceService {
         req: Request<HashKvRequest>,
     ) -> Result<Response<HashKvResponse>, Status> {
         let m = &self.member;
+        let rev = req.into_inner().revision;
         let (hash, compact_revision, _) = m
-            .store
-            .hash_kv(req.into_inner().revision)
+            .read_blocking(move |store| store.hash_kv(rev))
+            .await
+            .map_err(Status::internal)?
             .map_err(crate::apply::mvcc_err)?;
         Ok(Response::new(HashKvResponse {
             header: Some(m.header(m.store.current_rev())),
@@ -75,7 +77,11 @@ impl Maintenance for MaintenanceService {
 
     async fn hash(&self, _req: Request<HashRequest>) -> Result<Response<HashResponse>, Status> {
         let m = &self.member;
-        let hash = m.store.hash_all().map_err(crate::apply::mvcc_err)?;
+        let hash = m
+            .read_blocking(|store| store.hash_all())
+            .await
+            .map_err(Status::internal)?
+            .map_err(crate::apply::mvcc_err)?;
         Ok(Response::new(HashResponse {
             header: Some(m.header(m.store.current_rev())),
             hash,
