@@ -7,7 +7,7 @@
 use oxcd_api::etcdserverpb::RangeResponse;
 
 use super::hold::{CANCELED, Interrupts, LeaseSession};
-use super::{Command, Run};
+use super::{Command, Run, bad_args, failed};
 use crate::args::boolean;
 use crate::output::Printer;
 use crate::session::Ctx;
@@ -23,14 +23,6 @@ pub const ELECT: Command = Command {
     persistent: &[],
     run: Some(elect),
 };
-
-fn failed(e: oxcd_client::Error) -> Fail {
-    Fail::new(exit::ERROR, e.to_string())
-}
-
-fn bad_args(msg: &str) -> Fail {
-    Fail::new(exit::BAD_ARGS, msg)
-}
 
 fn print(printer: &Printer, resp: &RangeResponse) -> Result<(), Fail> {
     printer

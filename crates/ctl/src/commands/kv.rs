@@ -7,7 +7,7 @@ use oxcd_api::etcdserverpb::range_request::{SortOrder, SortTarget};
 use oxcd_api::etcdserverpb::{DeleteRangeRequest, PutRequest, RangeRequest};
 use oxcd_client::prefix_end;
 
-use super::{Command, Run};
+use super::{Command, Run, bad_args};
 use crate::args::{Parsed, Spec, boolean, int64, string};
 use crate::output::Format;
 use crate::session::Ctx;
@@ -127,10 +127,6 @@ pub const COMPACTION: Command = Command {
     persistent: &[],
     run: Some(compaction),
 };
-
-fn bad_args(msg: &str) -> Fail {
-    Fail::new(exit::BAD_ARGS, msg)
-}
 
 const BOTH: &str = "`--prefix` and `--from-key` cannot be set at the same time, choose one";
 const TOO_MANY: &str =

@@ -6,7 +6,7 @@
 
 use oxcd_client::Client;
 
-use super::{Command, Run};
+use super::{Command, Run, bad_args};
 use crate::args::boolean;
 use crate::session::{Ctx, Session, connect_failure};
 use crate::{Fail, exit, goparse};
@@ -65,10 +65,6 @@ pub const LIST: Command = Command {
     persistent: &[],
     run: Some(list),
 };
-
-fn bad_args(msg: &str) -> Fail {
-    Fail::new(exit::BAD_ARGS, msg)
-}
 
 /// A lease id argument, read as etcdctl's `leaseFromArgs` reads it.
 pub(super) fn lease_id(arg: &str) -> Result<i64, Fail> {

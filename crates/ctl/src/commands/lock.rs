@@ -7,7 +7,7 @@
 use std::process::Stdio;
 
 use super::hold::{CANCELED, Interrupts, LeaseSession, exit_error, spawn_error};
-use super::{Command, Run};
+use super::{Command, Run, failed};
 use crate::args::int64;
 use crate::session::Ctx;
 use crate::{Fail, exit};
@@ -22,10 +22,6 @@ pub const LOCK: Command = Command {
     persistent: &[],
     run: Some(lock),
 };
-
-fn failed(e: oxcd_client::Error) -> Fail {
-    Fail::new(exit::ERROR, e.to_string())
-}
 
 fn lock(mut ctx: Ctx) -> Run {
     Box::pin(async move {

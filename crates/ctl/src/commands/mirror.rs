@@ -18,7 +18,7 @@ use oxcd_api::etcdserverpb::{
 use oxcd_api::mvccpb::event::EventType;
 use oxcd_client::{Client, ConnectOptions, TlsConfig, prefix_end};
 
-use super::{Command, Run};
+use super::{Command, Run, failed};
 use crate::args::{Parsed, boolean, string};
 use crate::session::Ctx;
 use crate::{Fail, exit};
@@ -73,10 +73,6 @@ const REPORT_EVERY: Duration = Duration::from_secs(30);
 
 /// etcd's text for a compacted revision.
 const COMPACTED: &str = "etcdserver: mvcc: required revision has been compacted";
-
-fn failed(e: oxcd_client::Error) -> Fail {
-    Fail::new(exit::ERROR, e.to_string())
-}
 
 /// The destination's settings: the global timeouts, its own TLS flags, no credentials.
 fn dest_options(f: &Parsed, source: &ConnectOptions) -> ConnectOptions {

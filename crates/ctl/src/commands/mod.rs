@@ -26,6 +26,16 @@ use crate::output::Out;
 use crate::session::Ctx;
 
 use lookup::strip_flags;
+
+/// A command's refusal of its arguments, with etcdctl's exit code for them.
+fn bad_args(msg: &str) -> Fail {
+    Fail::new(crate::exit::BAD_ARGS, msg)
+}
+
+/// A request that failed while the command ran: etcdctl's error exit, whatever the error.
+fn failed(e: oxcd_client::Error) -> Fail {
+    Fail::new(crate::exit::ERROR, e.to_string())
+}
 pub use lookup::{find, unknown_command};
 
 /// What a command's run returns.

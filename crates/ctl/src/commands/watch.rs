@@ -8,7 +8,7 @@ use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
 use oxcd_client::prefix_end;
 
-use super::{Command, Run};
+use super::{Command, Run, bad_args};
 use crate::args::{Parsed, Spec, boolean, int64};
 use crate::output::Printer;
 use crate::output::simple::event_type;
@@ -42,10 +42,6 @@ pub const WATCH: Command = Command {
 
 /// etcd's text for a compacted start revision.
 const COMPACTED: &str = "etcdserver: mvcc: required revision has been compacted";
-
-pub(super) fn bad_args(msg: &str) -> Fail {
-    Fail::new(exit::BAD_ARGS, msg)
-}
 
 /// The `ETCDCTL_WATCH_KEY` and `ETCDCTL_WATCH_RANGE_END` variables (empty when unset);
 /// a range end without a key is refused.

@@ -18,8 +18,9 @@ use oxcd_client::{Client, prefix_end};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::bad_args;
 use super::txn_syntax::argify;
-use super::watch::{FLAGS, bad_args, show};
+use super::watch::{FLAGS, show};
 use crate::args::{self, HELP};
 use crate::output::{Out, Printer};
 use crate::session::Ctx;

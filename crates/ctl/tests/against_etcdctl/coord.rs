@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::parity::member;
 
@@ -46,26 +46,10 @@ fn interrupt(child: &Child) {
 /// clientv3's JSON log lines are left out.
 fn finish(mut child: Child, limit: Duration) -> Ran {
     drop(child.stdin.take());
-    let deadline = Instant::now() + limit;
-    let mut code = None;
-    while Instant::now() < deadline {
-        if let Ok(Some(st)) = child.try_wait() {
-            code = st.code();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if code.is_none() {
-        let _ = child.kill();
-    }
-    let out = child.wait_with_output().expect("output");
+    let (code, out) = super::wait_or_kill(child, limit);
     Ran {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .filter(|l| !l.starts_with('{'))
-            .map(|l| format!("{l}\n"))
-            .collect(),
+        stderr: super::without_json_logs(&out.stderr),
         code,
     }
 }

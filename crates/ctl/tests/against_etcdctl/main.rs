@@ -5,3 +5,33 @@
 mod coord;
 mod parity;
 mod vs_etcd;
+
+use std::process::{Child, Output};
+use std::time::{Duration, Instant};
+
+/// Waits up to `limit` for a CLI to exit, killing it after: its exit code (`None` when
+/// it was stopped) and what it printed.
+fn wait_or_kill(mut child: Child, limit: Duration) -> (Option<i32>, Output) {
+    let deadline = Instant::now() + limit;
+    let mut code = None;
+    while Instant::now() < deadline {
+        if let Some(st) = child.try_wait().expect("wait") {
+            code = st.code();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if code.is_none() {
+        let _ = child.kill();
+    }
+    (code, child.wait_with_output().expect("output"))
+}
+
+/// A CLI's stderr without clientv3's JSON log lines.
+fn without_json_logs(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| !l.starts_with('{'))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}

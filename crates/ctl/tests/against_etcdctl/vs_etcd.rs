@@ -524,27 +524,11 @@ fn start_watch(program: &str, addr: &str, args: &[&str], env: &[(&str, &str)]) -
 }
 
 /// Waits up to `for_` for a watching CLI to exit, then stops it; what it printed.
-fn finish_watch(mut child: Child, for_: Duration) -> Watched {
-    let deadline = Instant::now() + for_;
-    let mut code = None;
-    while Instant::now() < deadline {
-        if let Some(st) = child.try_wait().expect("wait") {
-            code = st.code();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if code.is_none() {
-        let _ = child.kill();
-    }
-    let out = child.wait_with_output().expect("output");
+fn finish_watch(child: Child, for_: Duration) -> Watched {
+    let (code, out) = super::wait_or_kill(child, for_);
     Watched {
         stdout: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .filter(|l| !l.starts_with('{'))
-            .map(|l| format!("{l}\n"))
-            .collect(),
+        stderr: super::without_json_logs(&out.stderr),
         code,
     }
 }
