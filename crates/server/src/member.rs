@@ -73,6 +73,17 @@ pub struct Member {
     applied: watch::Receiver<u64>,
 }
 
+/// Runs `read` against `store` on the blocking pool (see [`Member::read_blocking`]).
+pub async fn read_blocking<T, F>(store: Arc<Store>, read: F) -> Result<T, String>
+where
+    F: FnOnce(&Store) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(move || read(&store))
+        .await
+        .map_err(|e| format!("oxcd: backend read failed: {e}"))
+}
+
 fn raft_err(e: RaftError) -> EtcdError {
     match e {
         RaftError::ProposalDropped => EtcdError::NoLeader,
@@ -116,10 +127,7 @@ impl Member {
         F: FnOnce(&Store) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || read(&store))
-            .await
-            .map_err(|e| format!("oxcd: backend read failed: {e}"))
+        read_blocking(self.store.clone(), read).await
     }
 
     /// A response header at `revision`.

@@ -47,11 +47,6 @@ impl<S> CoalescedWrites<S> {
             yielded: false,
         }
     }
-
-    /// The wrapped connection.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
 }
 
 impl<S: AsyncWrite + Unpin> CoalescedWrites<S> {

@@ -179,7 +179,7 @@ impl Peer for PeerService {
         let revision = store.current_rev();
         let rev = req.into_inner().revision;
         // Whole-keyspace scans: on the blocking pool, not an async worker.
-        let hashes = tokio::task::spawn_blocking(move || {
+        let hashes = crate::member::read_blocking(store, move |store| {
             let kv = store.hash_kv(rev).map_err(crate::apply::mvcc_err)?;
             let state = store
                 .backend()
@@ -188,7 +188,7 @@ impl Peer for PeerService {
             Ok::<_, EtcdError>((kv, state))
         })
         .await
-        .map_err(|e| Status::internal(format!("oxcd: backend read failed: {e}")))?;
+        .map_err(Status::internal)?;
         let ((hash, compact_revision, hash_revision), (state_hash, state_index)) = hashes?;
         Ok(Response::new(PeerHashKvResponse {
             member_id: self.raft.id(),

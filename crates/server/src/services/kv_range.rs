@@ -1,13 +1,13 @@
 //! KV.Range served by hand: a plain range (key order, no revision filters, values
 //! wanted) sends the rows as the backend stores them, already encoded `mvccpb.KeyValue`
-//! messages, instead of decoding every key-value and encoding it again. A range of
-//! 150,000 values of 1 KB is then one copy out of the backend and one into the gRPC
-//! buffer, with no key-value built. tonic decodes the request and answers errors; a
-//! successful answer's HTTP body is built here, the stored rows sent as they were read
-//! (no copy into an encoding buffer). Every other KV method goes to the generated server.
+//! messages, instead of decoding every key-value and encoding it again. tonic decodes
+//! the request and answers errors; a successful answer's HTTP body is built here, the
+//! stored rows sent as they were read (no copy into an encoding buffer), so a range of
+//! 150,000 values of 1 KB is one copy out of the backend with no key-value built. Every
+//! other KV method goes to the generated server.
 //!
-//! Invariants: [`RangeOut`] encodes to exactly the bytes of the `RangeResponse` it
-//! stands for (fields in field order); the answer (rows, `more`, `count`, header
+//! Invariants: a [`RangeOut`]'s pieces carry exactly the bytes of the `RangeResponse` it
+//! stands for (fields in field order) after the gRPC prefix; the answer (rows, `more`, `count`, header
 //! revision, errors) is the one `apply::range` gives for the same request.
 
 use std::collections::VecDeque;
@@ -23,9 +23,8 @@ use oxcd_api::etcdserverpb::kv_server::KvServer;
 use oxcd_api::etcdserverpb::range_request::{SortOrder, SortTarget};
 use oxcd_api::etcdserverpb::{RangeRequest, RangeResponse, ResponseHeader};
 use oxcd_mvcc::{KeyRange, RangeOptions, Store};
-use prost::Message;
-use prost::bytes::{Buf, BufMut};
-use prost::encoding::{self, DecodeContext, WireType};
+use prost::bytes::BufMut;
+use prost::encoding::{self, WireType};
 use tonic::codegen::{Body, BoxFuture, Context, Poll, Service, StdError, http};
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
@@ -46,7 +45,7 @@ const GRPC_PREFIX: usize = 5;
 const MAX_SEND_BYTES: usize = i32::MAX as usize;
 
 /// A range answer as it is sent.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RangeOut {
     /// Everything but the encoded rows (it holds decoded key-values on the general path).
     pub resp: RangeResponse,
@@ -89,62 +88,20 @@ impl RangeOut {
     /// The answer as one gRPC message in three pieces (length prefix and head, the
     /// stored rows as they are, tail): the rows are not copied again.
     fn into_frames(self) -> Result<[Bytes; 3], Status> {
-        let len = self.encoded_len();
+        let mut head = BytesMut::new();
+        head.put_bytes(0, GRPC_PREFIX);
+        self.encode_head(&mut head);
+        let mut tail = BytesMut::new();
+        self.encode_tail(&mut tail);
+        let len = head.len() - GRPC_PREFIX + self.encoded.len() + tail.len();
         if len > MAX_SEND_BYTES {
             return Err(Status::resource_exhausted(format!(
                 "grpc: trying to send message larger than max ({len} vs. {MAX_SEND_BYTES})"
             )));
         }
-        let mut head = BytesMut::with_capacity(GRPC_PREFIX + len - self.encoded.len());
-        head.put_u8(0);
-        head.put_u32(len as u32);
-        self.encode_head(&mut head);
-        let mut tail = BytesMut::new();
-        self.encode_tail(&mut tail);
+        // Uncompressed (the first byte stays 0), then the length.
+        head[1..GRPC_PREFIX].copy_from_slice(&(len as u32).to_be_bytes());
         Ok([head.freeze(), Bytes::from(self.encoded), tail.freeze()])
-    }
-}
-
-impl Message for RangeOut {
-    fn encode_raw(&self, buf: &mut impl BufMut) {
-        self.encode_head(buf);
-        buf.put_slice(&self.encoded);
-        self.encode_tail(buf);
-    }
-
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), prost::DecodeError> {
-        // Never decoded: the server only sends it.
-        encoding::skip_field(wire_type, tag, buf, ctx)
-    }
-
-    fn encoded_len(&self) -> usize {
-        let r = &self.resp;
-        r.header
-            .as_ref()
-            .map_or(0, |h| encoding::message::encoded_len(1, h))
-            + encoding::message::encoded_len_repeated(KVS_FIELD, &r.kvs)
-            + self.encoded.len()
-            + if r.more {
-                encoding::bool::encoded_len(3, &r.more)
-            } else {
-                0
-            }
-            + if r.count != 0 {
-                encoding::int64::encoded_len(4, &r.count)
-            } else {
-                0
-            }
-    }
-
-    fn clear(&mut self) {
-        self.resp.clear();
-        self.encoded.clear();
     }
 }
 
@@ -286,7 +243,7 @@ where
         Box::pin(async move {
             // tonic decodes the request and answers errors; a successful answer's body
             // is built here around the rows.
-            let codec = ProstCodec::<RangeOut, RangeRequest>::default();
+            let codec = ProstCodec::<RangeResponse, RangeRequest>::default();
             let mut grpc = Grpc::new(codec).apply_max_message_size_config(Some(max), None);
             let resp = grpc.unary(ranges, req).await;
             let out = answered
@@ -318,8 +275,8 @@ struct Ranges {
 }
 
 impl UnaryService<RangeRequest> for Ranges {
-    type Response = RangeOut;
-    type Future = BoxFuture<Response<RangeOut>, Status>;
+    type Response = RangeResponse;
+    type Future = BoxFuture<Response<RangeResponse>, Status>;
 
     fn call(&mut self, req: Request<RangeRequest>) -> Self::Future {
         let member = self.member.clone();
@@ -327,7 +284,7 @@ impl UnaryService<RangeRequest> for Ranges {
         Box::pin(async move {
             let out = answer(&member, req.into_inner(), true).await?;
             *answered.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
-            Ok(Response::new(RangeOut::default()))
+            Ok(Response::new(RangeResponse::default()))
         })
     }
 }
@@ -373,6 +330,17 @@ impl Body for RangeBody {
 mod tests {
     use super::*;
     use oxcd_api::mvccpb::KeyValue;
+    use prost::Message;
+
+    /// The message the hand-built body carries, its uncompressed prefix checked.
+    fn sent(out: RangeOut) -> Vec<u8> {
+        let frames = out.into_frames().expect("small answer");
+        let bytes: Vec<u8> = frames.iter().flat_map(|b| b.iter().copied()).collect();
+        assert_eq!(bytes[0], 0);
+        let len = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
+        assert_eq!(len, bytes.len() - GRPC_PREFIX);
+        bytes[GRPC_PREFIX..].to_vec()
+    }
 
     fn kv(key: &str, value: &str, rev: i64) -> KeyValue {
         KeyValue {
@@ -414,21 +382,10 @@ mod tests {
             },
             encoded: rows,
         };
-        assert_eq!(out.encode_to_vec(), plain.encode_to_vec());
-        assert_eq!(out.encoded_len(), plain.encoded_len());
+        assert_eq!(sent(out), plain.encode_to_vec());
         let general = RangeOut::from(plain.clone());
-        assert_eq!(general.encode_to_vec(), plain.encode_to_vec());
+        assert_eq!(sent(general), plain.encode_to_vec());
         let empty = RangeOut::from(RangeResponse::default());
-        assert_eq!(
-            empty.encode_to_vec(),
-            RangeResponse::default().encode_to_vec()
-        );
-        // The frames of the hand-built body: prefix, then the same bytes.
-        let frames = out.into_frames().expect("small answer");
-        let sent: Vec<u8> = frames.iter().flat_map(|b| b.iter().copied()).collect();
-        let message = plain.encode_to_vec();
-        assert_eq!(sent[0], 0);
-        assert_eq!(&sent[1..5], &(message.len() as u32).to_be_bytes());
-        assert_eq!(&sent[5..], &message[..]);
+        assert_eq!(sent(empty), RangeResponse::default().encode_to_vec());
     }
 }
