@@ -33,6 +33,8 @@ pub struct Scenario {
     pub tls: bool,
     /// Lease clients and a watcher instead of the KV workload ([`crate::leases`]).
     pub leases: bool,
+    /// Keep the data, logs and history of a run that passed too.
+    pub keep: bool,
 }
 
 /// The named scenarios.
@@ -73,6 +75,7 @@ pub fn custom(faults: Vec<Fault>, seed: u64) -> Scenario {
         compact: false,
         tls: false,
         leases: false,
+        keep: false,
     }
 }
 
@@ -247,7 +250,7 @@ pub async fn run(
         .tempdir_in(out)
         .map_err(|e| e.to_string())?;
     match run_in(s, binary, duration, out, dir.path()).await {
-        Ok(report) if report.result.is_ok() && report.watch.is_ok() => Ok(report),
+        Ok(report) if report.result.is_ok() && report.watch.is_ok() && !s.keep => Ok(report),
         Ok(report) => {
             let _ = dir.keep();
             Ok(report)

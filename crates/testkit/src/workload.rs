@@ -8,7 +8,7 @@
 //! dropped. Each lease that was not revoked gets an expiry in the history, an
 //! indeterminate operation of no client from half its TTL after the grant was sent.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -305,11 +305,26 @@ async fn keep_alive(c: &mut Client, lease: i64) {
 
 /// The expiry of every lease whose grant may have happened and that was not revoked.
 fn expiries(ops: &[Operation], first_client: usize) -> Vec<Operation> {
-    let revoked: std::collections::HashSet<i64> = ops
+    let revoked: HashSet<i64> = ops
         .iter()
         .filter(|o| matches!(o.op, Op::LeaseRevoke { .. }) && matches!(o.outcome, Outcome::Ok(_)))
         .filter_map(|o| o.op.lease())
         .collect();
+    // Not before half its TTL from the grant, nor before the last answered put with it
+    // was sent (that put found it alive). One pass: a lookup per lease over the whole
+    // history took minutes on a 10-minute run.
+    let mut earliest: HashMap<i64, u64> = HashMap::new();
+    for o in ops {
+        let at = match (&o.op, &o.outcome) {
+            (Op::LeaseGrant { .. }, _) => o.invoke + LEASE_TTL as u64 * 500_000_000,
+            (Op::PutLease { .. }, Outcome::Ok(_)) => o.invoke,
+            _ => continue,
+        };
+        if let Some(lease) = o.op.lease() {
+            let e = earliest.entry(lease).or_insert(0);
+            *e = (*e).max(at);
+        }
+    }
     ops.iter()
         .filter(|o| {
             matches!(o.op, Op::LeaseGrant { .. }) && !matches!(o.outcome, Outcome::Failed(_))
@@ -318,24 +333,13 @@ fn expiries(ops: &[Operation], first_client: usize) -> Vec<Operation> {
         .filter(|lease| !revoked.contains(lease))
         .enumerate()
         .map(|(i, lease)| {
-            // Not before half its TTL from the grant, nor before the last answered put
-            // with it was sent (that put found it alive).
-            let earliest = ops
-                .iter()
-                .filter(|o| o.op.lease() == Some(lease))
-                .filter_map(|o| match (&o.op, &o.outcome) {
-                    (Op::LeaseGrant { .. }, _) => Some(o.invoke + LEASE_TTL as u64 * 500_000_000),
-                    (Op::PutLease { .. }, Outcome::Ok(_)) => Some(o.invoke),
-                    _ => None,
-                })
-                .max()
-                .unwrap_or(0);
+            let at = earliest.get(&lease).copied().unwrap_or(0);
             Operation {
                 id: 0,
                 client: first_client + i,
                 op: Op::LeaseExpire { lease },
-                invoke: earliest,
-                complete: earliest,
+                invoke: at,
+                complete: at,
                 outcome: Outcome::Indeterminate("expiry, decided by the leader".into()),
             }
         })

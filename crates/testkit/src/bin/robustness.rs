@@ -42,6 +42,10 @@ struct Args {
     /// Client and peer traffic over TLS (certificates made for the run).
     #[arg(long)]
     tls: bool,
+    /// Keep the members' data, logs and the history (history.json, watches.json) of a
+    /// run that passed too, for check-history.
+    #[arg(long)]
+    keep: bool,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -86,6 +90,7 @@ async fn main() -> ExitCode {
     };
     let s = scenario::Scenario {
         tls: s.tls || args.tls,
+        keep: args.keep,
         ..s
     };
     let binary = args.binary.clone().unwrap_or_else(default_binary);
@@ -182,6 +187,9 @@ async fn main() -> ExitCode {
                 summary.linearized, summary.serializable, summary.final_rev
             );
             println!("linearizable: ok");
+            if args.keep {
+                println!("data, logs and history kept in {}", report.data.display());
+            }
             if watch_ok {
                 ExitCode::SUCCESS
             } else {

@@ -32,7 +32,7 @@
 //! revision, before they returned, but may be stale, so their call is moved back to the
 //! call of the write that made their revision.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::Violation;
 use crate::history::{Op, Operation, Outcome, Response};
@@ -59,6 +59,8 @@ struct Node {
     op: usize,
     /// The return node of a call (NIL on a return node).
     ret: usize,
+    /// When the call or return happened.
+    at: u64,
 }
 
 struct List {
@@ -231,39 +233,48 @@ impl Unplaced {
     }
 }
 
-/// A choice point: the candidates, the next one to try, what was placed.
-struct Frame {
-    candidates: Vec<usize>,
-    blocker: Option<usize>,
-    next: usize,
-    placed: Option<(usize, Undo)>,
+/// An operation the search can place: an answered one by its call node in the list, or
+/// an unanswered one (kept out of the list: it may wait there to the end, and thousands
+/// of lease expiries that no watcher saw would make every step walk past them).
+#[derive(Clone, Copy)]
+enum Choice {
+    Node(usize),
+    Open(usize),
 }
 
-impl Frame {
-    fn new(list: &List, kinds: &[Kind]) -> Frame {
-        let mut answered = Vec::new();
-        let mut open = Vec::new();
-        let mut e = list.head();
-        while e != NIL && list.nodes[e].ret != NIL {
-            match kinds[list.nodes[e].op] {
-                Kind::Answered { required, writes } => answered.push((required, writes, e)),
-                Kind::Indeterminate => open.push(e),
-            }
-            e = list.nodes[e].next;
+/// A choice point: the next candidate to try and what was placed from it. Its
+/// candidates are not stored: they are a function of the list and the open set, which
+/// backtracking restores exactly, so they are listed again when the search returns to
+/// the frame (a list per placed operation took gigabytes on long histories).
+struct Frame {
+    next: usize,
+    placed: Option<(Choice, Undo)>,
+}
+
+/// The answered calls pending before the first return, in the order the search tries
+/// them, and that return (the blocker) if any.
+fn answered_candidates(list: &List, kinds: &[Kind], out: &mut Vec<Choice>) -> Option<usize> {
+    out.clear();
+    let mut answered = Vec::new();
+    let mut e = list.head();
+    while e != NIL && list.nodes[e].ret != NIL {
+        if let Kind::Answered { required, writes } = kinds[list.nodes[e].op] {
+            answered.push((required, writes, e));
         }
-        answered.sort_by_key(|(r, w, _)| (*r, *w));
-        let mut candidates: Vec<usize> = answered.into_iter().map(|(_, _, e)| e).collect();
-        // Latest call first: the writes that fill a gap in the revisions are almost
-        // always the ones in flight when the gap opened (a crash), not ones sent long
-        // before. Only the order of the search changes, not what it accepts.
-        candidates.extend(open.into_iter().rev());
-        Frame {
-            candidates,
-            blocker: (e != NIL).then_some(e),
-            next: 0,
-            placed: None,
-        }
+        e = list.nodes[e].next;
     }
+    answered.sort_by_key(|(r, w, _)| (*r, *w));
+    out.extend(answered.into_iter().map(|(_, _, e)| Choice::Node(e)));
+    (e != NIL).then_some(e)
+}
+
+/// The unanswered writes called by `until` (all when None), latest call first: the
+/// writes that fill a gap in the revisions are almost always the ones in flight when
+/// the gap opened (a crash), not ones sent long before. Only the order of the search
+/// changes, not what it accepts.
+fn open_candidates(open: &BTreeSet<(u64, usize)>, until: Option<u64>, out: &mut Vec<Choice>) {
+    let last = until.map_or((u64::MAX, usize::MAX), |t| (t, usize::MAX));
+    out.extend(open.range(..=last).rev().map(|(_, op)| Choice::Open(*op)));
 }
 
 /// Where the search got furthest.
@@ -310,9 +321,13 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
     }
     let mut events: Vec<(u64, u8, usize)> = Vec::with_capacity(ops.len() * 2);
     let mut unplaced = Unplaced::default();
+    let mut open: BTreeSet<(u64, usize)> = BTreeSet::new();
     for (i, o) in ops.iter().enumerate() {
         let (call, end) = match kinds[i] {
-            Kind::Indeterminate => (o.invoke, u64::MAX),
+            Kind::Indeterminate => {
+                open.insert((o.invoke, i));
+                continue;
+            }
             Kind::Answered { required, writes } => {
                 unplaced.add(required, writes);
                 let call = if o.op.is_serializable_read() {
@@ -338,15 +353,17 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
         next: NIL,
         op: NIL,
         ret: NIL,
+        at: 0,
     }];
     let mut call_node = vec![NIL; ops.len()];
-    for (pos, (_, kind, op)) in events.iter().enumerate() {
+    for (pos, (at, kind, op)) in events.iter().enumerate() {
         let idx = pos + 1;
         nodes.push(Node {
             prev: idx - 1,
             next: if pos + 1 < events.len() { idx + 1 } else { NIL },
             op: *op,
             ret: NIL,
+            at: *at,
         });
         if *kind == 0 {
             call_node[*op] = idx;
@@ -371,13 +388,31 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
         rev: 1,
     };
     let mut stack: Vec<Frame> = Vec::new();
-    let mut frame = Frame::new(&list, &kinds);
-    while list.head() != NIL {
+    let mut frame = Frame {
+        next: 0,
+        placed: None,
+    };
+    let mut pending = Vec::new();
+    let mut blocker = answered_candidates(&list, &kinds, &mut pending);
+    // Whether `pending` holds the open candidates too (listed only when no answered
+    // one fits, which is rare).
+    let mut open_listed = false;
+    let op_of = |list: &List, c: Choice| match c {
+        Choice::Node(e) => list.nodes[e].op,
+        Choice::Open(op) => op,
+    };
+    while list.head() != NIL || !open.is_empty() {
         let mut placed = false;
-        while frame.next < frame.candidates.len() {
-            let entry = frame.candidates[frame.next];
+        loop {
+            if frame.next >= pending.len() && !open_listed {
+                open_candidates(&open, blocker.map(|e| list.nodes[e].at), &mut pending);
+                open_listed = true;
+            }
+            let Some(&choice) = pending.get(frame.next) else {
+                break;
+            };
             frame.next += 1;
-            let op = list.nodes[entry].op;
+            let op = op_of(&list, choice);
             let rev = model.rev();
             match kinds[op] {
                 Kind::Answered { required, writes } => {
@@ -411,12 +446,27 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
                 continue;
             }
             bits = next_bits;
-            if let Kind::Answered { required, writes } = kinds[op] {
-                unplaced.remove(required, writes);
+            match choice {
+                Choice::Node(entry) => {
+                    if let Kind::Answered { required, writes } = kinds[op] {
+                        unplaced.remove(required, writes);
+                    }
+                    list.lift(entry);
+                }
+                Choice::Open(op) => {
+                    open.remove(&(ops[op].invoke, op));
+                }
             }
-            list.lift(entry);
-            frame.placed = Some((entry, undo));
-            stack.push(std::mem::replace(&mut frame, Frame::new(&list, &kinds)));
+            frame.placed = Some((choice, undo));
+            stack.push(std::mem::replace(
+                &mut frame,
+                Frame {
+                    next: 0,
+                    placed: None,
+                },
+            ));
+            blocker = answered_candidates(&list, &kinds, &mut pending);
+            open_listed = false;
             placed = true;
             break;
         }
@@ -427,29 +477,38 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
         if stack.len() >= deepest.depth {
             deepest = Deepest {
                 depth: stack.len(),
-                pending: frame.candidates.iter().map(|e| list.nodes[*e].op).collect(),
-                blocker: frame.blocker.map(|e| list.nodes[e].op).unwrap_or(NIL),
+                pending: pending.iter().map(|c| op_of(&list, *c)).collect(),
+                blocker: blocker.map(|e| list.nodes[e].op).unwrap_or(NIL),
                 rev: model.rev(),
             };
         }
         let Some(mut parent) = stack.pop() else {
             return Err(stuck(&ops, &kinds, &deepest));
         };
-        if let Some((entry, undo)) = parent.placed.take() {
+        if let Some((choice, undo)) = parent.placed.take() {
             model.undo(undo);
-            let op = list.nodes[entry].op;
+            let op = op_of(&list, choice);
             bits = (bits.0 ^ salt[op].0, bits.1 ^ salt[op].1);
-            if let Kind::Answered { required, writes } = kinds[op] {
-                unplaced.add(required, writes);
+            match choice {
+                Choice::Node(entry) => {
+                    if let Kind::Answered { required, writes } = kinds[op] {
+                        unplaced.add(required, writes);
+                    }
+                    list.unlift(entry);
+                }
+                Choice::Open(op) => {
+                    open.insert((ops[op].invoke, op));
+                }
             }
-            list.unlift(entry);
         }
         frame = parent;
+        blocker = answered_candidates(&list, &kinds, &mut pending);
+        open_listed = false;
     }
     let placed: Vec<&Operation> = stack
         .iter()
         .filter_map(|f| f.placed.as_ref())
-        .map(|(call, _)| ops[list.nodes[*call].op])
+        .map(|(choice, _)| ops[op_of(&list, *choice)])
         .collect();
     Ok(Order {
         serializable: placed

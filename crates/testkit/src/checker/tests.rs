@@ -330,6 +330,36 @@ fn a_large_history_checks() {
 }
 
 #[test]
+fn thousands_of_unresolved_expiries_wait_outside_the_search() {
+    // A long soak leaves thousands of expiries that no watcher saw (leases that never got
+    // keys) unanswered to the end; grants without answers too. They must neither make the
+    // search walk past them at every step nor be stored in every choice point.
+    let mut h = generated(20_000, 8, 5);
+    let end = h.iter().map(|o| o.complete).max().unwrap_or(0);
+    for i in 0..3_000u64 {
+        let lease = 1_000 + i as i64;
+        let at = end * i / 3_000;
+        for op in [grant(lease), expiry(lease)] {
+            h.push(Operation {
+                id: h.len(),
+                client: 100,
+                op,
+                invoke: at,
+                complete: at,
+                outcome: lost(),
+            });
+        }
+    }
+    let s = check(&h).expect("linearizable");
+    assert_eq!(
+        s.linearized + s.serializable,
+        h.iter()
+            .filter(|o| !matches!(o.outcome, Outcome::Failed(_)))
+            .count()
+    );
+}
+
+#[test]
 fn a_gap_is_filled_by_the_writes_in_flight_at_the_crash_and_by_what_reads_saw() {
     // Forty puts sent early got no answer and never happened (later reads see none of
     // them); a crash then leaves revisions 3..=5 to three unanswered puts in flight,
