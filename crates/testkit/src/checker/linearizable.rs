@@ -15,7 +15,10 @@
 //! An indeterminate write (no answer) returns at infinity: it may take effect at any
 //! point after its call, or never. It is placed only where the answers leave a gap
 //! (every unplaced answer requires a later revision), or at the very end; otherwise the
-//! search would try every subset of the writes lost in a crash at every step.
+//! search would try every subset of the writes lost in a crash at every step. Such
+//! writes wait in an ordered set beside the list and are listed only when no answered
+//! call fits, and choice points keep no candidate lists (they are listed again on
+//! backtracking): a 10-minute soak leaves thousands of them pending to the end.
 //!
 //! An indeterminate write whose value some answered read saw (values are unique per
 //! write) did happen, at the mod_revision the read reported: it is checked as an
