@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use crate::bootstrap::{self, StartError};
 use crate::corrupt;
+use crate::lease::renewals::Renewals;
 use crate::listeners::{self, ClientListener, PlainListener};
 use crate::member::Member;
 use crate::peer::PeerDialer;
@@ -86,6 +87,7 @@ pub async fn run_with(
     let until_stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    let renewals = Arc::new(Renewals::start(&member, dialer.clone()));
     if member.id.members.len() > 1 {
         // Peers must reach us before a leader can be elected: serve them first.
         let peer_router = tonic::service::Routes::new(
@@ -93,6 +95,7 @@ pub async fn run_with(
                 member.raft.clone(),
                 member.store.clone(),
                 settings.snap_dir(),
+                renewals.clone(),
             ))
             .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
         )
@@ -127,7 +130,7 @@ pub async fn run_with(
             stop_rx.clone(),
         ));
     }
-    let router = services::routes(member.clone())
+    let router = services::routes(member.clone(), renewals)
         .into_axum_router()
         .merge(http::routes(member.clone()))
         .layer(axum::middleware::map_response(crate::grpc_compat::rewrite));

@@ -76,6 +76,17 @@ pub struct TimeToLive {
     pub keys: Vec<Vec<u8>>,
 }
 
+/// What the leader's in-memory renewal of a lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MemoryRenewal {
+    /// Renewed to this TTL.
+    Renewed(i64),
+    /// No such lease.
+    Gone,
+    /// Its expiry is proposed: renew through raft instead.
+    Expiring,
+}
+
 /// Every lease of the member (see the module doc).
 #[derive(Debug)]
 pub struct Lessor {
@@ -219,6 +230,23 @@ impl Lessor {
         l.expiry = Instant::now() + ttl_duration(l.ttl);
         l.revoking_until = None;
         Some(l.ttl)
+    }
+
+    /// The leader renews `id` in memory (its clients' keepalives and those its followers
+    /// forward): the clock restarts with the full TTL. A lease whose expiry is already
+    /// proposed is left alone: its keepalive must go through raft, where one applied
+    /// after the decision voids it, so that no acknowledged keepalive is undone by an
+    /// expiry in flight (etcd's leader makes such a keepalive wait for the revocation).
+    pub(crate) fn renew_in_memory(&self, id: i64) -> MemoryRenewal {
+        let mut leases = self.lock();
+        let Some(l) = leases.by_id.get_mut(&id) else {
+            return MemoryRenewal::Gone;
+        };
+        if l.revoking_until.is_some() {
+            return MemoryRenewal::Expiring;
+        }
+        l.expiry = Instant::now() + ttl_duration(l.ttl);
+        MemoryRenewal::Renewed(l.ttl)
     }
 
     /// The keys of `id` in key order, if it exists (what a revocation deletes).

@@ -3,8 +3,11 @@
 //! [`CHECKPOINT_EVERY`] the leader replicates the ids it renewed in one raft entry, so
 //! that every member, and so the next leader, knows when each lease was last renewed
 //! (to within the checkpoint interval, well inside the election timeout the new leader
-//! grants anyway). On a follower a keepalive goes through raft itself, batched: one
-//! entry carries all the keepalives that arrived while earlier entries were in flight.
+//! grants anyway). A follower forwards its keepalives to the leader in batches over the
+//! peer connection (`Peer.RenewLeases`, as etcd's followers forward theirs), and the
+//! leader renews them as its own. When the leader cannot be asked (unknown, unreachable,
+//! or no longer leading) the batch goes through raft instead: one entry carries all the
+//! keepalives that arrived while earlier batches were in flight.
 //!
 //! Invariant: each keepalive is answered once, with the TTL its lease was renewed to (0
 //! if the lease no longer exists) or with the error that kept its entry from applying.
@@ -14,12 +17,17 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use oxcd_api::errors::EtcdError;
-use oxcd_api::oxcdpb::LeaseRenew;
 use oxcd_api::oxcdpb::internal_request::Op;
+use oxcd_api::oxcdpb::peer_client::PeerClient;
+use oxcd_api::oxcdpb::{LeaseRenew, PeerRenewLeasesRequest};
 use tokio::sync::{Semaphore, mpsc, oneshot};
+use tonic::transport::Channel;
 
 use crate::apply::Applied;
+use crate::lease::MemoryRenewal;
 use crate::member::Member;
+use crate::peer::PeerDialer;
+use crate::peer::transport::Link;
 
 /// Entries of keepalives in flight at once; more keepalives wait and join the next.
 const ENTRIES_IN_FLIGHT: usize = 4;
@@ -29,6 +37,9 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 /// Keepalives in one entry at most.
 const MAX_BATCH: usize = 8192;
+
+/// How long the leader has to answer forwarded keepalives before they go through raft.
+const FORWARD_TIMEOUT: Duration = Duration::from_millis(500);
 
 struct Pending {
     id: i64,
@@ -44,12 +55,17 @@ pub struct Renewals {
 }
 
 impl Renewals {
-    /// Starts the batcher for `member`; it stops when this is dropped or the member is
-    /// gone (it never keeps a stopped member's store open).
-    pub fn start(member: &Arc<Member>) -> Renewals {
+    /// Starts the batcher for `member`, forwarding to the leader with `dialer`; it stops
+    /// when this is dropped or the member is gone (it never keeps a stopped member's
+    /// store open).
+    pub fn start(member: &Arc<Member>, dialer: PeerDialer) -> Renewals {
         let (queue, rx) = mpsc::unbounded_channel();
         let renewed = Arc::new(Mutex::new(HashSet::new()));
-        tokio::spawn(batcher(Arc::downgrade(member), rx));
+        let forwarder = Arc::new(Forwarder {
+            dialer,
+            channel: tokio::sync::Mutex::new(None),
+        });
+        tokio::spawn(batcher(Arc::downgrade(member), rx, forwarder));
         tokio::spawn(checkpoints(Arc::downgrade(member), renewed.clone()));
         Renewals {
             queue,
@@ -60,23 +76,96 @@ impl Renewals {
 
     /// Renews lease `id`: its TTL, or 0 if it does not exist.
     pub async fn renew(&self, id: i64) -> Result<i64, EtcdError> {
-        let member = self.member.upgrade().ok_or(EtcdError::Stopped)?;
-        if member.raft.status().leader() == member.id.member_id {
-            let ttl = member.leases.renewed(id).unwrap_or(0);
-            if ttl > 0 {
-                self.renewed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(id);
-            }
-            return Ok(ttl);
+        if let Some(ttls) = self.renew_as_leader(&[id]) {
+            return Ok(ttls.first().copied().unwrap_or(0));
         }
-        drop(member);
         let (done, answer) = oneshot::channel();
         self.queue
             .send(Pending { id, done })
             .map_err(|_| EtcdError::Stopped)?;
         answer.await.map_err(|_| EtcdError::Stopped)?
+    }
+}
+
+impl Renewals {
+    /// Renews `ids` in memory if this member leads (its clients' keepalives and those
+    /// its followers forward): each lease's TTL, 0 for one that is gone. None when this
+    /// member is not the leader (or is stopped), or when one of the leases' expiry is
+    /// already proposed: then the keepalives go through raft.
+    pub fn renew_as_leader(&self, ids: &[i64]) -> Option<Vec<i64>> {
+        let member = self.member.upgrade()?;
+        if member.raft.status().leader() != member.id.member_id {
+            return None;
+        }
+        let mut ttls = Vec::with_capacity(ids.len());
+        for id in ids {
+            match member.leases.renew_in_memory(*id) {
+                MemoryRenewal::Renewed(ttl) => ttls.push(ttl),
+                MemoryRenewal::Gone => ttls.push(0),
+                MemoryRenewal::Expiring => return None,
+            }
+        }
+        let mut renewed = self.renewed.lock().unwrap_or_else(|p| p.into_inner());
+        for (id, ttl) in ids.iter().zip(&ttls) {
+            if *ttl > 0 {
+                renewed.insert(*id);
+            }
+        }
+        Some(ttls)
+    }
+}
+
+/// A follower's way to the leader for forwarded keepalives: one channel, kept while the
+/// same member leads and answers.
+struct Forwarder {
+    dialer: PeerDialer,
+    /// The leader's member id and a channel to it.
+    channel: tokio::sync::Mutex<Option<(u64, Channel)>>,
+}
+
+impl Forwarder {
+    /// Asks the leader to renew `ids`: their TTLs, or None if the leader is unknown,
+    /// this member, unreachable, slow, or no longer leading.
+    async fn renew(&self, member: &Member, ids: &[i64]) -> Option<Vec<i64>> {
+        let leader = member.raft.status().leader();
+        if leader == 0 || leader == member.id.member_id {
+            return None;
+        }
+        let link = Link {
+            me: member.id.member_id,
+            cluster_id: member.id.cluster_id,
+            url: member
+                .id
+                .members
+                .iter()
+                .find(|m| m.id == leader)?
+                .peer_urls
+                .first()?
+                .clone(),
+            dialer: self.dialer.clone(),
+        };
+        let channel = {
+            let mut cached = self.channel.lock().await;
+            match &*cached {
+                Some((id, c)) if *id == leader => c.clone(),
+                _ => {
+                    let c = link.connect().await.ok()?;
+                    *cached = Some((leader, c.clone()));
+                    c
+                }
+            }
+        };
+        let mut client = PeerClient::new(channel);
+        let call = client.renew_leases(link.request(PeerRenewLeasesRequest { ids: ids.to_vec() }));
+        match tokio::time::timeout(FORWARD_TIMEOUT, call).await {
+            Ok(Ok(r)) if r.get_ref().ttls.len() == ids.len() => Some(r.into_inner().ttls),
+            Ok(Err(s)) if s.code() == tonic::Code::FailedPrecondition => None,
+            _ => {
+                // Unreachable or slow: dial again next time.
+                *self.channel.lock().await = None;
+                None
+            }
+        }
     }
 }
 
@@ -108,7 +197,11 @@ async fn checkpoints(member: Weak<Member>, renewed: Arc<Mutex<HashSet<i64>>>) {
     }
 }
 
-async fn batcher(member: Weak<Member>, mut rx: mpsc::UnboundedReceiver<Pending>) {
+async fn batcher(
+    member: Weak<Member>,
+    mut rx: mpsc::UnboundedReceiver<Pending>,
+    forwarder: Arc<Forwarder>,
+) {
     let in_flight = Arc::new(Semaphore::new(ENTRIES_IN_FLIGHT));
     while let Some(first) = rx.recv().await {
         // While every slot is taken, keepalives pile up in the queue for the next entry.
@@ -125,8 +218,16 @@ async fn batcher(member: Weak<Member>, mut rx: mpsc::UnboundedReceiver<Pending>)
         let Some(member) = member.upgrade() else {
             return;
         };
+        let forwarder = forwarder.clone();
         tokio::spawn(async move {
-            let ids = batch.iter().map(|p| p.id).collect();
+            let ids: Vec<i64> = batch.iter().map(|p| p.id).collect();
+            if let Some(ttls) = forwarder.renew(&member, &ids).await {
+                for (p, ttl) in batch.into_iter().zip(ttls) {
+                    let _ = p.done.send(Ok(ttl));
+                }
+                drop(slot);
+                return;
+            }
             let answers = match member.propose(Op::LeaseRenew(LeaseRenew { ids })).await {
                 Ok(Applied::LeaseRenew(ttls)) if ttls.len() == batch.len() => {
                     ttls.into_iter().map(Ok).collect()

@@ -10,7 +10,8 @@ use std::sync::{Arc, Weak};
 
 use oxcd_api::oxcdpb::{
     MemberAttributes, MemberList, PeerAck, PeerHashKvRequest, PeerHashKvResponse,
-    PeerMembersRequest, PeerMembersResponse, RaftEnvelope, SnapshotChunk,
+    PeerMembersRequest, PeerMembersResponse, PeerRenewLeasesRequest, PeerRenewLeasesResponse,
+    RaftEnvelope, SnapshotChunk,
 };
 use oxcd_mvcc::Store;
 use oxcd_raft::node::RaftHandle;
@@ -18,6 +19,8 @@ use oxcd_raft::persist::decode_message;
 use oxcd_storage::snapshot::SnapshotFile;
 use prost::Message as _;
 use tokio::sync::{Mutex, mpsc};
+
+use crate::lease::renewals::Renewals;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::{CLUSTER_ID_KEY, FROM_KEY};
@@ -30,17 +33,25 @@ pub struct PeerService {
     store: Weak<Store>,
     snap_dir: PathBuf,
     receiving: Mutex<()>,
+    /// Renews the keepalives followers forward, when this member leads.
+    renewals: Arc<Renewals>,
 }
 
 impl PeerService {
     /// A Peer service feeding `raft`, receiving snapshots into `snap_dir`, hashing
-    /// `store` for corruption checks.
-    pub fn new(raft: RaftHandle, store: Arc<Store>, snap_dir: PathBuf) -> PeerService {
+    /// `store` for corruption checks, renewing forwarded keepalives with `renewals`.
+    pub fn new(
+        raft: RaftHandle,
+        store: Arc<Store>,
+        snap_dir: PathBuf,
+        renewals: Arc<Renewals>,
+    ) -> PeerService {
         PeerService {
             raft,
             store: Arc::downgrade(&store),
             snap_dir,
             receiving: Mutex::new(()),
+            renewals,
         }
     }
 
@@ -199,6 +210,17 @@ impl Peer for PeerService {
             state_hash,
             state_index,
         }))
+    }
+
+    async fn renew_leases(
+        &self,
+        req: Request<PeerRenewLeasesRequest>,
+    ) -> Result<Response<PeerRenewLeasesResponse>, Status> {
+        self.admit(&req)?;
+        match self.renewals.renew_as_leader(&req.get_ref().ids) {
+            Some(ttls) => Ok(Response::new(PeerRenewLeasesResponse { ttls })),
+            None => Err(Status::failed_precondition("not the leader")),
+        }
     }
 
     async fn members(

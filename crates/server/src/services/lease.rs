@@ -38,10 +38,10 @@ pub struct LeaseService {
 }
 
 impl LeaseService {
-    /// A Lease service for `member`.
-    pub fn new(member: Arc<Member>) -> LeaseService {
+    /// A Lease service for `member`, renewing keepalives through `renewals`.
+    pub fn new(member: Arc<Member>, renewals: Arc<Renewals>) -> LeaseService {
         LeaseService {
-            renewals: Arc::new(Renewals::start(&member)),
+            renewals,
             member,
             grants: AtomicU64::new(0),
         }

@@ -34,7 +34,7 @@ impl Auth for NotYet {}
 pub(crate) const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
 
 /// Every etcd service, ready to serve.
-pub fn routes(member: Arc<Member>) -> Routes {
+pub fn routes(member: Arc<Member>, renewals: Arc<crate::lease::renewals::Renewals>) -> Routes {
     let max = member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
     Routes::new(kv_range::KvRoutes::new(member.clone(), max))
         .add_service(MaintenanceServer::new(
@@ -44,7 +44,10 @@ pub fn routes(member: Arc<Member>) -> Routes {
             member.clone(),
         )))
         .add_service(watch::WatchService::new(member.clone()))
-        .add_service(LeaseServer::new(lease::LeaseService::new(member.clone())))
+        .add_service(LeaseServer::new(lease::LeaseService::new(
+            member.clone(),
+            renewals,
+        )))
         .add_service(AuthServer::new(NotYet))
         .add_service(LockServer::new(lock::LockService::new(member.clone())))
         .add_service(ElectionServer::new(election::ElectionService::new(member)))
