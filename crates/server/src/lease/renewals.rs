@@ -9,12 +9,18 @@
 //! or no longer leading) the batch goes through raft instead: one entry carries all the
 //! keepalives that arrived while earlier batches were in flight.
 //!
+//! The leader renews from memory only while it plainly leads: a quorum heard from
+//! within half an election timeout and no expiry of the lease already proposed.
+//! Otherwise the keepalive goes through raft too, so a leader cut off from its
+//! followers (which still believes it leads until its quorum check deposes it) cannot
+//! acknowledge renewals that the next leader would never hear of.
+//!
 //! Invariant: each keepalive is answered once, with the TTL its lease was renewed to (0
 //! if the lease no longer exists) or with the error that kept its entry from applying.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::oxcdpb::internal_request::Op;
@@ -52,6 +58,8 @@ pub struct Renewals {
     member: Weak<Member>,
     /// Leases renewed on the leader since its last checkpoint.
     renewed: Arc<Mutex<HashSet<i64>>>,
+    /// When each peer was last heard from (any raft message it sent us).
+    heard: Mutex<HashMap<u64, Instant>>,
 }
 
 impl Renewals {
@@ -71,6 +79,7 @@ impl Renewals {
             queue,
             member: Arc::downgrade(member),
             renewed,
+            heard: Mutex::new(HashMap::new()),
         }
     }
 
@@ -94,7 +103,7 @@ impl Renewals {
     /// already proposed: then the keepalives go through raft.
     pub fn renew_as_leader(&self, ids: &[i64]) -> Option<Vec<i64>> {
         let member = self.member.upgrade()?;
-        if member.raft.status().leader() != member.id.member_id {
+        if member.raft.status().leader() != member.id.member_id || !self.quorum_heard(&member) {
             return None;
         }
         let mut ttls = Vec::with_capacity(ids.len());
@@ -112,6 +121,37 @@ impl Renewals {
             }
         }
         Some(ttls)
+    }
+}
+
+impl Renewals {
+    /// Peer `id` sent this member a raft message just now.
+    pub fn heard_from(&self, id: u64) {
+        self.heard
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, Instant::now());
+    }
+
+    /// Whether a quorum (this member included) was heard from within half an election
+    /// timeout. A leader cut off from its followers still believes it leads until its
+    /// quorum check deposes it (up to two election timeouts), and meanwhile a new leader
+    /// can be elected that never hears of the keepalives it renews in memory: so the
+    /// leader renews from memory only while its followers are plainly there, and sends
+    /// keepalives through raft otherwise (where a deposed leader cannot acknowledge
+    /// them). A keepalive it acknowledges is then at most half an election timeout
+    /// (plus the checkpoint interval) newer than what a new leader knows, which the new
+    /// leader's grace of one election timeout covers.
+    fn quorum_heard(&self, member: &Member) -> bool {
+        let need = member.id.members.len() / 2 + 1;
+        let window = member.election_timeout() / 2;
+        let now = Instant::now();
+        let heard = self.heard.lock().unwrap_or_else(|p| p.into_inner());
+        let recent = heard
+            .iter()
+            .filter(|(id, t)| **id != member.id.member_id && now.duration_since(**t) <= window)
+            .count();
+        1 + recent >= need
     }
 }
 

@@ -133,6 +133,7 @@ impl Peer for PeerService {
         while let Some(env) = stream.message().await? {
             match decode_message(&env.message) {
                 Ok(m) => {
+                    self.renewals.heard_from(m.from);
                     if self.raft.step(m).is_err() {
                         return Err(EtcdError::Stopped.into());
                     }
