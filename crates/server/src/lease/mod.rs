@@ -6,8 +6,9 @@
 //! backend at start and after a snapshot.
 //!
 //! Expiry is local time, never replicated: every member restarts a lease's clock when it
-//! applies its grant or a keepalive (keepalives go through raft), so whichever member
-//! leads next knows the true remaining TTL. Only the leader acts on it ([`expiry`]): it
+//! applies its grant or a replicated keepalive (the leader's checkpoints of the
+//! keepalives it renewed, or keepalives sent through raft), so whichever member leads
+//! next knows the remaining TTL to within a checkpoint. Only the leader acts on it ([`expiry`]): it
 //! proposes revocations, which every member applies alike.
 //!
 //! Invariants:
