@@ -1,7 +1,8 @@
 //! Leases on three members with the `etcd-client` crate: keepalives sent to a follower
 //! keep a lease alive; its remaining TTL survives the leader's death (etcd resets it);
 //! expiry deletes the keys on every member; leases reach a member that catches up by
-//! snapshot, survive a restart of every member, and the members' state hashes agree.
+//! snapshot, survive a restart of every member, and the members' state hashes agree;
+//! the leader renews the keepalives a follower forwards, and a follower refuses them.
 
 use crate::common;
 
@@ -306,4 +307,51 @@ async fn ten_thousand_leases_expiring_at_once_do_not_stall_writes() {
         started.elapsed()
     );
     m.stop().await;
+}
+
+/// `Peer.RenewLeases`, the way a follower forwards its clients' keepalives: the leader
+/// renews them (0 for a lease that does not exist); a member that does not lead refuses
+/// with FAILED_PRECONDITION, and the follower then sends them through raft.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_renews_forwarded_keepalives_and_a_follower_refuses_them() {
+    use oxcd_api::oxcdpb::PeerRenewLeasesRequest;
+    use oxcd_api::oxcdpb::peer_client::PeerClient;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (members, peers) = three(dir.path()).await;
+    let leader = leader_index(&members).await;
+    let follower = (leader + 1) % 3;
+    let mut c = members[follower].client().await;
+    let id = c.lease_grant(30, None).await.expect("grant").id();
+    let header = c.status().await.expect("status");
+    let header = header.header().expect("header");
+    let (cluster, me) = (header.cluster_id(), header.member_id());
+    let ask = |port: u16| async move {
+        let mut client = PeerClient::connect(format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("connect peer port");
+        let mut req = tonic::Request::new(PeerRenewLeasesRequest {
+            ids: vec![id, id + 1],
+        });
+        req.metadata_mut().insert(
+            "x-oxcd-cluster-id",
+            format!("{cluster:x}").parse().expect("meta"),
+        );
+        req.metadata_mut()
+            .insert("x-oxcd-from", format!("{me:x}").parse().expect("meta"));
+        client.renew_leases(req).await
+    };
+    let renewed = ask(peers[leader]).await.expect("the leader renews");
+    assert_eq!(renewed.get_ref().ttls, vec![30, 0]);
+    let other = (leader + 2) % 3;
+    let refused = ask(peers[other]).await.expect_err("a follower refuses");
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+    // Keepalives through a follower still renew (forwarded to the leader).
+    let (mut keeper, mut acks) = c.lease_keep_alive(id).await.expect("keepalive stream");
+    keeper.keep_alive().await.expect("send a keepalive");
+    let ack = acks.message().await.expect("ack").expect("open");
+    assert_eq!(ack.ttl(), 30);
+    drop((keeper, acks));
+    for m in members {
+        m.stop().await;
+    }
 }
