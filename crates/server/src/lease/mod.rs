@@ -8,8 +8,8 @@
 //! Expiry is local time, never replicated: every member restarts a lease's clock when it
 //! applies its grant or a replicated keepalive (the leader's checkpoints of the
 //! keepalives it renewed, or keepalives sent through raft), so whichever member leads
-//! next knows the remaining TTL to within a checkpoint. Only the leader acts on it ([`expiry`]): it
-//! proposes revocations, which every member applies alike.
+//! next knows the remaining TTL to within a checkpoint. Only the leader acts on it
+//! ([`expiry`]): it proposes revocations, which every member applies alike.
 //!
 //! Invariants:
 //! - `keys` of a lease and `key_lease` are inverse maps of the current MVCC state.
@@ -53,6 +53,11 @@ impl Lease {
             expiry: now + ttl_duration(ttl),
             revoking_until: None,
         }
+    }
+
+    /// Restarts its clock with the full TTL.
+    fn restart(&mut self, now: Instant) {
+        self.expiry = now + ttl_duration(self.ttl);
     }
 }
 
@@ -228,7 +233,7 @@ impl Lessor {
     pub(crate) fn renewed(&self, id: i64) -> Option<i64> {
         let mut leases = self.lock();
         let l = leases.by_id.get_mut(&id)?;
-        l.expiry = Instant::now() + ttl_duration(l.ttl);
+        l.restart(Instant::now());
         l.revoking_until = None;
         Some(l.ttl)
     }
@@ -246,7 +251,7 @@ impl Lessor {
         if l.revoking_until.is_some() {
             return MemoryRenewal::Expiring;
         }
-        l.expiry = Instant::now() + ttl_duration(l.ttl);
+        l.restart(Instant::now());
         MemoryRenewal::Renewed(l.ttl)
     }
 

@@ -94,9 +94,7 @@ impl Renewals {
             .map_err(|_| EtcdError::Stopped)?;
         answer.await.map_err(|_| EtcdError::Stopped)?
     }
-}
 
-impl Renewals {
     /// Renews `ids` in memory if this member leads (its clients' keepalives and those
     /// its followers forward): each lease's TTL, 0 for one that is gone. None when this
     /// member is not the leader (or is stopped), or when one of the leases' expiry is
@@ -122,9 +120,7 @@ impl Renewals {
         }
         Some(ttls)
     }
-}
 
-impl Renewals {
     /// Peer `id` sent this member a raft message just now.
     pub fn heard_from(&self, id: u64) {
         self.heard
@@ -261,19 +257,15 @@ async fn batcher(
         let forwarder = forwarder.clone();
         tokio::spawn(async move {
             let ids: Vec<i64> = batch.iter().map(|p| p.id).collect();
-            if let Some(ttls) = forwarder.renew(&member, &ids).await {
-                for (p, ttl) in batch.into_iter().zip(ttls) {
-                    let _ = p.done.send(Ok(ttl));
-                }
-                drop(slot);
-                return;
-            }
-            let answers = match member.propose(Op::LeaseRenew(LeaseRenew { ids })).await {
-                Ok(Applied::LeaseRenew(ttls)) if ttls.len() == batch.len() => {
-                    ttls.into_iter().map(Ok).collect()
-                }
-                Ok(_) => vec![Err(EtcdError::Stopped); batch.len()],
-                Err(e) => vec![Err(e); batch.len()],
+            let answers = match forwarder.renew(&member, &ids).await {
+                Some(ttls) => ttls.into_iter().map(Ok).collect(),
+                None => match member.propose(Op::LeaseRenew(LeaseRenew { ids })).await {
+                    Ok(Applied::LeaseRenew(ttls)) if ttls.len() == batch.len() => {
+                        ttls.into_iter().map(Ok).collect()
+                    }
+                    Ok(_) => vec![Err(EtcdError::Stopped); batch.len()],
+                    Err(e) => vec![Err(e); batch.len()],
+                },
             };
             for (p, a) in batch.into_iter().zip(answers) {
                 let _ = p.done.send(a);

@@ -19,11 +19,10 @@ use oxcd_raft::persist::decode_message;
 use oxcd_storage::snapshot::SnapshotFile;
 use prost::Message as _;
 use tokio::sync::{Mutex, mpsc};
-
-use crate::lease::renewals::Renewals;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::{CLUSTER_ID_KEY, FROM_KEY};
+use crate::lease::renewals::Renewals;
 
 /// The Peer service of one member.
 pub struct PeerService {

@@ -1,8 +1,9 @@
 //! The Lease service. Grants and revocations go through raft; keepalives are answered
 //! by the leader from memory and replicated in checkpoints (a follower forwards them to
 //! the leader, or sends them through raft when it cannot; [`crate::lease::renewals`]),
-//! so that every member, and so the next leader, knows when each lease was last renewed. TimeToLive and Leases are answered by any member after the ReadIndex
-//! barrier, from its own lessor.
+//! so that every member, and so the next leader, knows when each lease was last renewed.
+//! TimeToLive and Leases are answered by any member after the ReadIndex barrier, from its
+//! own lessor.
 
 use std::pin::Pin;
 use std::sync::Arc;

@@ -23,6 +23,7 @@ use oxcd_api::v3electionpb::election_server::ElectionServer;
 use oxcd_api::v3lockpb::lock_server::LockServer;
 use tonic::service::Routes;
 
+use crate::lease::renewals::Renewals;
 use crate::member::Member;
 
 /// A service whose methods all answer Unimplemented (the generated defaults).
@@ -34,7 +35,7 @@ impl Auth for NotYet {}
 pub(crate) const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
 
 /// Every etcd service, ready to serve.
-pub fn routes(member: Arc<Member>, renewals: Arc<crate::lease::renewals::Renewals>) -> Routes {
+pub fn routes(member: Arc<Member>, renewals: Arc<Renewals>) -> Routes {
     let max = member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
     Routes::new(kv_range::KvRoutes::new(member.clone(), max))
         .add_service(MaintenanceServer::new(
