@@ -281,6 +281,11 @@ impl Cluster {
         self.links.isolate(group, self.members.len());
     }
 
+    /// Stalls the peer connections open now to and from member `i`, without closing them.
+    pub fn freeze_open(&self, i: usize) {
+        self.links.freeze_open(i);
+    }
+
     /// Restores every link.
     pub fn heal(&self) {
         self.links.heal();

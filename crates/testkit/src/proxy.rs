@@ -4,8 +4,10 @@
 //! `j` passes through proxy `j`. Each member connects from its own loopback address
 //! (`127.0.0.<10+i>`, set with `OXCD_PEER_SOURCE_IP`), so the proxy knows which member a
 //! connection comes from. Cutting the link (i, j) closes the open connections from `i`
-//! to `j` and refuses new ones; a partition is a set of cut links. Works unprivileged,
-//! on loopback only.
+//! to `j` and refuses new ones; a partition is a set of cut links. Freezing a member
+//! stalls the connections to and from it that are open at that moment, without closing
+//! them, as a silent network drop or a dead NAT entry would; new connections work. Works
+//! unprivileged, on loopback only.
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -34,6 +36,8 @@ fn member_of(addr: SocketAddr) -> Option<usize> {
 pub struct Links {
     cut: Arc<Mutex<HashSet<(usize, usize)>>>,
     changed: watch::Sender<u64>,
+    /// The member whose open connections were last frozen.
+    frozen: watch::Sender<Option<usize>>,
 }
 
 impl Default for Links {
@@ -41,6 +45,7 @@ impl Default for Links {
         Links {
             cut: Arc::default(),
             changed: watch::channel(0).0,
+            frozen: watch::channel(None).0,
         }
     }
 }
@@ -68,7 +73,14 @@ impl Links {
         self.changed.send_modify(|g| *g += 1);
     }
 
-    /// Restores every link.
+    /// Stalls every connection open now to or from `member`: bytes stop flowing both
+    /// ways and nothing is closed, until [`Links::heal`] closes them. Connections opened
+    /// later are not affected.
+    pub fn freeze_open(&self, member: usize) {
+        self.frozen.send_replace(Some(member));
+    }
+
+    /// Restores every link and closes frozen connections.
     pub fn heal(&self) {
         self.cut.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.changed.send_modify(|g| *g += 1);
@@ -102,6 +114,19 @@ pub async fn start(
                 let _ = inbound.set_nodelay(true);
                 let _ = outbound.set_nodelay(true);
                 let mut changed = links.changed.subscribe();
+                let mut frozen = links.frozen.subscribe();
+                frozen.mark_unchanged();
+                let freeze = async {
+                    loop {
+                        if frozen.changed().await.is_err() {
+                            return std::future::pending().await;
+                        }
+                        let member = *frozen.borrow_and_update();
+                        if member.is_some_and(|m| m == to || from == Some(m)) {
+                            return;
+                        }
+                    }
+                };
                 let cut = async {
                     loop {
                         if changed.changed().await.is_err() {
@@ -115,6 +140,10 @@ pub async fn start(
                 tokio::select! {
                     _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
                     _ = cut => {}
+                    _ = freeze => {
+                        // Hold both sockets open, forwarding nothing, until links change.
+                        let _ = links.changed.subscribe().changed().await;
+                    }
                 }
             });
         }

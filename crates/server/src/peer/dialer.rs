@@ -14,6 +14,13 @@ use tonic::transport::{Channel, Endpoint};
 
 /// How long a connection to a peer may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// How often an open peer connection is pinged (HTTP/2 PING), busy or idle.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a ping may go unanswered before the connection is given up and its streams
+/// fail: a connection that stalls without closing (a silent drop in the network, a
+/// paused peer) is replaced within interval + timeout, as etcd's peer connections time
+/// out reads and writes after 5 s.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Dials peers: plain `http://` URLs, or `https://` ones with the peer TLS settings.
 #[derive(Clone, Debug, Default)]
@@ -48,7 +55,10 @@ impl PeerDialer {
         let endpoint = Endpoint::from_shared(target)
             .map_err(|e| format!("invalid peer URL {url:?}: {e}"))?
             .connect_timeout(timeout)
-            .tcp_nodelay(true);
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+            .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+            .keep_alive_while_idle(true);
         endpoint
             .connect_with_connector(dialer)
             .await

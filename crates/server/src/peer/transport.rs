@@ -3,7 +3,9 @@
 //! messages over with `try_send`; when a peer's queue is full or the peer is down, the
 //! message is dropped and raft is told the peer is unreachable (raft resends what
 //! matters). While a peer is down, queued messages are discarded rather than delivered
-//! stale later.
+//! stale later. A connection that stalls without closing fails its HTTP/2 keepalive
+//! pings (see the dialer) and is replaced; the sending task never blocks on a stream, so
+//! it always sees the stream end.
 //!
 //! A MsgSnapshot goes its own way: a task per snapshot dumps the backend and streams it
 //! on a separate `Snapshot` call, so heartbeats on the raft stream keep flowing, then
@@ -238,10 +240,18 @@ async fn peer_loop(
         loop {
             tokio::select! {
                 m = queue.recv() => {
-                    let Some(m) = m else { return };
-                    if tx.send(RaftEnvelope { message: encode_message(&m) }).await.is_err() {
-                        report(&raft);
-                        break;
+                    let Some(m) = m else {
+                        call.abort();
+                        return;
+                    };
+                    // Never wait on the stream here: the call's end must stay observable.
+                    match tx.try_send(RaftEnvelope { message: encode_message(&m) }) {
+                        Ok(()) => {}
+                        Err(mpsc::error::TrySendError::Full(_)) => report(&raft),
+                        Err(mpsc::error::TrySendError::Closed(_)) => {
+                            report(&raft);
+                            break;
+                        }
                     }
                 }
                 res = &mut call => {
@@ -257,6 +267,8 @@ async fn peer_loop(
                 }
             }
         }
+        // A call still running holds a connection that no longer carries our messages.
+        call.abort();
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
