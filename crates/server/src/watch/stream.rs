@@ -22,9 +22,11 @@ use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
 use oxcd_api::mvccpb::Event;
 use oxcd_mvcc::{KeyRange, MvccError, RangeOptions, Store};
+use prost::bytes::{Bytes, BytesMut};
 use tokio::sync::mpsc;
 use tonic::Status;
 
+use super::index::WatcherIndex;
 use super::watcher::{DUPLICATE_ID, Watcher, fragments};
 use super::wire::WatchOut;
 use super::{Feed, Subscription, WatchHub};
@@ -43,6 +45,8 @@ pub struct WatchStream {
     member: Arc<Member>,
     hub: Arc<WatchHub>,
     watchers: BTreeMap<i64, Watcher>,
+    /// The same watchers by key, to route a batch's events to them.
+    index: WatcherIndex,
     next_auto_id: i64,
     feed: Subscription,
     out: mpsc::Sender<Result<WatchOut, Status>>,
@@ -60,6 +64,7 @@ impl WatchStream {
             member,
             hub,
             watchers: BTreeMap::new(),
+            index: WatcherIndex::default(),
             next_auto_id: 0,
             feed,
             out,
@@ -191,6 +196,7 @@ impl WatchStream {
         // this range reaches the subscription.
         self.feed.add_interest(watcher.key(), watcher.end());
         let published = self.hub.published();
+        self.index.add(id, watcher.key(), watcher.end());
         self.watchers.insert(id, watcher);
         if start <= published {
             self.catch_up(id, published).await?;
@@ -203,6 +209,7 @@ impl WatchStream {
         match self.watchers.remove(&id) {
             Some(w) => {
                 self.feed.remove_interest(w.key(), w.end());
+                self.index.remove(id, w.key(), w.end());
                 true
             }
             None => false,
@@ -245,45 +252,71 @@ impl WatchStream {
     }
 
     /// Sends each watcher its events of `feeds` (event batches in revision order) in one
-    /// response.
+    /// response. Only the watchers the index names for one of the batch's keys are
+    /// looked at, so a large batch on a stream of many watchers costs a lookup per
+    /// distinct key, not a check per (watcher, event) pair; the watchers that pick the
+    /// same events share one encoding of them.
     async fn deliver(&mut self, feeds: &[Arc<Feed>]) -> Result<(), Gone> {
         let Some(last) = feeds.last().map(|f| f.rev) else {
             return Ok(());
         };
-        let ids: Vec<i64> = self.watchers.keys().copied().collect();
+        let mut keys: Vec<&[u8]> = Vec::new();
+        for e in feeds.iter().filter_map(|f| f.events.as_ref()).flatten() {
+            if let Some(kv) = &e.kv
+                && keys.last() != Some(&kv.key.as_slice())
+            {
+                keys.push(&kv.key);
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let mut ids = Vec::new();
+        for key in keys {
+            self.index.candidates(key, |id| ids.push(id));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        // Per watcher, in id order: the (feed, event) positions it wants, or (a watcher
+        // that wants previous values or fragments) events of its own.
+        let mut out: Vec<(i64, Picked)> = Vec::new();
         for id in ids {
-            let Some(w) = self.watchers.get_mut(&id) else {
+            let Some(w) = self.watchers.get(&id).filter(|w| w.next_rev <= last) else {
                 continue;
             };
-            if w.next_rev > last {
-                continue;
-            }
-            // A watcher that wants previous values or fragments gets events of its own
-            // (no shared encodings to pick from); the others share each event's encoding.
             let own = w.prev_kv || w.fragment;
-            let (mut mine, mut shared) = (Vec::new(), Vec::new());
-            for feed in feeds.iter().filter(|f| f.rev >= w.next_rev) {
+            let mut picked = Picked::default();
+            for (f, feed) in feeds
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.rev >= w.next_rev)
+            {
                 let Some(events) = &feed.events else { continue };
-                let encoded = if own {
-                    &[][..]
-                } else {
-                    feed.encoded.get(events)
-                };
                 for (i, e) in events.iter().enumerate().filter(|(_, e)| w.wants(e)) {
-                    match encoded.get(i) {
-                        Some(bytes) => shared.push(bytes.clone()),
-                        None => mine.push(e.clone()),
+                    if own {
+                        picked.own.push(e.clone());
+                    } else {
+                        picked.shared.push((f, i));
                     }
                 }
             }
-            w.next_rev = last + 1;
-            if !mine.is_empty() {
-                self.send_events(id, last, mine).await?;
-            } else if !shared.is_empty() {
-                w.sent = true;
+            if !picked.own.is_empty() || !picked.shared.is_empty() {
+                out.push((id, picked));
+            }
+        }
+        for w in self.watchers.values_mut() {
+            w.next_rev = w.next_rev.max(last + 1);
+        }
+        let encodings = encode_picks(feeds, &out);
+        for ((id, picked), encoded) in out.into_iter().zip(encodings) {
+            if !picked.own.is_empty() {
+                self.send_events(id, last, picked.own).await?;
+            } else if let Some(encoded) = encoded {
+                if let Some(w) = self.watchers.get_mut(&id) {
+                    w.sent = true;
+                }
                 let out = WatchOut {
                     resp: self.response(last, id),
-                    encoded: shared,
+                    encoded: vec![encoded],
                 };
                 self.send_out(out).await?;
             }
@@ -411,6 +444,49 @@ impl WatchStream {
         }
         Ok(())
     }
+}
+
+/// One watcher's events of a delivery.
+#[derive(Default)]
+struct Picked {
+    /// (feed, event) positions of events sent with their shared encoding.
+    shared: Vec<(usize, usize)>,
+    /// Events of its own (with previous values, or to fragment).
+    own: Vec<Event>,
+}
+
+/// For each watcher of `out` (in order), its shared events encoded in one piece; None
+/// when it has none. A watcher that picked the same events as the one before it (many
+/// watchers of one key) gets the same piece, built once; a single event is its batch's
+/// encoding itself.
+fn encode_picks(feeds: &[Arc<Feed>], out: &[(i64, Picked)]) -> Vec<Option<Bytes>> {
+    let piece = |(f, i): (usize, usize)| {
+        let feed = &feeds[f];
+        let events = feed.events.as_deref().unwrap_or_default();
+        feed.encoded.get(events).get(i).cloned().unwrap_or_default()
+    };
+    let mut before: Option<(&[(usize, usize)], Bytes)> = None;
+    let mut pieces = Vec::with_capacity(out.len());
+    for (_, picked) in out {
+        let encoded = match picked.shared.as_slice() {
+            [] => None,
+            [one] => Some(piece(*one)),
+            many => match &before {
+                Some((picks, bytes)) if *picks == many => Some(bytes.clone()),
+                _ => {
+                    let mut joined = BytesMut::new();
+                    for p in many {
+                        joined.extend_from_slice(&piece(*p));
+                    }
+                    let joined = joined.freeze();
+                    before = Some((many, joined.clone()));
+                    Some(joined)
+                }
+            },
+        };
+        pieces.push(encoded);
+    }
+    pieces
 }
 
 /// Completes when the member stops.

@@ -100,6 +100,10 @@ fn script() -> Vec<(&'static str, Step)> {
                 ..create("c", b"")
             }),
         ),
+        // Two watchers that pick the same events of one revision (they share one
+        // encoding of them in oxcd).
+        ("watch a..e", Watch(create("a", b"e"))),
+        ("watch a..e again", Watch(create("a", b"e"))),
         ("put a again", Put("a", "2".into())),
         ("delete b", Delete("b", "")),
         (
