@@ -7,20 +7,8 @@ use std::time::{Duration, Instant};
 
 const BENCH: &str = env!("CARGO_BIN_EXE_oxcd-bench");
 
-/// The `oxcd` binary of this build (tests live in `target/<profile>/deps`).
 fn oxcd() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>")
-        .join("oxcd");
-    assert!(
-        bin.exists(),
-        "{} is missing: build the workspace first (cargo build --workspace --all-targets)",
-        bin.display()
-    );
-    bin
+    oxcd_testkit::process::built_oxcd()
 }
 
 fn free_port() -> u16 {

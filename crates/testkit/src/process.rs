@@ -37,3 +37,21 @@ pub fn signal(pid: u32, sig: &str) -> Result<(), String> {
         .then_some(())
         .ok_or_else(|| format!("kill {sig} {pid} failed"))
 }
+
+/// The `oxcd` binary of the build running this test (test executables live in
+/// `target/<profile>/deps`, the binaries one level up). Panics, naming the path, when it
+/// is missing: the workspace must be built first.
+pub fn built_oxcd() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>")
+        .join("oxcd");
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace --all-targets)",
+        bin.display()
+    );
+    bin
+}

@@ -7,20 +7,8 @@ use std::time::Duration;
 
 use oxcd_testkit::scenario;
 
-/// The `oxcd` binary of this build (tests live in `target/<profile>/deps`).
 fn oxcd() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
-    let bin = profile_dir.join("oxcd");
-    assert!(
-        bin.exists(),
-        "{} is missing: build the workspace first (cargo build --workspace --all-targets)",
-        bin.display()
-    );
-    bin
+    oxcd_testkit::process::built_oxcd()
 }
 
 async fn run(name: &str, seed: u64) -> scenario::Report {
