@@ -306,17 +306,17 @@ impl WatchStream {
         for w in self.watchers.values_mut() {
             w.next_rev = w.next_rev.max(last + 1);
         }
-        let encodings = encode_picks(feeds, &out);
-        for ((id, picked), encoded) in out.into_iter().zip(encodings) {
+        let mut shared = SharedPicks::default();
+        for (id, picked) in out {
             if !picked.own.is_empty() {
                 self.send_events(id, last, picked.own).await?;
-            } else if let Some(encoded) = encoded {
+            } else if !picked.shared.is_empty() {
                 if let Some(w) = self.watchers.get_mut(&id) {
                     w.sent = true;
                 }
                 let out = WatchOut {
                     resp: self.response(last, id),
-                    encoded: vec![encoded],
+                    encoded: shared.encode(feeds, picked.shared),
                 };
                 self.send_out(out).await?;
             }
@@ -455,38 +455,50 @@ struct Picked {
     own: Vec<Event>,
 }
 
-/// For each watcher of `out` (in order), its shared events encoded in one piece; None
-/// when it has none. A watcher that picked the same events as the one before it (many
-/// watchers of one key) gets the same piece, built once; a single event is its batch's
-/// encoding itself.
-fn encode_picks(feeds: &[Arc<Feed>], out: &[(i64, Picked)]) -> Vec<Option<Bytes>> {
-    let piece = |(f, i): (usize, usize)| {
-        let feed = &feeds[f];
-        let events = feed.events.as_deref().unwrap_or_default();
-        feed.encoded.get(events).get(i).cloned().unwrap_or_default()
-    };
-    let mut before: Option<(&[(usize, usize)], Bytes)> = None;
-    let mut pieces = Vec::with_capacity(out.len());
-    for (_, picked) in out {
-        let encoded = match picked.shared.as_slice() {
-            [] => None,
-            [one] => Some(piece(*one)),
-            many => match &before {
-                Some((picks, bytes)) if *picks == many => Some(bytes.clone()),
-                _ => {
-                    let mut joined = BytesMut::new();
-                    for p in many {
-                        joined.extend_from_slice(&piece(*p));
-                    }
-                    let joined = joined.freeze();
-                    before = Some((many, joined.clone()));
-                    Some(joined)
-                }
-            },
+/// Joined encodings larger than this are not made: the pieces go out as they are.
+const JOIN_LIMIT: usize = 64 << 10;
+
+/// The encodings of the events each watcher of a delivery picked, taken in watcher order.
+/// Watchers that pick the same events as the one before them (many watchers of one key)
+/// share one joined piece, made when the second of them comes; any other watcher gets the
+/// batch's own pieces (references, no copy). So a joined copy exists only where it is
+/// shared, and is at most [`JOIN_LIMIT`] bytes.
+#[derive(Default)]
+struct SharedPicks {
+    before: Vec<(usize, usize)>,
+    joined: Option<Bytes>,
+}
+
+impl SharedPicks {
+    fn encode(&mut self, feeds: &[Arc<Feed>], picks: Vec<(usize, usize)>) -> Vec<Bytes> {
+        let piece = |&(f, i): &(usize, usize)| {
+            let feed = &feeds[f];
+            let events = feed.events.as_deref().unwrap_or_default();
+            feed.encoded.get(events).get(i).cloned().unwrap_or_default()
         };
-        pieces.push(encoded);
+        if picks.len() < 2 {
+            return picks.iter().map(piece).collect();
+        }
+        if picks != self.before {
+            self.before = picks;
+            self.joined = None;
+            return self.before.iter().map(piece).collect();
+        }
+        if let Some(joined) = &self.joined {
+            return vec![joined.clone()];
+        }
+        let pieces: Vec<Bytes> = picks.iter().map(piece).collect();
+        if pieces.iter().map(Bytes::len).sum::<usize>() > JOIN_LIMIT {
+            return pieces;
+        }
+        let mut joined = BytesMut::new();
+        for p in &pieces {
+            joined.extend_from_slice(p);
+        }
+        let joined = joined.freeze();
+        self.joined = Some(joined.clone());
+        vec![joined]
     }
-    pieces
 }
 
 /// Completes when the member stops.
@@ -511,4 +523,72 @@ fn with_prev_kvs(store: &Store, mut events: Vec<Event>) -> Vec<Event> {
         }
     }
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxcd_api::mvccpb::KeyValue;
+
+    fn feed(rev: i64, values: &[usize]) -> Arc<Feed> {
+        let events: Vec<Event> = values
+            .iter()
+            .enumerate()
+            .map(|(i, size)| Event {
+                kv: Some(KeyValue {
+                    key: format!("k{i}").into_bytes(),
+                    value: vec![b'v'; *size],
+                    mod_revision: rev,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .collect();
+        Arc::new(Feed {
+            rev,
+            bytes: 0,
+            events: Some(events),
+            encoded: super::super::wire::EncodedEvents::default(),
+        })
+    }
+
+    fn bytes_of(pieces: &[Bytes]) -> Vec<u8> {
+        pieces.iter().flat_map(|p| p.iter().copied()).collect()
+    }
+
+    #[test]
+    fn watchers_picking_the_same_events_share_one_joined_piece() {
+        let feeds = vec![feed(5, &[10, 10, 10]), feed(6, &[10])];
+        let mut shared = SharedPicks::default();
+        let picks = vec![(0, 0), (0, 2), (1, 0)];
+        let first = shared.encode(&feeds, picks.clone());
+        assert_eq!(
+            first.len(),
+            3,
+            "the first of a group gets the batch's own pieces"
+        );
+        let second = shared.encode(&feeds, picks.clone());
+        let third = shared.encode(&feeds, picks.clone());
+        assert_eq!(second.len(), 1, "the second gets one joined piece");
+        assert_eq!(bytes_of(&second), bytes_of(&first), "same bytes either way");
+        assert_eq!(
+            second[0].as_ptr(),
+            third[0].as_ptr(),
+            "the third shares the second's piece"
+        );
+        let other = shared.encode(&feeds, vec![(0, 1)]);
+        assert_eq!(other.len(), 1);
+        let after = shared.encode(&feeds, vec![(0, 0), (0, 1)]);
+        assert_eq!(after.len(), 2, "a different pick set starts over");
+    }
+
+    #[test]
+    fn large_pick_sets_are_not_copied() {
+        let feeds = vec![feed(5, &[JOIN_LIMIT, JOIN_LIMIT])];
+        let mut shared = SharedPicks::default();
+        let picks = vec![(0, 0), (0, 1)];
+        shared.encode(&feeds, picks.clone());
+        let again = shared.encode(&feeds, picks);
+        assert_eq!(again.len(), 2, "above the limit the pieces go as they are");
+    }
 }
