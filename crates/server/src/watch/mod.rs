@@ -21,7 +21,6 @@
 //!   before that lock is released: a subscription that registers an interest (write
 //!   lock) and then reads the store's current revision gets every later batch on it.
 
-pub mod index;
 pub mod routes;
 pub mod stream;
 pub mod watcher;

@@ -1,10 +1,12 @@
 //! Which subscriptions want which keys: the index the hub routes each published batch
 //! through, so a batch wakes only the streams with a watcher on one of its keys (as
-//! etcd's watcher groups do with a key map and an interval tree).
+//! etcd's watcher groups do with a key map and an interval tree). A stream keeps one of
+//! its own over its watchers' ids, so that a batch it receives is matched against the
+//! watchers of the batch's keys only.
 //!
 //! Invariants: single keys are found by hash; ranges (prefixes, from-key, spans) are
-//! checked one by one, in the order they were added. Each (range, subscription) pair
-//! carries a count, so two watchers of one stream on the same range register twice and
+//! checked one by one, in the order they were added. Each (range, id) pair carries a
+//! count, so two watchers of one stream on the same range register twice and
 //! unregister twice.
 
 use std::collections::HashMap;
@@ -14,11 +16,19 @@ use oxcd_mvcc::KeyRange;
 /// A subscription's number.
 pub type SubId = u64;
 
-/// The interests of every subscription.
-#[derive(Default)]
-pub struct Routes {
-    keys: HashMap<Vec<u8>, Vec<(SubId, u32)>>,
-    ranges: Vec<(Vec<u8>, Vec<u8>, SubId, u32)>,
+/// The interests of every subscription (or of every watcher of a stream, by `Id`).
+pub struct Routes<Id = SubId> {
+    keys: HashMap<Vec<u8>, Vec<(Id, u32)>>,
+    ranges: Vec<(Vec<u8>, Vec<u8>, Id, u32)>,
+}
+
+impl<Id> Default for Routes<Id> {
+    fn default() -> Routes<Id> {
+        Routes {
+            keys: HashMap::new(),
+            ranges: Vec::new(),
+        }
+    }
 }
 
 fn bump(count: &mut u32, up: bool) -> bool {
@@ -30,10 +40,10 @@ fn bump(count: &mut u32, up: bool) -> bool {
     *count > 0
 }
 
-impl Routes {
+impl<Id: Copy + PartialEq> Routes<Id> {
     /// Adds (`up`) or removes one interest of `sub` in `[key, end)` (`end` empty: the key
     /// alone; `\0`: every key from `key` on).
-    pub fn change(&mut self, sub: SubId, key: &[u8], end: &[u8], up: bool) {
+    pub fn change(&mut self, sub: Id, key: &[u8], end: &[u8], up: bool) {
         if end.is_empty() {
             let subs = self.keys.entry(key.to_vec()).or_default();
             match subs.iter().position(|(s, _)| *s == sub) {
@@ -68,7 +78,7 @@ impl Routes {
     }
 
     /// Forgets every interest of `sub`.
-    pub fn remove_all(&mut self, sub: SubId) {
+    pub fn remove_all(&mut self, sub: Id) {
         self.keys.retain(|_, subs| {
             subs.retain(|(s, _)| *s != sub);
             !subs.is_empty()
@@ -77,7 +87,7 @@ impl Routes {
     }
 
     /// Adds to `out` every subscription interested in `key` (possibly more than once).
-    pub fn interested(&self, key: &[u8], out: &mut Vec<SubId>) {
+    pub fn interested(&self, key: &[u8], out: &mut Vec<Id>) {
         if let Some(subs) = self.keys.get(key) {
             out.extend(subs.iter().map(|(s, _)| *s));
         }

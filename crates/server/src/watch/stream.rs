@@ -26,7 +26,7 @@ use prost::bytes::{Bytes, BytesMut};
 use tokio::sync::mpsc;
 use tonic::Status;
 
-use super::index::WatcherIndex;
+use super::routes::Routes;
 use super::watcher::{DUPLICATE_ID, Watcher, fragments};
 use super::wire::WatchOut;
 use super::{Feed, Subscription, WatchHub};
@@ -45,8 +45,8 @@ pub struct WatchStream {
     member: Arc<Member>,
     hub: Arc<WatchHub>,
     watchers: BTreeMap<i64, Watcher>,
-    /// The same watchers by key, to route a batch's events to them.
-    index: WatcherIndex,
+    /// The same watchers' ranges, to find those a batch's keys are for.
+    routes: Routes<i64>,
     next_auto_id: i64,
     feed: Subscription,
     out: mpsc::Sender<Result<WatchOut, Status>>,
@@ -64,7 +64,7 @@ impl WatchStream {
             member,
             hub,
             watchers: BTreeMap::new(),
-            index: WatcherIndex::default(),
+            routes: Routes::default(),
             next_auto_id: 0,
             feed,
             out,
@@ -196,7 +196,7 @@ impl WatchStream {
         // this range reaches the subscription.
         self.feed.add_interest(watcher.key(), watcher.end());
         let published = self.hub.published();
-        self.index.add(id, watcher.key(), watcher.end());
+        self.routes.change(id, watcher.key(), watcher.end(), true);
         self.watchers.insert(id, watcher);
         if start <= published {
             self.catch_up(id, published).await?;
@@ -209,7 +209,7 @@ impl WatchStream {
         match self.watchers.remove(&id) {
             Some(w) => {
                 self.feed.remove_interest(w.key(), w.end());
-                self.index.remove(id, w.key(), w.end());
+                self.routes.change(id, w.key(), w.end(), false);
                 true
             }
             None => false,
@@ -252,7 +252,7 @@ impl WatchStream {
     }
 
     /// Sends each watcher its events of `feeds` (event batches in revision order) in one
-    /// response. Only the watchers the index names for one of the batch's keys are
+    /// response. Only the watchers the stream's routes name for one of the batch's keys are
     /// looked at, so a large batch on a stream of many watchers costs a lookup per
     /// distinct key, not a check per (watcher, event) pair; the watchers that pick the
     /// same events share one encoding of them.
@@ -272,7 +272,7 @@ impl WatchStream {
         keys.dedup();
         let mut ids = Vec::new();
         for key in keys {
-            self.index.candidates(key, |id| ids.push(id));
+            self.routes.interested(key, &mut ids);
         }
         ids.sort_unstable();
         ids.dedup();
