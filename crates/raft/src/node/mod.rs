@@ -612,16 +612,9 @@ impl<T: Transport> Loop<T> {
             return Ok(());
         }
         let mut rd = self.node.ready();
-        if let Some(ss) = rd.ss() {
-            let old = self.status.leader.swap(ss.leader_id, Ordering::AcqRel);
-            if old != ss.leader_id {
-                tracing::info!(leader = format!("{:x}", ss.leader_id), role = ?ss.raft_state, "raft: leader changed");
-                if old != 0 {
-                    // Reads in flight asked the old leader: they will not be answered.
-                    self.fail_in_flight_reads(|| RaftError::LeaderChanged);
-                }
-            }
-        }
+        // The leader is published with the term below, once the term is durable: a
+        // Status read in between saw a leader at term 0 (CI, 2026-11-26).
+        let soft_state = rd.ss().map(|ss| (ss.leader_id, ss.raft_state));
         if !rd.messages().is_empty() {
             self.transport.send(rd.take_messages());
         }
@@ -675,6 +668,20 @@ impl<T: Transport> Loop<T> {
             self.status
                 .last_index
                 .store(core.last_index(), Ordering::Release);
+        }
+        if let Some((leader, role)) = soft_state {
+            let old = self.status.leader.swap(leader, Ordering::AcqRel);
+            if old != leader {
+                tracing::info!(
+                    leader = format!("{leader:x}"),
+                    ?role,
+                    "raft: leader changed"
+                );
+                if old != 0 {
+                    // Reads in flight asked the old leader: they will not be answered.
+                    self.fail_in_flight_reads(|| RaftError::LeaderChanged);
+                }
+            }
         }
         self.status.publish_leadership();
         for rs in rd.take_read_states() {
