@@ -67,18 +67,26 @@ async fn the_remaining_ttl_after_a_leader_kill_on_oxcd_and_on_etcd() {
     let etcd = oxcd_testkit::reference::etcd_binary();
     let (o_before, o_after) = ttl_across_a_leader_kill(oxcd, &[], &dir.path().join("oxcd")).await;
     let (e_before, e_after) = ttl_across_a_leader_kill(&etcd, &[], &dir.path().join("etcd")).await;
-    let (c_before, c_after) = ttl_across_a_leader_kill(
-        &etcd,
-        &["--experimental-enable-lease-checkpoint"],
-        &dir.path().join("etcd-checkpoint"),
-    )
-    .await;
     eprintln!(
-        "TTL {TTL} s, leader killed after {} s: oxcd {o_before} -> {o_after} s; etcd {} {e_before} -> {e_after} s; \
-         with --experimental-enable-lease-checkpoint {c_before} -> {c_after} s",
+        "TTL {TTL} s, leader killed after {} s: oxcd {o_before} -> {o_after} s; etcd {} {e_before} -> {e_after} s",
         RUN_DOWN.as_secs(),
         oxcd_testkit::reference::etcd_version(),
     );
+    // Debian's etcd 3.4 panics at start with the checkpoint flag (a nil pointer
+    // dereference), so that variant runs against 3.5 only.
+    let checkpoint = if oxcd_testkit::reference::etcd_version().starts_with("3.4") {
+        eprintln!("with --experimental-enable-lease-checkpoint: not run (etcd 3.4 panics with it)");
+        None
+    } else {
+        let (before, after) = ttl_across_a_leader_kill(
+            &etcd,
+            &["--experimental-enable-lease-checkpoint"],
+            &dir.path().join("etcd-checkpoint"),
+        )
+        .await;
+        eprintln!("with --experimental-enable-lease-checkpoint: {before} -> {after} s");
+        Some((before, after))
+    };
     // oxcd continues from what was left (never more, at least a second).
     assert!(
         (1..=o_before).contains(&o_after),
@@ -87,8 +95,10 @@ async fn the_remaining_ttl_after_a_leader_kill_on_oxcd_and_on_etcd() {
     // etcd starts over from the full TTL (and its election extension): what this test
     // documents, checked so that a change in etcd's behaviour is noticed.
     assert!(e_after >= TTL - 1, "etcd: {e_before} -> {e_after}");
-    assert!(
-        c_after >= TTL - 1,
-        "etcd with checkpoints: {c_before} -> {c_after}"
-    );
+    if let Some((c_before, c_after)) = checkpoint {
+        assert!(
+            c_after >= TTL - 1,
+            "etcd with checkpoints: {c_before} -> {c_after}"
+        );
+    }
 }
