@@ -39,6 +39,9 @@ pub struct RangeResult {
     pub rev: i64,
 }
 
+/// A share of a long answer's rows smaller than this is not worth a thread of its own.
+pub const ROWS_PER_THREAD: usize = 16_384;
+
 /// What [`Store::range_encoded`] read besides the rows it handed out.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EncodedRange {
@@ -250,8 +253,12 @@ impl Store {
     /// Reads `range` at a committed revision.
     pub fn range(&self, range: KeyRange<'_>, opts: RangeOptions) -> Result<RangeResult> {
         let mut kvs = Vec::new();
-        let read = self.read_committed(range, opts, usize::MAX, |rev, row| {
-            kvs.push(decode_kv(rev, row)?);
+        let read = self.read_committed(range, opts, |taken| {
+            let tx = self.backend.begin_read()?;
+            let table = tx
+                .open_table(schema::KEY)
+                .map_err(|e| self.backend.err(e))?;
+            kvs = read_rows(&table, taken, &self.backend)?;
             Ok(())
         })?;
         Ok(RangeResult {
@@ -264,27 +271,77 @@ impl Store {
     /// Reads `range` at a committed revision as [`Store::range`] does, but hands each of
     /// the first `take` rows to `visit` as stored (an encoded `mvccpb.KeyValue`) instead
     /// of decoding it: a response can carry the bytes without building every key-value.
-    pub fn range_encoded(
+    ///
+    /// A long answer is read by up to `threads` threads at once (the caller's and
+    /// scoped ones), each over a consecutive share of at least [`ROWS_PER_THREAD`] rows,
+    /// into its own part made by `part`; the parts come back in row order. Each share
+    /// has its own read transaction: the rows at the revisions found stay (they go only
+    /// by compaction or a snapshot install, as for a single transaction begun after the
+    /// lookup).
+    pub fn range_encoded<P: Send>(
         &self,
         range: KeyRange<'_>,
         opts: RangeOptions,
         take: usize,
-        mut visit: impl FnMut(&[u8]),
-    ) -> Result<EncodedRange> {
-        self.read_committed(range, opts, take, |_, row| {
-            visit(row);
-            Ok(())
-        })
+        threads: usize,
+        part: impl Fn() -> P + Sync,
+        visit: impl Fn(&mut P, &[u8]) + Sync,
+    ) -> Result<(EncodedRange, Vec<P>)> {
+        let mut parts = Vec::new();
+        let read = self.read_committed(range, opts, |found| {
+            let taken = &found[..take.min(found.len())];
+            let read_share = |rows: &[(Vec<u8>, Found)]| -> Result<P> {
+                let tx = self.backend.begin_read()?;
+                let table = tx
+                    .open_table(schema::KEY)
+                    .map_err(|e| self.backend.err(e))?;
+                let mut p = part();
+                visit_rows(&table, rows, &self.backend, |_, row| {
+                    visit(&mut p, row);
+                    Ok(())
+                })?;
+                Ok(p)
+            };
+            let shares = threads.min(taken.len() / ROWS_PER_THREAD).max(1);
+            if shares == 1 {
+                parts.push(read_share(taken)?);
+                return Ok(());
+            }
+            let read_share = &read_share;
+            std::thread::scope(|s| {
+                let mut chunks = taken.chunks(taken.len().div_ceil(shares));
+                let first = chunks.next().unwrap_or_default();
+                // A share whose thread cannot be made is read here, after the first.
+                let others: Vec<_> = chunks
+                    .map(|rows| {
+                        std::thread::Builder::new()
+                            .name("oxcd-range".into())
+                            .spawn_scoped(s, move || read_share(rows))
+                            .map_err(|_| rows)
+                    })
+                    .collect();
+                parts.push(read_share(first)?);
+                for other in others {
+                    parts.push(match other {
+                        Ok(handle) => handle.join().unwrap_or_else(|panic| {
+                            std::panic::resume_unwind(panic)
+                        })?,
+                        Err(rows) => read_share(rows)?,
+                    });
+                }
+                Ok(())
+            })
+        })?;
+        Ok((read, parts))
     }
 
-    /// Looks `range` up at the committed revision and hands `visit` the first `take`
-    /// rows found, as stored.
+    /// Looks `range` up at the committed revision and hands `read` the keys found (up
+    /// to the limit asked), with the gate held so that no snapshot replaces the rows.
     fn read_committed(
         &self,
         range: KeyRange<'_>,
         opts: RangeOptions,
-        take: usize,
-        visit: impl FnMut(Revision, &[u8]) -> Result<()>,
+        read: impl FnOnce(&[(Vec<u8>, Found)]) -> Result<()>,
     ) -> Result<EncodedRange> {
         let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
         let rev = self.current_rev();
@@ -294,15 +351,9 @@ impl Store {
             rev,
             found: found.len(),
         };
-        if found.is_empty() {
-            return Ok(out);
+        if !found.is_empty() {
+            read(&found)?;
         }
-        let tx = self.backend.begin_read()?;
-        let table = tx
-            .open_table(schema::KEY)
-            .map_err(|e| self.backend.err(e))?;
-        let taken = &found[..take.min(found.len())];
-        visit_rows(&table, taken, &self.backend, visit)?;
         Ok(out)
     }
 

@@ -312,3 +312,39 @@ fn history_chunks_hold_at_most_a_thousand_revisions() {
     let last = store.history(2002, 2501, usize::MAX).expect("history");
     assert_eq!((last.through, last.events.len()), (2501, 500));
 }
+
+#[test]
+fn a_long_range_read_in_shares_by_threads_is_the_rows_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    let n = ROWS_PER_THREAD * 2 + 100;
+    let keys: Vec<String> = (0..n).map(|i| format!("k{i:06}")).collect();
+    let kvs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
+    put(&store, 1, &kvs);
+    let read = |threads: usize, take: usize| {
+        store
+            .range_encoded(
+                KeyRange::new(b"k", b"l"),
+                RangeOptions::default(),
+                take,
+                threads,
+                Vec::new,
+                |rows: &mut Vec<Vec<u8>>, row| rows.push(row.to_vec()),
+            )
+            .expect("range")
+    };
+    let (one, parts) = read(1, usize::MAX);
+    assert_eq!(parts.len(), 1);
+    let rows: Vec<Vec<u8>> = parts.concat();
+    assert_eq!((one.count, one.found, rows.len()), (n, n, n));
+    let first = KeyValue::decode(rows[0].as_slice()).expect("row");
+    assert_eq!(first.key, b"k000000");
+    // Three shares of at least ROWS_PER_THREAD rows do not fit: two threads read.
+    let (three, parts) = read(3, usize::MAX);
+    assert_eq!((parts.len(), three.count), (2, n));
+    assert_eq!(parts.concat(), rows);
+    // A cut answer is split by what is taken, not by what was found.
+    let (cut, parts) = read(4, ROWS_PER_THREAD * 2 - 1);
+    assert_eq!((parts.len(), cut.found), (1, n));
+    assert_eq!(parts.concat(), rows[..ROWS_PER_THREAD * 2 - 1]);
+}

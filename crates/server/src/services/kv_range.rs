@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
@@ -49,8 +49,9 @@ const MAX_SEND_BYTES: usize = i32::MAX as usize;
 pub struct RangeOut {
     /// Everything but the encoded rows (it holds decoded key-values on the general path).
     pub resp: RangeResponse,
-    /// Rows already encoded as `kvs` fields, sent after `resp.kvs`.
-    pub encoded: Vec<u8>,
+    /// Rows already encoded as `kvs` fields, sent after `resp.kvs`, in pieces sent in
+    /// order.
+    pub encoded: Vec<Vec<u8>>,
 }
 
 impl From<RangeResponse> for RangeOut {
@@ -85,15 +86,16 @@ impl RangeOut {
         }
     }
 
-    /// The answer as one gRPC message in three pieces (length prefix and head, the
-    /// stored rows as they are, tail): the rows are not copied again.
-    fn into_frames(self) -> Result<[Bytes; 3], Status> {
+    /// The answer as one gRPC message in pieces (length prefix and head, the stored
+    /// rows' pieces as they are, tail): the rows are not copied again.
+    fn into_frames(self) -> Result<Vec<Bytes>, Status> {
         let mut head = BytesMut::new();
         head.put_bytes(0, GRPC_PREFIX);
         self.encode_head(&mut head);
         let mut tail = BytesMut::new();
         self.encode_tail(&mut tail);
-        let len = head.len() - GRPC_PREFIX + self.encoded.len() + tail.len();
+        let rows: usize = self.encoded.iter().map(Vec::len).sum();
+        let len = head.len() - GRPC_PREFIX + rows + tail.len();
         if len > MAX_SEND_BYTES {
             return Err(Status::resource_exhausted(format!(
                 "grpc: trying to send message larger than max ({len} vs. {MAX_SEND_BYTES})"
@@ -101,7 +103,11 @@ impl RangeOut {
         }
         // Uncompressed (the first byte stays 0), then the length.
         head[1..GRPC_PREFIX].copy_from_slice(&(len as u32).to_be_bytes());
-        Ok([head.freeze(), Bytes::from(self.encoded), tail.freeze()])
+        let mut frames = Vec::with_capacity(self.encoded.len() + 2);
+        frames.push(head.freeze());
+        frames.extend(self.encoded.into_iter().map(Bytes::from));
+        frames.push(tail.freeze());
+        Ok(frames)
     }
 }
 
@@ -118,6 +124,12 @@ fn plain(r: &RangeRequest) -> bool {
         && r.max_create_revision == 0
 }
 
+/// How many threads read one long answer's rows: the machine's cores.
+fn read_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// A plain range with the rows as stored.
 fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
     let take = if r.limit > 0 {
@@ -131,12 +143,18 @@ fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
         rev: r.revision,
         count_only: false,
     };
-    let mut rows = Vec::new();
-    let read = store.range_encoded(KeyRange::new(&r.key, &r.range_end), opts, take, |row| {
-        encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, &mut rows);
-        encoding::encode_varint(row.len() as u64, &mut rows);
-        rows.extend_from_slice(row);
-    })?;
+    let (read, rows) = store.range_encoded(
+        KeyRange::new(&r.key, &r.range_end),
+        opts,
+        take,
+        read_threads(),
+        Vec::new,
+        |rows: &mut Vec<u8>, row| {
+            encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, rows);
+            encoding::encode_varint(row.len() as u64, rows);
+            rows.extend_from_slice(row);
+        },
+    )?;
     Ok(RangeOut {
         resp: RangeResponse {
             header: Some(ResponseHeader {
@@ -296,7 +314,7 @@ struct RangeBody {
 }
 
 impl RangeBody {
-    fn new(frames: [Bytes; 3]) -> RangeBody {
+    fn new(frames: Vec<Bytes>) -> RangeBody {
         let mut trailers = http::HeaderMap::new();
         trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
         RangeBody {
@@ -368,12 +386,15 @@ mod tests {
             more: true,
             count: 5,
         };
+        // One piece per row, as when every row's share is read by a thread of its own.
         let mut rows = Vec::new();
         for kv in &kvs {
             let stored = kv.encode_to_vec();
-            encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, &mut rows);
-            encoding::encode_varint(stored.len() as u64, &mut rows);
-            rows.extend_from_slice(&stored);
+            let mut piece = Vec::new();
+            encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, &mut piece);
+            encoding::encode_varint(stored.len() as u64, &mut piece);
+            piece.extend_from_slice(&stored);
+            rows.push(piece);
         }
         let out = RangeOut {
             resp: RangeResponse {
