@@ -10,6 +10,11 @@
 //!   `mvcc_range/count_only_10k` (count of every key, no rows read): `Store::range` at
 //!   the current revision, index lookup plus backend reads.
 //!
+//! - `mvcc_range_long/{key_order,shuffled}_{1,2}_threads`: `Store::range_encoded` of
+//!   every key of a store holding 100,000 keys of 1 KiB (a 105 MB answer, more than
+//!   the backend's 64 MiB cache), written in key order or in a shuffled order (rows
+//!   then lie in the table in no order of their keys), read by one or two threads.
+//!
 //! Key index (in memory, no backend):
 //! - `tree_index/{get_hit,get_miss,range_100,put}` on a `TreeIndex` of 10,000 keys.
 //! - `key_history/{latest,oldest}`: `KeyIndex::get` on one key with 10,000 revisions,
@@ -55,6 +60,63 @@ fn loaded_store() -> (tempfile::TempDir, Store, u64) {
             .expect("commit");
     }
     (dir, store, index)
+}
+
+/// Keys in the store of the long ranges, and their values' size.
+const LONG_KEYS: usize = 100_000;
+const LONG_VALUE_SIZE: usize = 1024;
+
+/// A store holding `LONG_KEYS` keys written in key order, or shuffled (the i-th write is
+/// key i x 7919 mod `LONG_KEYS`, a permutation since 7919 is a prime not dividing it).
+fn long_store(shuffled: bool) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    let backend = Backend::open(&dir.path().join("db")).expect("open the backend");
+    let store = Store::open(Arc::new(backend)).expect("open the store");
+    let value = vec![0x42u8; LONG_VALUE_SIZE];
+    let order: Vec<usize> = (0..LONG_KEYS)
+        .map(|i| if shuffled { i * 7919 % LONG_KEYS } else { i })
+        .collect();
+    for (n, chunk) in order.chunks(1_000).enumerate() {
+        store
+            .write_batch(n as u64 + 1, 1, false, |batch| {
+                for &i in chunk {
+                    let mut txn = batch.txn()?;
+                    txn.put(format!("long/{i:06}").as_bytes(), &value, 0)?;
+                    txn.end();
+                }
+                Ok(())
+            })
+            .expect("commit");
+    }
+    (dir, store)
+}
+
+fn store_range_long(c: &mut Criterion) {
+    let mut group = c.benchmark_group("mvcc_range_long");
+    group.throughput(Throughput::Elements(LONG_KEYS as u64));
+    for shuffled in [false, true] {
+        let (_dir, store) = long_store(shuffled);
+        for threads in [1, 2] {
+            let name = if shuffled { "shuffled" } else { "key_order" };
+            group.bench_function(format!("{name}_{threads}_threads"), |b| {
+                b.iter(|| {
+                    let (read, parts) = store
+                        .range_encoded(
+                            KeyRange::new(b"long/", b"long0"),
+                            RangeOptions::default(),
+                            usize::MAX,
+                            threads,
+                            || 0usize,
+                            |bytes: &mut usize, row| *bytes += row.len(),
+                        )
+                        .expect("range");
+                    assert_eq!(read.found, LONG_KEYS);
+                    black_box(parts)
+                })
+            });
+        }
+    }
+    group.finish();
 }
 
 fn store_put(c: &mut Criterion) {
@@ -202,6 +264,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = store_put, store_range, tree_index, key_history
+    targets = store_put, store_range, store_range_long, tree_index, key_history
 }
 criterion_main!(benches);

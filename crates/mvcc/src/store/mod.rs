@@ -323,9 +323,9 @@ impl Store {
                 parts.push(read_share(first)?);
                 for other in others {
                     parts.push(match other {
-                        Ok(handle) => handle.join().unwrap_or_else(|panic| {
-                            std::panic::resume_unwind(panic)
-                        })?,
+                        Ok(handle) => handle
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
                         Err(rows) => read_share(rows)?,
                     });
                 }
