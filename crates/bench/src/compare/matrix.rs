@@ -328,6 +328,12 @@ fn tls_cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
 }
 
 /// Runs the TLS cases on a cluster that serves TLS.
+/// Runs the workload matrix alone (no load, no resources): a further round of it.
+pub async fn run_workloads(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
+    seed_range_key(cluster).await?;
+    run_cases(cluster, cases(scale)).await
+}
+
 pub async fn run_tls(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
     seed_range_key(cluster).await?;
     run_cases(cluster, tls_cases(scale)).await
@@ -425,9 +431,7 @@ fn cpu_used(
 /// Runs the matrix, the load and the resource measurements on `cluster`.
 pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Outcome, String> {
     let endpoints = cluster.endpoints();
-    // The key the range cases read.
-    seed_range_key(cluster).await?;
-    let out = run_cases(cluster, cases(scale)).await?;
+    let out = run_workloads(cluster, scale).await?;
     // Load: txns of 100 sequential keys (etcd's --max-txn-ops is 128).
     let per_txn = 100u64;
     let load_args = TxnPutArgs {

@@ -41,6 +41,11 @@ pub struct CompareArgs {
     /// Skip the cases with client and peer TLS.
     #[arg(long)]
     pub skip_tls: bool,
+    /// Runs the workload matrix this many times, the systems' order alternating (etcd
+    /// first in odd rounds); load, resources and TLS cases in the first round only. The
+    /// report adds every round's ratios and their median.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
 }
 
 /// Today's date (UTC) as YYYY-MM-DD.
@@ -74,42 +79,36 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
         Some(cluster::TlsFiles::make(&a.dir.join("pki"))?)
     };
     let systems = [("etcd", a.etcd.clone()), ("oxcd", oxcd_binary(a))];
-    let mut outcomes: Vec<(String, Outcome)> = Vec::new();
-    for (name, binary) in systems {
-        if a.only.as_deref().is_some_and(|o| o != name) {
-            continue;
-        }
-        if !binary.exists() {
+    for (name, binary) in &systems {
+        if a.only.as_deref().is_none_or(|o| o == *name) && !binary.exists() {
             return Err(format!("{name} binary {} not found", binary.display()));
         }
-        let dir = a.dir.join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        eprintln!(
-            "== {name}: {} (data under {})",
-            binary.display(),
-            dir.display()
-        );
-        let mut cluster = Cluster::start(&binary, &dir, &settings)?;
-        cluster.wait_ready(Duration::from_secs(30)).await?;
-        let mut outcome = matrix::run(&mut cluster, a.scale, a.load_keys).await?;
-        drop(cluster);
-        let _ = std::fs::remove_dir_all(&dir);
-        if let Some(tls) = &tls {
-            eprintln!("== {name} with client and peer TLS");
-            let s = Settings {
-                tls: Some(tls.clone()),
-                ..settings.clone()
-            };
-            let mut cluster = Cluster::start(&binary, &dir, &s)?;
-            cluster.wait_ready(Duration::from_secs(30)).await?;
-            outcome
-                .cases
-                .extend(matrix::run_tls(&mut cluster, a.scale).await?);
-            drop(cluster);
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        outcomes.push((name.to_string(), outcome));
     }
+    let mut outcomes: Vec<(String, Outcome)> = Vec::new();
+    let mut rounds: Vec<report::Round> = Vec::new();
+    for round in 0..a.rounds.max(1) {
+        let mut order: Vec<&(&str, PathBuf)> = systems.iter().collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        let mut this = report::Round::default();
+        for (name, binary) in order {
+            if a.only.as_deref().is_some_and(|o| o != *name) {
+                continue;
+            }
+            let cases = if round == 0 {
+                let outcome = measure(name, binary, a, &settings, tls.as_ref()).await?;
+                let cases = outcome.cases.clone();
+                outcomes.push((name.to_string(), outcome));
+                cases
+            } else {
+                workloads_again(name, binary, a, &settings, round).await?
+            };
+            this.0.push((name.to_string(), cases));
+        }
+        rounds.push(this);
+    }
+    outcomes.sort_by_key(|(name, _)| name != "etcd");
     let date = today();
     let out = a
         .out
@@ -118,7 +117,13 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
     if let Some(parent) = out.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
-    let md = report::markdown(&date, &settings, a, &outcomes);
+    let mut md = report::markdown(&date, &settings, a, &outcomes);
+    if rounds.len() > 1 {
+        report::rounds_table(&mut md, &rounds);
+        let path = out.with_extension("rounds.json");
+        let json = serde_json::to_string_pretty(&rounds).map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     std::fs::write(&out, &md).map_err(|e| format!("{}: {e}", out.display()))?;
     let json = serde_json::to_string_pretty(&outcomes).map_err(|e| e.to_string())?;
     let json_path = out.with_extension("json");
@@ -130,6 +135,63 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
         json_path.display()
     );
     Ok(())
+}
+
+/// The first round on one system: the workload matrix, the load and its resources, and
+/// the TLS cases unless skipped.
+async fn measure(
+    name: &str,
+    binary: &std::path::Path,
+    a: &CompareArgs,
+    settings: &Settings,
+    tls: Option<&cluster::TlsFiles>,
+) -> Result<Outcome, String> {
+    let dir = a.dir.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!(
+        "== {name}: {} (data under {})",
+        binary.display(),
+        dir.display()
+    );
+    let mut cluster = Cluster::start(binary, &dir, settings)?;
+    cluster.wait_ready(Duration::from_secs(30)).await?;
+    let mut outcome = matrix::run(&mut cluster, a.scale, a.load_keys).await?;
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(tls) = tls {
+        eprintln!("== {name} with client and peer TLS");
+        let s = Settings {
+            tls: Some(tls.clone()),
+            ..settings.clone()
+        };
+        let mut cluster = Cluster::start(binary, &dir, &s)?;
+        cluster.wait_ready(Duration::from_secs(30)).await?;
+        outcome
+            .cases
+            .extend(matrix::run_tls(&mut cluster, a.scale).await?);
+        drop(cluster);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(outcome)
+}
+
+/// A later round on one system: the workload matrix alone, on a fresh cluster.
+async fn workloads_again(
+    name: &str,
+    binary: &std::path::Path,
+    a: &CompareArgs,
+    settings: &Settings,
+    round: usize,
+) -> Result<Vec<matrix::Case>, String> {
+    let dir = a.dir.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("== {name}, round {}", round + 1);
+    let mut cluster = Cluster::start(binary, &dir, settings)?;
+    cluster.wait_ready(Duration::from_secs(30)).await?;
+    let cases = matrix::run_workloads(&mut cluster, a.scale).await;
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
+    cases
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::CompareArgs;
 use super::cluster::Settings;
-use super::matrix::Outcome;
+use super::matrix::{Case, Outcome};
 
 fn ratio(oxcd: f64, etcd: f64) -> String {
     if etcd > 0.0 && oxcd > 0.0 {
@@ -145,6 +145,87 @@ pub fn markdown(
     md
 }
 
+/// One round of the workload matrix: each system's cases, by system name.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Round(pub Vec<(String, Vec<Case>)>);
+
+impl Round {
+    fn case(&self, system: &str, name: &str) -> Option<&crate::stats::Report> {
+        self.0
+            .iter()
+            .find(|(s, _)| s == system)
+            .and_then(|(_, cases)| cases.iter().find(|c| c.name == name))
+            .and_then(|c| c.report.as_ref())
+    }
+
+    /// (oxcd/etcd of the case's rate: events per second where it counts them, else
+    /// requests per second; oxcd/etcd of its p99 latency).
+    fn ratios(&self, name: &str) -> Option<(f64, f64)> {
+        let (e, o) = (self.case("etcd", name)?, self.case("oxcd", name)?);
+        let rate = |r: &crate::stats::Report| r.extra.get("events/sec").copied().unwrap_or(r.qps);
+        let div = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+        Some((
+            div(rate(o), rate(e)),
+            div(o.latency_ms.p99, e.latency_ms.p99),
+        ))
+    }
+}
+
+/// The middle value (the mean of the two middle ones for an even count); NaN if none.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Every round's oxcd/etcd ratios of each workload, and their median: what one noisy
+/// round cannot tell.
+pub fn rounds_table(md: &mut String, rounds: &[Round]) {
+    let names: Vec<String> = rounds
+        .first()
+        .and_then(|r| r.0.first())
+        .map(|(_, cases)| cases.iter().map(|c| c.name.clone()).collect())
+        .unwrap_or_default();
+    let _ = writeln!(
+        md,
+        "\n{} rounds, the systems' order alternating. Rate: events/s for the watch rows that \
+         count events, else req/s.\n",
+        rounds.len()
+    );
+    let _ = writeln!(
+        md,
+        "| workload | rate ratio per round | median | p99 ratio per round (lower is better) | median |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---|---:|");
+    let x = |v: f64| {
+        if v.is_finite() {
+            format!("{v:.2}x")
+        } else {
+            "-".to_string()
+        }
+    };
+    for name in &names {
+        let per: Vec<(f64, f64)> = rounds.iter().filter_map(|r| r.ratios(name)).collect();
+        if per.is_empty() {
+            continue;
+        }
+        let list =
+            |f: fn(&(f64, f64)) -> f64| per.iter().map(|p| x(f(p))).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} |",
+            list(|p| p.0),
+            x(median(per.iter().map(|p| p.0).collect())),
+            list(|p| p.1),
+            x(median(per.iter().map(|p| p.1).collect())),
+        );
+    }
+}
+
 /// The watch rows' delivery: events per second (from the first put to the last event
 /// counted) and events received of those expected, for each case that reports them.
 fn events_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Option<&Outcome>) {
@@ -225,5 +306,18 @@ fn cpu_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Op
             show(fig(ce, bench)),
             show(fig(co, bench)),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(vec![f64::NAN, 5.0]), 5.0);
+        assert!(median(Vec::new()).is_nan());
     }
 }
