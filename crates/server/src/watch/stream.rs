@@ -252,51 +252,67 @@ impl WatchStream {
     }
 
     /// Sends each watcher its events of `feeds` (event batches in revision order) in one
-    /// response. Only the watchers the stream's routes name for one of the batch's keys are
-    /// looked at, so a large batch on a stream of many watchers costs a lookup per
-    /// distinct key, not a check per (watcher, event) pair; the watchers that pick the
-    /// same events share one encoding of them.
+    /// response. Each event's key is looked up in the stream's routes, and each watcher
+    /// found checks only the events it was found for, so a large batch on a stream of
+    /// many watchers costs a lookup per event, not a check per (watcher, event) pair; the
+    /// watchers that pick the same events share one encoding of them.
     async fn deliver(&mut self, feeds: &[Arc<Feed>]) -> Result<(), Gone> {
         let Some(last) = feeds.last().map(|f| f.rev) else {
             return Ok(());
         };
-        let mut keys: Vec<&[u8]> = Vec::new();
-        for e in feeds.iter().filter_map(|f| f.events.as_ref()).flatten() {
-            if let Some(kv) = &e.kv
-                && keys.last() != Some(&kv.key.as_slice())
-            {
-                keys.push(&kv.key);
+        // Runs of consecutive events on one key that the routes name watchers for: each
+        // run's events and the watchers of its key (looked up once per run).
+        let mut runs: Vec<(Vec<i64>, Vec<(usize, usize)>)> = Vec::new();
+        let mut run_key: Option<&[u8]> = None;
+        // The run of `run_key`, if its key has watchers.
+        let mut current = None;
+        for (f, feed) in feeds.iter().enumerate() {
+            for (i, e) in feed.events.iter().flatten().enumerate() {
+                let Some(kv) = &e.kv else { continue };
+                if run_key != Some(kv.key.as_slice()) {
+                    run_key = Some(&kv.key);
+                    let mut ids = Vec::new();
+                    self.routes.interested(&kv.key, &mut ids);
+                    current = (!ids.is_empty()).then(|| {
+                        runs.push((ids, Vec::new()));
+                        runs.len() - 1
+                    });
+                }
+                if let Some(r) = current {
+                    runs[r].1.push((f, i));
+                }
             }
         }
-        keys.sort_unstable();
-        keys.dedup();
-        let mut ids = Vec::new();
-        for key in keys {
-            self.routes.interested(key, &mut ids);
-        }
-        ids.sort_unstable();
-        ids.dedup();
+        // (watcher, run) pairs by watcher, runs in revision order.
+        let mut pairs: Vec<(i64, usize)> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(r, (ids, _))| ids.iter().map(move |id| (*id, r)))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
         // Per watcher, in id order: the (feed, event) positions it wants, or (a watcher
         // that wants previous values or fragments) events of its own.
         let mut out: Vec<(i64, Picked)> = Vec::new();
-        for id in ids {
+        for group in pairs.chunk_by(|a, b| a.0 == b.0) {
+            let id = group[0].0;
             let Some(w) = self.watchers.get(&id).filter(|w| w.next_rev <= last) else {
                 continue;
             };
             let own = w.prev_kv || w.fragment;
             let mut picked = Picked::default();
-            for (f, feed) in feeds
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.rev >= w.next_rev)
-            {
-                let Some(events) = &feed.events else { continue };
-                for (i, e) in events.iter().enumerate().filter(|(_, e)| w.wants(e)) {
-                    if own {
-                        picked.own.push(e.clone());
-                    } else {
-                        picked.shared.push((f, i));
-                    }
+            let positions = group.iter().flat_map(|&(_, r)| &runs[r].1);
+            for &(f, i) in positions {
+                let Some(e) = feeds[f].events.as_ref().and_then(|es| es.get(i)) else {
+                    continue;
+                };
+                if !w.wants(e) {
+                    continue;
+                }
+                if own {
+                    picked.own.push(e.clone());
+                } else {
+                    picked.shared.push((f, i));
                 }
             }
             if !picked.own.is_empty() || !picked.shared.is_empty() {
