@@ -262,7 +262,7 @@ impl WatchStream {
         };
         // Runs of consecutive events on one key that the routes name watchers for: each
         // run's events and the watchers of its key (looked up once per run).
-        let mut runs: Vec<(Vec<i64>, Vec<(usize, usize)>)> = Vec::new();
+        let mut runs: Vec<Run> = Vec::new();
         let mut run_key: Option<&[u8]> = None;
         // The run of `run_key`, if its key has watchers.
         let mut current = None;
@@ -461,6 +461,10 @@ impl WatchStream {
         Ok(())
     }
 }
+
+/// Consecutive events of a delivery on one key: the watchers of the key, and the events'
+/// (feed, event) positions.
+type Run = (Vec<i64>, Vec<(usize, usize)>);
 
 /// One watcher's events of a delivery.
 #[derive(Default)]

@@ -107,7 +107,8 @@ fn mask(s: &str, endpoint: &str) -> String {
                 )
             } else if l.starts_with("+--") && l.matches('+').count() > 3 {
                 "+--".to_string()
-            } else if l.starts_with("|    ENDPOINT") {
+            } else if l.starts_with('|') && l.contains(" ENDPOINT ") && l.contains(" ID ") {
+                // The header: its columns are as wide as the endpoint and the member id.
                 l.split_whitespace().collect::<Vec<_>>().join(" ")
             } else {
                 l.to_string()
