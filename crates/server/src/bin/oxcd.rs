@@ -7,6 +7,11 @@ use std::process::ExitCode;
 use oxcd_server::flags::table::key;
 use oxcd_server::{flags, logging, serve};
 
+/// mimalloc rather than glibc's malloc: measured in alternating rounds against the same
+/// build with glibc, 3-12 % more throughput on most rows for about 5 % more peak memory.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args_os()
         .skip(1)
