@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use oxcd_api::mvccpb::event::EventType;
 use oxcd_api::mvccpb::{Event, KeyValue};
 use oxcd_storage::backend::Backend;
-use oxcd_storage::backend::redb::{ReadableTable, Table};
+use oxcd_storage::backend::redb::{ReadOnlyTable, ReadableTable, Table};
 use oxcd_storage::batch::BatchTx;
 use oxcd_storage::schema;
 use prost::Message;
@@ -38,6 +38,9 @@ pub struct RangeResult {
     /// The store's current revision when read.
     pub rev: i64,
 }
+
+/// The key table as a read transaction sees it.
+type KeyTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
 /// A share of a long answer's rows smaller than this is not worth a thread of its own.
 pub const ROWS_PER_THREAD: usize = 16_384;
@@ -254,11 +257,7 @@ impl Store {
     pub fn range(&self, range: KeyRange<'_>, opts: RangeOptions) -> Result<RangeResult> {
         let mut kvs = Vec::new();
         let read = self.read_committed(range, opts, |taken| {
-            let tx = self.backend.begin_read()?;
-            let table = tx
-                .open_table(schema::KEY)
-                .map_err(|e| self.backend.err(e))?;
-            kvs = read_rows(&table, taken, &self.backend)?;
+            kvs = self.with_key_table(|table| read_rows(table, taken, &self.backend))?;
             Ok(())
         })?;
         Ok(RangeResult {
@@ -291,16 +290,14 @@ impl Store {
         let read = self.read_committed(range, opts, |found| {
             let taken = &found[..take.min(found.len())];
             let read_share = |rows: &[(Vec<u8>, Found)]| -> Result<P> {
-                let tx = self.backend.begin_read()?;
-                let table = tx
-                    .open_table(schema::KEY)
-                    .map_err(|e| self.backend.err(e))?;
-                let mut p = part();
-                visit_rows(&table, rows, &self.backend, |_, row| {
-                    visit(&mut p, row);
-                    Ok(())
-                })?;
-                Ok(p)
+                self.with_key_table(|table| {
+                    let mut p = part();
+                    visit_rows(table, rows, &self.backend, |_, row| {
+                        visit(&mut p, row);
+                        Ok(())
+                    })?;
+                    Ok(p)
+                })
             };
             let shares = threads.min(taken.len() / ROWS_PER_THREAD).max(1);
             if shares == 1 {
@@ -370,26 +367,25 @@ impl Store {
             let rev = check_read_rev(rev, cur, idx.compact_rev)?;
             (idx.compact_rev, rev, idx.tree.keep(rev))
         };
-        let tx = self.backend.begin_read()?;
-        let table = tx
-            .open_table(schema::KEY)
-            .map_err(|e| self.backend.err(e))?;
         let upper = Revision::new(rev + 1, 0).to_bytes(false);
-        let mut h = crc32c::crc32c(b"key");
-        for row in table
-            .range::<&[u8]>(..upper.as_slice())
-            .map_err(|e| self.backend.err(e))?
-        {
-            let (k, v) = row.map_err(|e| self.backend.err(e))?;
-            let below_compaction = Revision::from_bytes(k.value()).is_some_and(|(r, _)| {
-                r.main <= compact_rev && !keep.is_empty() && !keep.contains(&r)
-            });
-            if below_compaction {
-                continue;
+        let h = self.with_key_table(|table| {
+            let mut h = crc32c::crc32c(b"key");
+            for row in table
+                .range::<&[u8]>(..upper.as_slice())
+                .map_err(|e| self.backend.err(e))?
+            {
+                let (k, v) = row.map_err(|e| self.backend.err(e))?;
+                let below_compaction = Revision::from_bytes(k.value()).is_some_and(|(r, _)| {
+                    r.main <= compact_rev && !keep.is_empty() && !keep.contains(&r)
+                });
+                if below_compaction {
+                    continue;
+                }
+                h = crc32c::crc32c_append(h, k.value());
+                h = crc32c::crc32c_append(h, v.value());
             }
-            h = crc32c::crc32c_append(h, k.value());
-            h = crc32c::crc32c_append(h, v.value());
-        }
+            Ok(h)
+        })?;
         Ok((h, compact_rev, rev))
     }
 
@@ -412,25 +408,33 @@ impl Store {
     /// lessor rebuilds its key lists from at start and after a snapshot.
     pub fn leased_keys(&self) -> Result<Vec<(Vec<u8>, i64)>> {
         let _shared = self.gate.read().unwrap_or_else(|p| p.into_inner());
+        // Rows come in revision order: the last row of a key is its current state.
+        let mut current: std::collections::HashMap<Vec<u8>, i64> = Default::default();
+        self.with_key_table(|table| {
+            for row in table.iter().map_err(|e| self.backend.err(e))? {
+                let (k, v) = row.map_err(|e| self.backend.err(e))?;
+                let (rev, tombstone) = row_revision(k.value())?;
+                let kv = decode_kv(rev, v.value())?;
+                if tombstone || kv.lease == 0 {
+                    current.remove(&kv.key);
+                } else {
+                    current.insert(kv.key, kv.lease);
+                }
+            }
+            Ok(())
+        })?;
+        let mut out: Vec<_> = current.into_iter().collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// Runs `read` over the key table in a read transaction of its own.
+    fn with_key_table<R>(&self, read: impl FnOnce(&KeyTable) -> Result<R>) -> Result<R> {
         let tx = self.backend.begin_read()?;
         let table = tx
             .open_table(schema::KEY)
             .map_err(|e| self.backend.err(e))?;
-        // Rows come in revision order: the last row of a key is its current state.
-        let mut current: std::collections::HashMap<Vec<u8>, i64> = Default::default();
-        for row in table.iter().map_err(|e| self.backend.err(e))? {
-            let (k, v) = row.map_err(|e| self.backend.err(e))?;
-            let (rev, tombstone) = row_revision(k.value())?;
-            let kv = decode_kv(rev, v.value())?;
-            if tombstone || kv.lease == 0 {
-                current.remove(&kv.key);
-            } else {
-                current.insert(kv.key, kv.lease);
-            }
-        }
-        let mut out: Vec<_> = current.into_iter().collect();
-        out.sort();
-        Ok(out)
+        read(&table)
     }
 
     /// Starts the MVCC part of an applied batch, writing in `tx`; its events are
