@@ -2,7 +2,7 @@
 //! barrier for linearizable reads, response headers, identity, the watch feed, the
 //! admission of multi-key range reads to the blocking pool.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use oxcd_api::errors::EtcdError;
@@ -112,9 +112,7 @@ impl Member {
             leases,
             raft,
             watch_hub,
-            range_reads: Semaphore::new(
-                std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
-            ),
+            range_reads: Semaphore::new(cores().max(2)),
             waiters,
             applied,
         }
@@ -231,4 +229,11 @@ impl Member {
     pub fn applied_index(&self) -> u64 {
         *self.applied.borrow()
     }
+}
+
+/// The machine's cores (1 when unknown), read once: how many multi-key ranges are read at
+/// once, and how many threads read one long answer's rows.
+pub(crate) fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
@@ -124,12 +124,6 @@ fn plain(r: &RangeRequest) -> bool {
         && r.max_create_revision == 0
 }
 
-/// How many threads read one long answer's rows: the machine's cores.
-fn read_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
 /// A plain range with the rows as stored.
 fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
     let take = if r.limit > 0 {
@@ -147,7 +141,7 @@ fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
         KeyRange::new(&r.key, &r.range_end),
         opts,
         take,
-        read_threads(),
+        crate::member::cores(),
         Vec::new,
         |rows: &mut Vec<u8>, row| {
             encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, rows);
