@@ -327,13 +327,13 @@ fn tls_cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
     ]
 }
 
-/// Runs the TLS cases on a cluster that serves TLS.
 /// Runs the workload matrix alone (no load, no resources): a further round of it.
 pub async fn run_workloads(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
     seed_range_key(cluster).await?;
     run_cases(cluster, cases(scale)).await
 }
 
+/// Runs the TLS cases on a cluster that serves TLS.
 pub async fn run_tls(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
     seed_range_key(cluster).await?;
     run_cases(cluster, tls_cases(scale)).await

@@ -7,7 +7,7 @@ pub mod cluster;
 pub mod matrix;
 pub mod report;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
@@ -141,36 +141,32 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
 /// the TLS cases unless skipped.
 async fn measure(
     name: &str,
-    binary: &std::path::Path,
+    binary: &Path,
     a: &CompareArgs,
     settings: &Settings,
     tls: Option<&cluster::TlsFiles>,
 ) -> Result<Outcome, String> {
     let dir = a.dir.join(name);
-    let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
         "== {name}: {} (data under {})",
         binary.display(),
         dir.display()
     );
-    let mut cluster = Cluster::start(binary, &dir, settings)?;
-    cluster.wait_ready(Duration::from_secs(30)).await?;
-    let mut outcome = matrix::run(&mut cluster, a.scale, a.load_keys).await?;
-    drop(cluster);
-    let _ = std::fs::remove_dir_all(&dir);
+    let mut outcome = on_fresh_cluster(binary, &dir, settings, async |c| {
+        matrix::run(c, a.scale, a.load_keys).await
+    })
+    .await?;
     if let Some(tls) = tls {
         eprintln!("== {name} with client and peer TLS");
         let s = Settings {
             tls: Some(tls.clone()),
             ..settings.clone()
         };
-        let mut cluster = Cluster::start(binary, &dir, &s)?;
-        cluster.wait_ready(Duration::from_secs(30)).await?;
-        outcome
-            .cases
-            .extend(matrix::run_tls(&mut cluster, a.scale).await?);
-        drop(cluster);
-        let _ = std::fs::remove_dir_all(&dir);
+        let cases = on_fresh_cluster(binary, &dir, &s, async |c| {
+            matrix::run_tls(c, a.scale).await
+        })
+        .await?;
+        outcome.cases.extend(cases);
     }
     Ok(outcome)
 }
@@ -178,20 +174,33 @@ async fn measure(
 /// A later round on one system: the workload matrix alone, on a fresh cluster.
 async fn workloads_again(
     name: &str,
-    binary: &std::path::Path,
+    binary: &Path,
     a: &CompareArgs,
     settings: &Settings,
     round: usize,
 ) -> Result<Vec<matrix::Case>, String> {
-    let dir = a.dir.join(name);
-    let _ = std::fs::remove_dir_all(&dir);
     eprintln!("== {name}, round {}", round + 1);
-    let mut cluster = Cluster::start(binary, &dir, settings)?;
+    on_fresh_cluster(binary, &a.dir.join(name), settings, async |c| {
+        matrix::run_workloads(c, a.scale).await
+    })
+    .await
+}
+
+/// Starts `binary` as a new 3-member cluster in the emptied `dir`, runs `work` on it once
+/// it serves, then stops it and removes its data.
+async fn on_fresh_cluster<T>(
+    binary: &Path,
+    dir: &Path,
+    settings: &Settings,
+    work: impl AsyncFnOnce(&mut Cluster) -> Result<T, String>,
+) -> Result<T, String> {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut cluster = Cluster::start(binary, dir, settings)?;
     cluster.wait_ready(Duration::from_secs(30)).await?;
-    let cases = matrix::run_workloads(&mut cluster, a.scale).await;
+    let out = work(&mut cluster).await;
     drop(cluster);
-    let _ = std::fs::remove_dir_all(&dir);
-    cases
+    let _ = std::fs::remove_dir_all(dir);
+    out
 }
 
 #[cfg(test)]
