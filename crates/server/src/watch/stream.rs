@@ -175,7 +175,7 @@ impl WatchStream {
         let watcher = if self.watchers.contains_key(&id) {
             Err(DUPLICATE_ID)
         } else {
-            Watcher::new(id, &c, start)
+            Watcher::new(&c, start)
         };
         let mut resp = self.response(current, id);
         resp.created = true;
@@ -299,7 +299,7 @@ impl WatchStream {
             let Some(w) = self.watchers.get(&id).filter(|w| w.next_rev <= last) else {
                 continue;
             };
-            let own = w.prev_kv || w.fragment;
+            let own = w.prev_kv() || w.fragment();
             let mut picked = Picked::default();
             let positions = group.iter().flat_map(|&(_, r)| &runs[r].1);
             for &(f, i) in positions {
@@ -328,7 +328,7 @@ impl WatchStream {
                 self.send_events(id, last, picked.own).await?;
             } else if !picked.shared.is_empty() {
                 if let Some(w) = self.watchers.get_mut(&id) {
-                    w.sent = true;
+                    w.set_sent(true);
                 }
                 let out = WatchOut {
                     resp: self.response(last, id),
@@ -419,8 +419,8 @@ impl WatchStream {
         let Some(w) = self.watchers.get_mut(&id) else {
             return Ok(());
         };
-        w.sent = true;
-        let (prev_kv, fragment) = (w.prev_kv, w.fragment);
+        w.set_sent(true);
+        let (prev_kv, fragment) = (w.prev_kv(), w.fragment());
         if prev_kv {
             let store = self.store().clone();
             events = tokio::task::spawn_blocking(move || with_prev_kvs(&store, events))
@@ -448,12 +448,12 @@ impl WatchStream {
         self.settle().await?;
         let idle: Vec<(i64, i64)> = self
             .watchers
-            .values()
-            .filter(|w| w.progress_notify && !w.sent)
-            .map(|w| (w.id, w.next_rev - 1))
+            .iter()
+            .filter(|(_, w)| w.progress_notify() && !w.sent())
+            .map(|(id, w)| (*id, w.next_rev - 1))
             .collect();
         for w in self.watchers.values_mut() {
-            w.sent = false;
+            w.set_sent(false);
         }
         for (id, rev) in idle {
             self.send(self.response(rev, id)).await?;

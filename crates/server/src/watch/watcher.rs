@@ -14,75 +14,106 @@ pub const EMPTY_RANGE: &str = "mvcc: watcher range is empty";
 /// etcd's reason when the client picked a watch id already in use on the stream.
 pub const DUPLICATE_ID: &str = "mvcc: duplicate watch ID provided on the WatchStream";
 
-/// A watcher on one stream.
+/// A watcher on one stream (its id is the stream's key for it). Kept small: a stream may
+/// hold a hundred thousand of them, so the range is one allocation and the options are
+/// bits.
 #[derive(Debug)]
 pub struct Watcher {
-    /// The id on its stream.
-    pub id: i64,
-    key: Vec<u8>,
-    end: Vec<u8>,
-    no_put: bool,
-    no_delete: bool,
-    /// Attach each event's previous key-value.
-    pub prev_kv: bool,
-    /// Send progress notifications when idle.
-    pub progress_notify: bool,
-    /// Split large responses.
-    pub fragment: bool,
+    /// The first key watched, followed by the end of the range.
+    range: Box<[u8]>,
+    /// Where the key ends and the range's end begins in `range`.
+    key_len: u32,
+    flags: u8,
     /// The next revision this watcher needs: every event below it was sent.
     pub next_rev: i64,
-    /// Whether events went out since the last progress notification.
-    pub sent: bool,
 }
+
+const NO_PUT: u8 = 1;
+const NO_DELETE: u8 = 1 << 1;
+const PREV_KV: u8 = 1 << 2;
+const PROGRESS_NOTIFY: u8 = 1 << 3;
+const FRAGMENT: u8 = 1 << 4;
+const SENT: u8 = 1 << 5;
 
 impl Watcher {
     /// A watcher for `req` as etcd reads it: an empty key is `\0`, the smallest key;
     /// range_end `\0` is every key from `key` on. Errors with etcd's reason when the
     /// range is empty.
-    pub fn new(id: i64, req: &WatchCreateRequest, next_rev: i64) -> Result<Watcher, &'static str> {
-        let key = if req.key.is_empty() {
-            vec![0]
-        } else {
-            req.key.clone()
-        };
-        let end = req.range_end.clone();
+    pub fn new(req: &WatchCreateRequest, next_rev: i64) -> Result<Watcher, &'static str> {
+        let key: &[u8] = if req.key.is_empty() { &[0] } else { &req.key };
+        let end = req.range_end.as_slice();
         if !end.is_empty() && end != [0] && key >= end {
             return Err(EMPTY_RANGE);
         }
+        // Keys are at most the request size limit, far below u32::MAX.
+        let key_len = u32::try_from(key.len()).map_err(|_| EMPTY_RANGE)?;
         let filtered = |f: FilterType| req.filters.contains(&(f as i32));
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         Ok(Watcher {
-            id,
-            key,
-            end,
-            no_put: filtered(FilterType::Noput),
-            no_delete: filtered(FilterType::Nodelete),
-            prev_kv: req.prev_kv,
-            progress_notify: req.progress_notify,
-            fragment: req.fragment,
+            range: [key, end].concat().into_boxed_slice(),
+            key_len,
+            flags: flag(filtered(FilterType::Noput), NO_PUT)
+                | flag(filtered(FilterType::Nodelete), NO_DELETE)
+                | flag(req.prev_kv, PREV_KV)
+                | flag(req.progress_notify, PROGRESS_NOTIFY)
+                | flag(req.fragment, FRAGMENT),
             next_rev,
-            sent: false,
         })
     }
 
     /// The first key watched (`\0` for an empty key).
     pub fn key(&self) -> &[u8] {
-        &self.key
+        &self.range[..self.key_len as usize]
     }
 
     /// The end of the range watched (empty: the key alone; `\0`: every key from it).
     pub fn end(&self) -> &[u8] {
-        &self.end
+        &self.range[self.key_len as usize..]
+    }
+
+    fn has(&self, bit: u8) -> bool {
+        self.flags & bit != 0
+    }
+
+    /// Whether each event goes out with the key's previous value.
+    pub fn prev_kv(&self) -> bool {
+        self.has(PREV_KV)
+    }
+
+    /// Whether progress notifications are sent to it when idle.
+    pub fn progress_notify(&self) -> bool {
+        self.has(PROGRESS_NOTIFY)
+    }
+
+    /// Whether large responses are split for it.
+    pub fn fragment(&self) -> bool {
+        self.has(FRAGMENT)
+    }
+
+    /// Whether events went out to it since the last progress notification.
+    pub fn sent(&self) -> bool {
+        self.has(SENT)
+    }
+
+    /// Records whether events went out since the last progress notification.
+    pub fn set_sent(&mut self, sent: bool) {
+        if sent {
+            self.flags |= SENT;
+        } else {
+            self.flags &= !SENT;
+        }
     }
 
     /// Whether `e` is for this watcher (its key, its filters, not yet sent).
     pub fn wants(&self, e: &Event) -> bool {
         let Some(kv) = &e.kv else { return false };
-        if kv.mod_revision < self.next_rev || !KeyRange::new(&self.key, &self.end).contains(&kv.key)
+        if kv.mod_revision < self.next_rev
+            || !KeyRange::new(self.key(), self.end()).contains(&kv.key)
         {
             return false;
         }
         let is_put = e.r#type == EventType::Put as i32;
-        !(is_put && self.no_put || !is_put && self.no_delete)
+        !(is_put && self.has(NO_PUT) || !is_put && self.has(NO_DELETE))
     }
 
     /// The events of `events` for this watcher.
@@ -154,30 +185,29 @@ mod tests {
 
     #[test]
     fn ranges_filters_and_start_revision() {
-        let one = Watcher::new(1, &create("a", b"", &[]), 5).expect("key");
+        let one = Watcher::new(&create("a", b"", &[]), 5).expect("key");
         assert!(one.wants(&event("a", 5, true)));
         assert!(
             !one.wants(&event("a", 4, true)),
             "before the start revision"
         );
         assert!(!one.wants(&event("ab", 5, true)));
-        let prefix = Watcher::new(2, &create("a", b"b", &[]), 1).expect("prefix");
+        let prefix = Watcher::new(&create("a", b"b", &[]), 1).expect("prefix");
         assert!(prefix.wants(&event("ab", 2, true)) && !prefix.wants(&event("b", 2, true)));
-        let from = Watcher::new(3, &create("m", &[0], &[]), 1).expect("from key");
+        let from = Watcher::new(&create("m", &[0], &[]), 1).expect("from key");
         assert!(from.wants(&event("z", 2, true)) && !from.wants(&event("a", 2, true)));
-        let all = Watcher::new(4, &create("", &[0], &[]), 1).expect("all keys");
+        let all = Watcher::new(&create("", &[0], &[]), 1).expect("all keys");
         assert!(all.wants(&event("a", 2, false)));
-        let no_put = Watcher::new(5, &create("a", b"", &[FilterType::Noput]), 1).expect("noput");
+        let no_put = Watcher::new(&create("a", b"", &[FilterType::Noput]), 1).expect("noput");
         assert!(!no_put.wants(&event("a", 2, true)) && no_put.wants(&event("a", 3, false)));
-        let no_del =
-            Watcher::new(6, &create("a", b"", &[FilterType::Nodelete]), 1).expect("nodelete");
+        let no_del = Watcher::new(&create("a", b"", &[FilterType::Nodelete]), 1).expect("nodelete");
         assert!(no_del.wants(&event("a", 2, true)) && !no_del.wants(&event("a", 3, false)));
         assert_eq!(
-            Watcher::new(7, &create("b", b"a", &[]), 1).err(),
+            Watcher::new(&create("b", b"a", &[]), 1).err(),
             Some(EMPTY_RANGE)
         );
         assert_eq!(
-            Watcher::new(8, &create("b", b"b", &[]), 1).err(),
+            Watcher::new(&create("b", b"b", &[]), 1).err(),
             Some(EMPTY_RANGE)
         );
     }
