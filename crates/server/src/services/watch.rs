@@ -1,24 +1,21 @@
 //! The Watch service: each bidirectional stream is served by its own task
-//! ([`crate::watch::stream`]); responses flow back through a bounded channel.
+//! ([`crate::watch::stream`]); responses flow back in batches through a bounded channel
+//! ([`crate::watch::outbox`]).
 
 use std::convert::Infallible;
 use std::future::{Ready, ready};
 use std::sync::Arc;
 
 use oxcd_api::etcdserverpb::WatchRequest;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::codegen::{Body, BoxFuture, Context, Poll, Service, StdError, http};
 use tonic::server::{Grpc, NamedService, StreamingService};
 use tonic::{Request, Response, Status, Streaming};
 use tonic_prost::ProstCodec;
 
 use crate::member::Member;
+use crate::watch::outbox::{Outgoing, outbox};
 use crate::watch::stream::WatchStream;
 use crate::watch::wire::WatchOut;
-
-/// Responses a stream may have queued for a client that reads slowly; beyond them the
-/// stream waits, and the feed it stops reading is made up from the history later.
-const QUEUED_RESPONSES: usize = 64;
 
 /// etcd's Watch service and method path.
 const SERVICE: &str = "etcdserverpb.Watch";
@@ -73,13 +70,13 @@ struct Streams(Arc<Member>);
 
 impl StreamingService<WatchRequest> for Streams {
     type Response = WatchOut;
-    type ResponseStream = ReceiverStream<Result<WatchOut, Status>>;
+    type ResponseStream = Outgoing;
     type Future = Ready<Result<Response<Self::ResponseStream>, Status>>;
 
     fn call(&mut self, req: Request<Streaming<WatchRequest>>) -> Self::Future {
-        let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_RESPONSES);
-        let stream = WatchStream::new(self.0.clone(), self.0.watch_hub.clone(), tx);
+        let (out, outgoing) = outbox();
+        let stream = WatchStream::new(self.0.clone(), self.0.watch_hub.clone(), out);
         tokio::spawn(stream.run(req.into_inner()));
-        ready(Ok(Response::new(ReceiverStream::new(rx))))
+        ready(Ok(Response::new(outgoing)))
     }
 }

@@ -21,6 +21,7 @@
 //!   before that lock is released: a subscription that registers an interest (write
 //!   lock) and then reads the store's current revision gets every later batch on it.
 
+pub mod outbox;
 pub mod routes;
 pub mod stream;
 pub mod watcher;

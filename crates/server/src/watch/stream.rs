@@ -11,8 +11,10 @@
 //! - A progress revision is one every watcher has been sent everything up to: the
 //!   queued batches are handled first, then no watcher is behind the hub's published
 //!   revision read before.
-//! - Responses leave through one bounded channel, in the order they were made: a
-//!   watcher's `created` comes before its events, its events before its `canceled`.
+//! - Responses leave through the stream's [`Outbox`], in the order they were made (a
+//!   watcher's `created` comes before its events, its events before its `canceled`), at
+//!   the latest once the request, batch or tick that made them is handled, or before
+//!   the history is read.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,9 +25,8 @@ use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
 use oxcd_api::mvccpb::Event;
 use oxcd_mvcc::{KeyRange, MvccError, RangeOptions, Store};
 use prost::bytes::{Bytes, BytesMut};
-use tokio::sync::mpsc;
-use tonic::Status;
 
+use super::outbox::{Gone, Outbox};
 use super::routes::Routes;
 use super::watcher::{DUPLICATE_ID, Watcher, fragments};
 use super::wire::WatchOut;
@@ -36,10 +37,6 @@ use crate::services::GRPC_OVERHEAD_BYTES;
 /// The id etcd answers with when no watcher was created (and for stream-wide progress).
 const NO_WATCH: i64 = -1;
 
-/// The client went away: the stream ends.
-#[derive(Debug)]
-pub struct Gone;
-
 /// One stream's state.
 pub struct WatchStream {
     member: Arc<Member>,
@@ -49,16 +46,12 @@ pub struct WatchStream {
     routes: Routes<i64>,
     next_auto_id: i64,
     feed: Subscription,
-    out: mpsc::Sender<Result<WatchOut, Status>>,
+    out: Outbox,
 }
 
 impl WatchStream {
     /// A stream of `member`, answering through `out`.
-    pub fn new(
-        member: Arc<Member>,
-        hub: Arc<WatchHub>,
-        out: mpsc::Sender<Result<WatchOut, Status>>,
-    ) -> WatchStream {
+    pub fn new(member: Arc<Member>, hub: Arc<WatchHub>, out: Outbox) -> WatchStream {
         let feed = hub.subscribe();
         WatchStream {
             member,
@@ -93,7 +86,7 @@ impl WatchStream {
         loop {
             tokio::select! {
                 _ = &mut stopped => {
-                    let _ = self.out.send(Err(Status::from(EtcdError::Stopped))).await;
+                    self.out.fail(EtcdError::Stopped.into()).await;
                     return Ok(());
                 }
                 req = requests.message(), if reading => match req {
@@ -113,15 +106,12 @@ impl WatchStream {
                 _ = tick.tick() => self.notify_progress().await?,
                 _ = self.out.closed() => return Ok(()),
             }
+            self.out.flush().await?;
         }
     }
 
-    async fn send(&self, resp: WatchResponse) -> Result<(), Gone> {
-        self.send_out(resp.into()).await
-    }
-
-    async fn send_out(&self, out: WatchOut) -> Result<(), Gone> {
-        self.out.send(Ok(out)).await.map_err(|_| Gone)
+    async fn send(&mut self, resp: WatchResponse) -> Result<(), Gone> {
+        self.out.push(resp.into()).await
     }
 
     fn response(&self, rev: i64, watch_id: i64) -> WatchResponse {
@@ -151,7 +141,8 @@ impl WatchStream {
                 }
                 self.settle().await?;
                 let rev = self.watchers.values().map(|w| w.next_rev - 1).min();
-                self.send(self.response(rev.unwrap_or(0), NO_WATCH)).await
+                let resp = self.response(rev.unwrap_or(0), NO_WATCH);
+                self.send(resp).await
             }
             None => Ok(()),
         }
@@ -334,7 +325,7 @@ impl WatchStream {
                     resp: self.response(last, id),
                     encoded: shared.encode(feeds, picked.shared),
                 };
-                self.send_out(out).await?;
+                self.out.push(out).await?;
             }
         }
         Ok(())
@@ -378,6 +369,7 @@ impl WatchStream {
             else {
                 return Ok(());
             };
+            self.out.flush().await?;
             let store = self.store().clone();
             let chunk =
                 tokio::task::spawn_blocking(move || store.history(from, to, max_bytes)).await;
@@ -456,7 +448,8 @@ impl WatchStream {
             w.set_sent(false);
         }
         for (id, rev) in idle {
-            self.send(self.response(rev, id)).await?;
+            let resp = self.response(rev, id);
+            self.send(resp).await?;
         }
         Ok(())
     }
