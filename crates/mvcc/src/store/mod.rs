@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use oxcd_api::mvccpb::event::EventType;
 use oxcd_api::mvccpb::{Event, KeyValue};
 use oxcd_storage::backend::Backend;
-use oxcd_storage::backend::redb::{ReadOnlyTable, ReadableTable, Table};
+use oxcd_storage::backend::redb::{ReadOnlyTable, ReadTransaction, ReadableTable, Table};
 use oxcd_storage::batch::BatchTx;
 use oxcd_storage::schema;
 use prost::Message;
@@ -59,6 +59,11 @@ pub struct EncodedRange {
 
 /// The key index and the compaction point, guarded together so that a reader's check
 /// against the compaction revision and its index lookup see the same state.
+///
+/// A compaction changes both before its batch commits and deletes rows: so a reader
+/// begins its read transactions under the same read lock as its lookup (or check), and
+/// the rows of every revision it found are in them (the compaction's commit, which
+/// deletes rows, comes after the lock is released).
 #[derive(Debug, Default)]
 struct IndexState {
     tree: TreeIndex,
@@ -243,23 +248,42 @@ impl Store {
         opts: RangeOptions,
         cur: i64,
     ) -> Result<(Matches, usize)> {
+        find(&self.index_read(), range, opts, cur)
+    }
+
+    /// [`Store::lookup`] at the current revision (returned first), and `readers(keys
+    /// found)` read transactions begun under the same index lock, which hold the rows of
+    /// the revisions found (see [`IndexState`]). The current revision is read under the
+    /// lock too: one read before it could be below a compaction made since.
+    fn lookup_and_begin(
+        &self,
+        range: KeyRange<'_>,
+        opts: RangeOptions,
+        readers: impl FnOnce(usize) -> usize,
+    ) -> Result<(i64, Matches, usize, Vec<ReadTransaction>)> {
         let idx = self.index_read();
-        let at = check_read_rev(opts.rev, cur, idx.compact_rev)?;
-        let limit = if opts.count_only { 1 } else { opts.limit };
-        let (mut found, count) = idx.tree.range(range, at, limit);
-        if opts.count_only {
-            found.clear();
-        }
-        Ok((found, count))
+        let cur = self.current_rev();
+        let (found, count) = find(&idx, range, opts, cur)?;
+        let txs = (0..readers(found.len()))
+            .map(|_| self.backend.begin_read())
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok((cur, found, count, txs))
     }
 
     /// Reads `range` at a committed revision.
     pub fn range(&self, range: KeyRange<'_>, opts: RangeOptions) -> Result<RangeResult> {
         let mut kvs = Vec::new();
-        let read = self.read_committed(range, opts, |taken| {
-            kvs = self.with_key_table(|table| read_rows(table, taken, &self.backend))?;
-            Ok(())
-        })?;
+        let read = self.read_committed(
+            range,
+            opts,
+            |found| usize::from(found > 0),
+            |taken, txs| {
+                if let Some(tx) = txs.first() {
+                    kvs = self.with_key_table_in(tx, |t| read_rows(t, taken, &self.backend))?;
+                }
+                Ok(())
+            },
+        )?;
         Ok(RangeResult {
             kvs,
             count: read.count,
@@ -274,9 +298,7 @@ impl Store {
     /// A long answer is read by up to `threads` threads at once (the caller's and
     /// scoped ones), each over a consecutive share of at least [`ROWS_PER_THREAD`] rows,
     /// into its own part made by `part`; the parts come back in row order. Each share
-    /// has its own read transaction: the rows at the revisions found stay (they go only
-    /// by compaction or a snapshot install, as for a single transaction begun after the
-    /// lookup).
+    /// has its own read transaction, begun with the lookup (see [`IndexState`]).
     pub fn range_encoded<P: Send>(
         &self,
         range: KeyRange<'_>,
@@ -287,10 +309,14 @@ impl Store {
         visit: impl Fn(&mut P, &[u8]) + Sync,
     ) -> Result<(EncodedRange, Vec<P>)> {
         let mut parts = Vec::new();
-        let read = self.read_committed(range, opts, |found| {
+        let shares = |found: usize| match take.min(found) {
+            0 => 0,
+            rows => threads.min(rows / ROWS_PER_THREAD).max(1),
+        };
+        let read = self.read_committed(range, opts, shares, |found, txs| {
             let taken = &found[..take.min(found.len())];
-            let read_share = |rows: &[(Vec<u8>, Found)]| -> Result<P> {
-                self.with_key_table(|table| {
+            let read_share = |tx: &ReadTransaction, rows: &[(Vec<u8>, Found)]| -> Result<P> {
+                self.with_key_table_in(tx, |table| {
                     let mut p = part();
                     visit_rows(table, rows, &self.backend, |_, row| {
                         visit(&mut p, row);
@@ -299,31 +325,34 @@ impl Store {
                     Ok(p)
                 })
             };
-            let shares = threads.min(taken.len() / ROWS_PER_THREAD).max(1);
-            if shares == 1 {
-                parts.push(read_share(taken)?);
+            let mut shares = taken.chunks(taken.len().div_ceil(txs.len().max(1)).max(1));
+            let mut txs = txs.into_iter();
+            let (Some(first_tx), Some(first)) = (txs.next(), shares.next()) else {
+                return Ok(());
+            };
+            if txs.len() == 0 {
+                parts.push(read_share(&first_tx, first)?);
                 return Ok(());
             }
             let read_share = &read_share;
             std::thread::scope(|s| {
-                let mut chunks = taken.chunks(taken.len().div_ceil(shares));
-                let first = chunks.next().unwrap_or_default();
                 // A share whose thread cannot be made is read here, after the first.
-                let others: Vec<_> = chunks
-                    .map(|rows| {
+                let others: Vec<_> = txs
+                    .zip(shares)
+                    .map(|(tx, rows)| {
                         std::thread::Builder::new()
                             .name("oxcd-range".into())
-                            .spawn_scoped(s, move || read_share(rows))
+                            .spawn_scoped(s, move || read_share(&tx, rows))
                             .map_err(|_| rows)
                     })
                     .collect();
-                parts.push(read_share(first)?);
+                parts.push(read_share(&first_tx, first)?);
                 for other in others {
                     parts.push(match other {
                         Ok(handle) => handle
                             .join()
                             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
-                        Err(rows) => read_share(rows)?,
+                        Err(rows) => read_share(&first_tx, rows)?,
                     });
                 }
                 Ok(())
@@ -333,23 +362,24 @@ impl Store {
     }
 
     /// Looks `range` up at the committed revision and hands `read` the keys found (up
-    /// to the limit asked), with the gate held so that no snapshot replaces the rows.
+    /// to the limit asked) and `readers(keys found)` read transactions begun with the
+    /// lookup, with the gate held so that no snapshot replaces the rows.
     fn read_committed(
         &self,
         range: KeyRange<'_>,
         opts: RangeOptions,
-        read: impl FnOnce(&[(Vec<u8>, Found)]) -> Result<()>,
+        readers: impl FnOnce(usize) -> usize,
+        read: impl FnOnce(&[(Vec<u8>, Found)], Vec<ReadTransaction>) -> Result<()>,
     ) -> Result<EncodedRange> {
         let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
-        let rev = self.current_rev();
-        let (found, count) = self.lookup(range, opts, rev)?;
+        let (rev, found, count, txs) = self.lookup_and_begin(range, opts, readers)?;
         let out = EncodedRange {
             count,
             rev,
             found: found.len(),
         };
         if !found.is_empty() {
-            read(&found)?;
+            read(&found, txs)?;
         }
         Ok(out)
     }
@@ -361,14 +391,17 @@ impl Store {
     /// Returns (hash, compact revision, revision).
     pub fn hash_kv(&self, rev: i64) -> Result<(u32, i64, i64)> {
         let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
-        let (compact_rev, rev, keep) = {
+        let (compact_rev, rev, keep, tx) = {
             let idx = self.index_read();
             let cur = self.current_rev();
             let rev = check_read_rev(rev, cur, idx.compact_rev)?;
-            (idx.compact_rev, rev, idx.tree.keep(rev))
+            // Begun under the lock: the rows match the compaction state read (see
+            // [`IndexState`]).
+            let tx = self.backend.begin_read()?;
+            (idx.compact_rev, rev, idx.tree.keep(rev), tx)
         };
         let upper = Revision::new(rev + 1, 0).to_bytes(false);
-        let h = self.with_key_table(|table| {
+        let h = self.with_key_table_in(&tx, |table| {
             let mut h = crc32c::crc32c(b"key");
             for row in table
                 .range::<&[u8]>(..upper.as_slice())
@@ -430,7 +463,15 @@ impl Store {
 
     /// Runs `read` over the key table in a read transaction of its own.
     fn with_key_table<R>(&self, read: impl FnOnce(&KeyTable) -> Result<R>) -> Result<R> {
-        let tx = self.backend.begin_read()?;
+        self.with_key_table_in(&self.backend.begin_read()?, read)
+    }
+
+    /// Runs `read` over the key table as `tx` sees it.
+    fn with_key_table_in<R>(
+        &self,
+        tx: &ReadTransaction,
+        read: impl FnOnce(&KeyTable) -> Result<R>,
+    ) -> Result<R> {
         let table = tx
             .open_table(schema::KEY)
             .map_err(|e| self.backend.err(e))?;
@@ -472,6 +513,23 @@ impl Store {
         self.current_rev.store(written.rev, Ordering::Release);
         self.consistent_index.store(index, Ordering::Release);
     }
+}
+
+/// Looks `range` up in `idx` as of `cur`: the keys to read (none when only counting)
+/// and how many keys the range holds.
+fn find(
+    idx: &IndexState,
+    range: KeyRange<'_>,
+    opts: RangeOptions,
+    cur: i64,
+) -> Result<(Matches, usize)> {
+    let at = check_read_rev(opts.rev, cur, idx.compact_rev)?;
+    let limit = if opts.count_only { 1 } else { opts.limit };
+    let (mut found, count) = idx.tree.range(range, at, limit);
+    if opts.count_only {
+        found.clear();
+    }
+    Ok((found, count))
 }
 
 fn check_read_rev(asked: i64, cur: i64, compact_rev: i64) -> Result<i64> {

@@ -348,3 +348,57 @@ fn a_long_range_read_in_shares_by_threads_is_the_rows_in_order() {
     assert_eq!((parts.len(), cut.found), (1, n));
     assert_eq!(parts.concat(), rows[..ROWS_PER_THREAD * 2 - 1]);
 }
+
+#[test]
+fn reads_racing_compactions_to_the_newest_revision_find_every_row() {
+    // A compaction to a revision written after a reader's lookup deletes the rows the
+    // lookup found unless the reader's transaction was begun with the lookup.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(open(dir.path()));
+    let keys: Vec<String> = (0..8).map(|i| format!("k{i}")).collect();
+    let mut index = 0;
+    for k in &keys {
+        index += 1;
+        put(&store, index, &[(k.as_str(), "v")]);
+    }
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, done) = (store.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while !done.load(Ordering::Relaxed) {
+                    let r = store
+                        .range(KeyRange::new(b"k", b"l"), RangeOptions::default())
+                        .expect("a read at the current revision never fails");
+                    assert_eq!(r.kvs.len(), 8, "every key is found");
+                    let (enc, parts) = store
+                        .range_encoded(
+                            KeyRange::new(b"k", b"l"),
+                            RangeOptions::default(),
+                            usize::MAX,
+                            2,
+                            Vec::new,
+                            |p: &mut Vec<usize>, row| p.push(row.len()),
+                        )
+                        .expect("an encoded read never fails either");
+                    assert_eq!((enc.found, parts.concat().len()), (8, 8));
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    for round in 0..3000 {
+        index += 1;
+        let rev = put(&store, index, &[(keys[round % keys.len()].as_str(), "w")]);
+        index += 1;
+        store
+            .write_batch(index, 1, false, |batch| batch.compact(rev))
+            .expect("compact to the newest revision");
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().expect("reader") > 0);
+    }
+}
