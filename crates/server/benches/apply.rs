@@ -73,6 +73,7 @@ fn entries(n: usize, make: fn(usize) -> Op) -> Vec<Vec<u8>> {
             InternalRequest {
                 id: i as u64 + 1,
                 op: Some(make(i)),
+                auth: None,
             }
             .encode_to_vec()
         })
@@ -83,11 +84,12 @@ fn entries(n: usize, make: fn(usize) -> Op) -> Vec<Vec<u8>> {
 fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durable: bool) {
     let tx = store.backend().begin_batch().expect("begin a batch");
     let leases = oxcd_server::lease::Lessor::empty(2);
-    let mut ctx = apply::Applier::new(store, &leases, &tx, false);
+    let auth = oxcd_server::auth::AuthStore::default();
+    let mut ctx = apply::Applier::new(store, &leases, &auth, &tx, false);
     for data in batch_entries {
         let req = InternalRequest::decode(data.as_slice()).expect("decode the entry");
         let op = req.op.expect("entry has an op");
-        let applied = apply::apply(&mut ctx, &op).expect("apply");
+        let applied = apply::apply(&mut ctx, &op, None).expect("apply");
         black_box(applied);
         *index += 1;
     }

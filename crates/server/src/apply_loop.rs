@@ -27,6 +27,7 @@ use prost::Message as _;
 use tokio::sync::watch;
 
 use crate::apply::{self, Applier, ApplyError};
+use crate::auth::AuthStore;
 use crate::lease::Lessor;
 use crate::waiters::{Outcome, Waiters};
 use crate::watch::WatchHub;
@@ -40,6 +41,8 @@ pub struct ApplyLoop {
     pub store: Arc<Store>,
     /// Every lease and its keys.
     pub leases: Arc<Lessor>,
+    /// Users, roles and the auth revision.
+    pub auth: Arc<AuthStore>,
     /// Where each committed batch's events go, after the commit.
     pub watch_hub: Arc<WatchHub>,
     /// The raft loop, told what was applied and when to compact.
@@ -128,7 +131,7 @@ impl ApplyLoop {
         // published as a gap, which a stream that started meanwhile reads from the history.
         let record_events = self.watch_hub.has_streams();
         let before = self.store.current_rev();
-        let mut ctx = Applier::new(&self.store, &self.leases, &tx, record_events);
+        let mut ctx = Applier::new(&self.store, &self.leases, &self.auth, &tx, record_events);
         let mut outcomes: Vec<(u64, Outcome)> = Vec::new();
         for e in entries {
             if e.index <= state.applied {
@@ -137,7 +140,11 @@ impl ApplyLoop {
             ctx.index = e.index;
             if e.entry_type == EntryType::EntryNormal && !e.data.is_empty() {
                 match InternalRequest::decode(e.data.as_ref()) {
-                    Ok(InternalRequest { id, op: Some(op) }) => match apply::apply(&mut ctx, &op) {
+                    Ok(InternalRequest {
+                        id,
+                        op: Some(op),
+                        auth,
+                    }) => match apply::apply(&mut ctx, &op, auth.as_ref()) {
                         Ok(applied) => outcomes.push((id, Ok(applied))),
                         Err(ApplyError::Request(err)) => outcomes.push((id, Err(err))),
                         Err(fatal @ ApplyError::Fatal(_)) => return Err(fatal.to_string()),
@@ -216,6 +223,9 @@ impl ApplyLoop {
             ));
         }
         self.leases.reload(&self.store).map_err(|e| e.to_string())?;
+        self.auth
+            .reload(self.store.backend())
+            .map_err(|e| e.to_string())?;
         tracing::info!(
             index,
             term,

@@ -13,6 +13,7 @@ use oxcd_storage::wal::Wal;
 use tokio::sync::watch;
 
 use crate::apply_loop::ApplyLoop;
+use crate::auth::{AuthStore, DEFAULT_TOKEN_TTL};
 use crate::lease::Lessor;
 use crate::member::{Identity, Limits, Member};
 use crate::members::Cluster;
@@ -79,6 +80,7 @@ pub fn start(
         &store,
         Lessor::min_ttl_for(s.heartbeat, election_ticks),
     )?);
+    let auth = Arc::new(AuthStore::load(store.backend(), DEFAULT_TOKEN_TTL)?);
     let cfg = NodeConfig {
         id: cluster.me,
         cluster_id: cluster.cluster_id,
@@ -117,6 +119,7 @@ pub fn start(
     let apply_thread = ApplyLoop {
         store: store.clone(),
         leases: leases.clone(),
+        auth: auth.clone(),
         watch_hub: watch_hub.clone(),
         raft: raft.clone(),
         events,
@@ -143,7 +146,7 @@ pub fn start(
         election_timeout: s.election_timeout,
     };
     let member = Arc::new(Member::new(
-        identity, limits, store, leases, raft, waiters, applied_rx, watch_hub,
+        identity, limits, store, leases, auth, raft, waiters, applied_rx, watch_hub,
     ));
     Ok(Started {
         member,

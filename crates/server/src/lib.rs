@@ -14,6 +14,7 @@
 
 pub mod apply;
 pub mod apply_loop;
+pub mod auth;
 pub mod authority;
 pub mod bootstrap;
 pub mod corrupt;

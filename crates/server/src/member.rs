@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::ResponseHeader;
-use oxcd_api::oxcdpb::InternalRequest;
 use oxcd_api::oxcdpb::internal_request::Op;
+use oxcd_api::oxcdpb::{InternalRequest, RequestAuth};
 use oxcd_mvcc::Store;
 use oxcd_raft::RaftError;
 use oxcd_raft::node::RaftHandle;
@@ -16,6 +16,7 @@ use prost::Message as _;
 use tokio::sync::{Semaphore, oneshot, watch};
 
 use crate::apply::Applied;
+use crate::auth::AuthStore;
 use crate::lease::Lessor;
 use crate::waiters::Waiters;
 use crate::watch::WatchHub;
@@ -62,6 +63,8 @@ pub struct Member {
     pub store: Arc<Store>,
     /// Every lease and its keys.
     pub leases: Arc<Lessor>,
+    /// Users, roles and the auth revision.
+    pub auth: Arc<AuthStore>,
     /// The raft loop.
     pub raft: RaftHandle,
     /// The live change feed watchers read.
@@ -100,6 +103,7 @@ impl Member {
         limits: Limits,
         store: Arc<Store>,
         leases: Arc<Lessor>,
+        auth: Arc<AuthStore>,
         raft: RaftHandle,
         waiters: Arc<Waiters>,
         applied: watch::Receiver<u64>,
@@ -110,6 +114,7 @@ impl Member {
             limits,
             store,
             leases,
+            auth,
             raft,
             watch_hub,
             range_reads: Semaphore::new(cores().max(2)),
@@ -164,12 +169,27 @@ impl Member {
 
     /// Proposes `op` through raft and waits until it is applied here.
     pub async fn propose(&self, op: Op) -> Result<Applied, EtcdError> {
+        self.propose_as(op, None).await
+    }
+
+    /// Proposes `op` for the user `auth` names (checked when it is applied; None: no
+    /// user, or auth is off) and waits until it is applied here.
+    pub async fn propose_as(
+        &self,
+        op: Op,
+        auth: Option<RequestAuth>,
+    ) -> Result<Applied, EtcdError> {
         let (id, done) = self.waiters.register();
         if let Err(e) = self.check_quota(&op, op.encoded_len()) {
             self.waiters.cancel(id);
             return Err(e);
         }
-        let data = InternalRequest { id, op: Some(op) }.encode_to_vec();
+        let data = InternalRequest {
+            id,
+            op: Some(op),
+            auth,
+        }
+        .encode_to_vec();
         if data.len() > self.limits.max_request_bytes {
             self.waiters.cancel(id);
             return Err(EtcdError::RequestTooLarge);
@@ -212,6 +232,11 @@ impl Member {
             Ok(Err(_)) => return Err(EtcdError::Stopped),
             Err(_) => return Err(EtcdError::Timeout),
         };
+        self.wait_applied(index).await
+    }
+
+    /// Waits until this member has applied the entry at `index`.
+    pub async fn wait_applied(&self, index: u64) -> Result<(), EtcdError> {
         let mut applied = self.applied.clone();
         match tokio::time::timeout(
             self.limits.request_timeout,

@@ -4,6 +4,8 @@
 //! - [`KEY`]: the MVCC key space. Key: a revision (see `oxcd-mvcc`), value: an encoded
 //!   `mvccpb.KeyValue`. Rows are immutable once written; compaction deletes old ones.
 //! - [`LEASE`]: leases granted and not yet revoked or expired.
+//! - [`AUTH`], [`AUTH_USERS`], [`AUTH_ROLES`]: the auth store, as etcd's buckets of the
+//!   same names: whether auth is on and its revision; users; roles.
 //! - [`META`]: small named values, listed below as constants.
 
 use redb::TableDefinition;
@@ -22,6 +24,24 @@ pub const LEASE_NAME: &str = "lease";
 pub const LEASE: TableDefinition<&[u8], &[u8]> = TableDefinition::new(LEASE_NAME);
 /// Named metadata values.
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new(META_NAME);
+/// Name of [`AUTH`].
+pub const AUTH_NAME: &str = "auth";
+/// The auth store's state, as etcd's `auth` bucket: [`AUTH_ENABLED`] -> one byte (1: on),
+/// [`AUTH_REVISION`] -> u64 big-endian.
+pub const AUTH: TableDefinition<&[u8], &[u8]> = TableDefinition::new(AUTH_NAME);
+/// Whether auth is enabled (a row of [`AUTH`]).
+pub const AUTH_ENABLED: &[u8] = b"authEnabled";
+/// The auth store's revision, raised by every change to users, roles or the enabled
+/// flag (a row of [`AUTH`]).
+pub const AUTH_REVISION: &[u8] = b"authRevision";
+/// Name of [`AUTH_USERS`].
+pub const AUTH_USERS_NAME: &str = "authUsers";
+/// Users: name -> encoded `authpb.User` (bcrypt hash, roles sorted).
+pub const AUTH_USERS: TableDefinition<&[u8], &[u8]> = TableDefinition::new(AUTH_USERS_NAME);
+/// Name of [`AUTH_ROLES`].
+pub const AUTH_ROLES_NAME: &str = "authRoles";
+/// Roles: name -> encoded `authpb.Role` (permissions sorted by key).
+pub const AUTH_ROLES: TableDefinition<&[u8], &[u8]> = TableDefinition::new(AUTH_ROLES_NAME);
 
 /// Raft index of the last entry applied (u64 LE), written with the data it produced.
 pub const META_CONSISTENT_INDEX: &str = "consistent_index";

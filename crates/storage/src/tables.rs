@@ -54,6 +54,24 @@ pub const TABLES: &[TableSpec] = &[
         keys: KeyKind::Bytes,
         unhashed: &[],
     },
+    TableSpec {
+        tag: 4,
+        name: schema::AUTH_NAME,
+        keys: KeyKind::Bytes,
+        unhashed: &[],
+    },
+    TableSpec {
+        tag: 5,
+        name: schema::AUTH_USERS_NAME,
+        keys: KeyKind::Bytes,
+        unhashed: &[],
+    },
+    TableSpec {
+        tag: 6,
+        name: schema::AUTH_ROLES_NAME,
+        keys: KeyKind::Bytes,
+        unhashed: &[],
+    },
 ];
 
 impl TableSpec {

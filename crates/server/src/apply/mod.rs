@@ -9,6 +9,7 @@
 //! module that keeps replicated state in its own tables, and the MVCC writes in it.
 
 pub mod alarms;
+pub mod auth;
 pub mod lease;
 pub mod range;
 pub mod txn;
@@ -18,10 +19,12 @@ use oxcd_api::etcdserverpb::{
     CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest,
     PutResponse, ResponseHeader, TxnResponse,
 };
+use oxcd_api::oxcdpb::RequestAuth;
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_mvcc::{ApplyBatch, KeyRange, MvccError, RangeOptions, Store, TxnWrite, Written};
 use oxcd_storage::batch::BatchTx;
 
+use crate::auth::{AuthState, AuthStore, Changes};
 use crate::lease::Lessor;
 
 /// What apply functions work with, for one batch of log entries. Modules with replicated
@@ -34,6 +37,8 @@ pub struct Applier<'a> {
     pub mvcc: ApplyBatch<'a>,
     /// Every lease and its keys.
     pub leases: &'a Lessor,
+    /// Users, roles and the auth revision.
+    pub auth: &'a AuthStore,
     /// The raft index of the entry being applied.
     pub index: u64,
 }
@@ -44,6 +49,7 @@ impl<'a> Applier<'a> {
     pub fn new(
         store: &'a Store,
         leases: &'a Lessor,
+        auth: &'a AuthStore,
         tx: &'a BatchTx<'a>,
         record_events: bool,
     ) -> Applier<'a> {
@@ -51,6 +57,7 @@ impl<'a> Applier<'a> {
             tx,
             mvcc: store.begin_apply(tx, record_events),
             leases,
+            auth,
             index: 0,
         }
     }
@@ -82,6 +89,10 @@ pub enum Applied {
     LeaseRevoke(oxcd_api::etcdserverpb::LeaseRevokeResponse),
     /// Keepalives: each lease's granted TTL (0: not found), in request order.
     LeaseRenew(Vec<i64>),
+    /// An auth change was applied (or was no change).
+    Auth,
+    /// A user logged in: every member now knows the token (a simple one).
+    Authenticated(String),
 }
 
 /// Why applying failed.
@@ -135,8 +146,17 @@ pub fn mvcc_err(e: MvccError) -> EtcdError {
     }
 }
 
-/// Applies one replicated operation.
-pub fn apply(ctx: &mut Applier<'_>, op: &Op) -> Result<Applied, ApplyError> {
+/// Applies one replicated operation, proposed for the user `caller` names (if any).
+pub fn apply(
+    ctx: &mut Applier<'_>,
+    op: &Op,
+    caller: Option<&RequestAuth>,
+) -> Result<Applied, ApplyError> {
+    if auth::needs_admin(op) {
+        ctx.auth
+            .state()
+            .check_admin(caller.map(|c| c.username.as_str()))?;
+    }
     if matches!(
         op,
         Op::Put(_) | Op::DeleteRange(_) | Op::Txn(_) | Op::Compaction(_) | Op::LeaseGrant(_)
@@ -178,7 +198,51 @@ pub fn apply(ctx: &mut Applier<'_>, op: &Op) -> Result<Applied, ApplyError> {
         Op::LeaseRevoke(r) => lease::revoke(ctx, r),
         Op::LeaseRenew(r) => lease::renew(ctx, &r.ids),
         Op::LeaseExpire(e) => lease::expire(ctx, e),
+        Op::AuthEnable(_) => change_auth(ctx, auth::enable),
+        Op::AuthDisable(_) => {
+            let applied = change_auth(ctx, auth::disable)?;
+            ctx.auth.tokens.clear();
+            Ok(applied)
+        }
+        Op::Authenticate(a) => {
+            auth::authenticate(&ctx.auth.state(), a)?;
+            let token = format!("{}.{}", a.simple_token, ctx.index);
+            ctx.auth
+                .tokens
+                .assign(token.clone(), &a.name, std::time::Instant::now());
+            Ok(Applied::Authenticated(token))
+        }
+        Op::AuthUserAdd(r) => change_auth(ctx, |s, c| auth::user_add(s, c, r)),
+        Op::AuthUserDelete(r) => {
+            let applied = change_auth(ctx, |s, c| auth::user_delete(s, c, r))?;
+            ctx.auth.tokens.invalidate_user(&r.name);
+            Ok(applied)
+        }
+        Op::AuthUserChangePassword(r) => {
+            let applied = change_auth(ctx, |s, c| auth::user_change_password(s, c, r))?;
+            ctx.auth.tokens.invalidate_user(&r.name);
+            Ok(applied)
+        }
+        Op::AuthUserGrantRole(r) => change_auth(ctx, |s, c| auth::user_grant_role(s, c, r)),
+        Op::AuthUserRevokeRole(r) => change_auth(ctx, |s, c| auth::user_revoke_role(s, c, r)),
+        Op::AuthRoleAdd(r) => change_auth(ctx, |s, c| auth::role_add(s, c, r)),
+        Op::AuthRoleDelete(r) => change_auth(ctx, |s, c| auth::role_delete(s, c, r)),
+        Op::AuthRoleGrantPermission(r) => {
+            change_auth(ctx, |s, c| auth::role_grant_permission(s, c, r))
+        }
+        Op::AuthRoleRevokePermission(r) => {
+            change_auth(ctx, |s, c| auth::role_revoke_permission(s, c, r))
+        }
     }
+}
+
+/// Applies one auth change in the batch.
+fn change_auth(
+    ctx: &mut Applier<'_>,
+    change: impl FnOnce(&mut AuthState, &mut Changes) -> Result<(), EtcdError>,
+) -> Result<Applied, ApplyError> {
+    ctx.auth.apply(ctx.tx, change)??;
+    Ok(Applied::Auth)
 }
 
 /// Runs one write request. Every check runs before the request's first change, so a

@@ -2,6 +2,8 @@
 //! Services whose features are not built yet (Auth) are registered with every method
 //! answering gRPC `Unimplemented`, so clients get a clear answer instead of a 404.
 
+pub mod auth;
+pub mod caller;
 pub mod cluster;
 pub mod election;
 pub mod kv;
@@ -15,7 +17,7 @@ pub mod watch;
 
 use std::sync::Arc;
 
-use oxcd_api::etcdserverpb::auth_server::{Auth, AuthServer};
+use oxcd_api::etcdserverpb::auth_server::AuthServer;
 use oxcd_api::etcdserverpb::cluster_server::ClusterServer;
 use oxcd_api::etcdserverpb::lease_server::LeaseServer;
 use oxcd_api::etcdserverpb::maintenance_server::MaintenanceServer;
@@ -27,10 +29,6 @@ use crate::lease::renewals::Renewals;
 use crate::member::Member;
 
 /// A service whose methods all answer Unimplemented (the generated defaults).
-struct NotYet;
-
-impl Auth for NotYet {}
-
 /// gRPC's own framing overhead allowed on top of `--max-request-bytes` (as etcd).
 pub(crate) const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
 
@@ -49,7 +47,10 @@ pub fn routes(member: Arc<Member>, renewals: Arc<Renewals>) -> Routes {
             member.clone(),
             renewals,
         )))
-        .add_service(AuthServer::new(NotYet))
+        .add_service(AuthServer::new(auth::AuthService::new(
+            member.clone(),
+            auth::DEFAULT_BCRYPT_COST,
+        )))
         .add_service(LockServer::new(lock::LockService::new(member.clone())))
         .add_service(ElectionServer::new(election::ElectionService::new(member)))
 }

@@ -1,0 +1,225 @@
+//! Authentication and authorization: users, roles and their permissions, whether auth is
+//! on, and the auth revision (etcd's auth store).
+//!
+//! Replicated state is the backend's `auth`, `authUsers` and `authRoles` tables, written
+//! by the apply path in the batch's transaction, so the auth state and the applied index
+//! that produced it are committed together: a restarted member never applies a request
+//! again under other permissions (the cause of etcd issue 11651). The tables are in the
+//! table registry, so snapshots carry them and the state hash compares them. The
+//! [`AuthStore`] mirrors them in memory for the checks, and reloads them at start and
+//! after a snapshot.
+//!
+//! Invariants:
+//! - Every change to users, roles or the enabled flag raises the revision by one, in the
+//!   same transaction as the change; a request that changes nothing leaves it.
+//! - The mirror changes only while a log entry is applied (or at a load), so members at
+//!   the same applied index hold the same auth state.
+//! - A user's roles and a role's permissions are kept sorted, as etcd keeps them.
+
+pub mod perms;
+pub(crate) mod table;
+pub mod tokens;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::time::Duration;
+
+use oxcd_api::authpb::{Role, User};
+use oxcd_api::errors::EtcdError;
+use oxcd_mvcc::MvccError;
+use oxcd_storage::backend::Backend;
+use oxcd_storage::batch::BatchTx;
+
+use perms::UserPerms;
+use tokens::SimpleTokens;
+
+/// etcd's name of the all-powerful user and role.
+pub const ROOT: &str = "root";
+
+/// `--auth-token-ttl`'s default (seconds).
+pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(300);
+
+/// The auth state of one member.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct AuthState {
+    /// Whether requests are checked.
+    pub enabled: bool,
+    /// Raised by every change.
+    pub revision: u64,
+    /// Users by name.
+    pub users: BTreeMap<String, User>,
+    /// Roles by name.
+    pub roles: BTreeMap<String, Role>,
+}
+
+impl AuthState {
+    /// Whether `user` holds the root role.
+    pub fn is_root(&self, user: &str) -> bool {
+        self.users
+            .get(user)
+            .is_some_and(|u| u.roles.iter().any(|r| r == ROOT))
+    }
+
+    /// etcd's admin check: passes while auth is off; else the caller must be a user
+    /// holding the root role.
+    pub fn check_admin(&self, caller: Option<&str>) -> Result<(), EtcdError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let name = caller
+            .filter(|n| !n.is_empty())
+            .ok_or(EtcdError::UserEmpty)?;
+        if !self.users.contains_key(name) {
+            return Err(EtcdError::UserNotFound);
+        }
+        if !self.is_root(name) {
+            return Err(EtcdError::PermissionDenied);
+        }
+        Ok(())
+    }
+
+    fn perms_of(&self, user: &str) -> UserPerms {
+        let Some(u) = self.users.get(user) else {
+            return UserPerms::default();
+        };
+        let grants = u
+            .roles
+            .iter()
+            .filter_map(|r| self.roles.get(r))
+            .flat_map(|r| r.key_permission.iter());
+        UserPerms::new(grants)
+    }
+}
+
+/// What an apply function changed, for [`AuthStore::apply`] to write.
+#[derive(Debug, Default)]
+pub struct Changes {
+    users: BTreeSet<String>,
+    roles: BTreeSet<String>,
+    enabled: bool,
+    raise: bool,
+}
+
+impl Changes {
+    /// User `name` was added, changed or removed (the revision rises).
+    pub fn user(&mut self, name: &str) {
+        self.users.insert(name.to_string());
+        self.raise = true;
+    }
+
+    /// Role `name` was added, changed or removed (the revision rises).
+    pub fn role(&mut self, name: &str) {
+        self.roles.insert(name.to_string());
+        self.raise = true;
+    }
+
+    /// The enabled flag changed; whether the revision rises is `raise` (etcd raises it
+    /// when auth is disabled, not when it is enabled).
+    pub fn enabled(&mut self, raise: bool) {
+        self.enabled = true;
+        self.raise |= raise;
+    }
+
+    pub(crate) fn any(&self) -> bool {
+        self.enabled || self.raise
+    }
+}
+
+/// The auth store: the replicated state's mirror, each user's permissions (computed
+/// once per revision) and this member's simple tokens.
+#[derive(Debug)]
+pub struct AuthStore {
+    state: RwLock<AuthState>,
+    perms: Mutex<HashMap<String, (u64, Arc<UserPerms>)>>,
+    /// Simple tokens, recorded when Authenticate entries are applied.
+    pub tokens: SimpleTokens,
+}
+
+impl Default for AuthStore {
+    fn default() -> AuthStore {
+        AuthStore::new(DEFAULT_TOKEN_TTL)
+    }
+}
+
+impl AuthStore {
+    /// An empty store whose simple tokens live `token_ttl` after their last use.
+    pub fn new(token_ttl: Duration) -> AuthStore {
+        AuthStore {
+            state: RwLock::default(),
+            perms: Mutex::default(),
+            tokens: SimpleTokens::new(token_ttl),
+        }
+    }
+
+    /// The store as `backend` holds it.
+    pub fn load(backend: &Backend, token_ttl: Duration) -> Result<AuthStore, MvccError> {
+        let store = AuthStore::new(token_ttl);
+        store.reload(backend)?;
+        Ok(store)
+    }
+
+    /// Replaces the mirror with what `backend` holds (after a snapshot was installed).
+    pub fn reload(&self, backend: &Backend) -> Result<(), MvccError> {
+        let loaded = table::load(backend)?;
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = loaded;
+        self.perms.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        Ok(())
+    }
+
+    /// The current state, for reading.
+    pub fn state(&self) -> RwLockReadGuard<'_, AuthState> {
+        // A panic while holding the lock leaves consistent data: changes are validated
+        // before anything is changed.
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether auth is enabled.
+    pub fn enabled(&self) -> bool {
+        self.state().enabled
+    }
+
+    /// The current revision.
+    pub fn revision(&self) -> u64 {
+        self.state().revision
+    }
+
+    /// What `user` may read and write at the current revision.
+    pub fn perms(&self, user: &str) -> Arc<UserPerms> {
+        let state = self.state();
+        let mut cache = self.perms.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((rev, p)) = cache.get(user)
+            && *rev == state.revision
+        {
+            return p.clone();
+        }
+        let p = Arc::new(state.perms_of(user));
+        cache.insert(user.to_string(), (state.revision, p.clone()));
+        p
+    }
+
+    /// Applies one change: `change` checks the request against the state and changes
+    /// it, naming what it changed (a refusal must change nothing); then the revision is
+    /// raised if anything changed and the changed rows are written to `tx`.
+    pub fn apply<R>(
+        &self,
+        tx: &BatchTx<'_>,
+        change: impl FnOnce(&mut AuthState, &mut Changes) -> Result<R, EtcdError>,
+    ) -> Result<Result<R, EtcdError>, MvccError> {
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let mut changes = Changes::default();
+        let out = match change(&mut state, &mut changes) {
+            Ok(out) => out,
+            Err(e) => return Ok(Err(e)),
+        };
+        if changes.raise {
+            state.revision += 1;
+        }
+        if changes.any() {
+            table::write(tx, &state, &changes)?;
+        }
+        Ok(Ok(out))
+    }
+}
+
+#[cfg(test)]
+mod tests;

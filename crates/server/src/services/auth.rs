@@ -1,0 +1,326 @@
+//! The Auth service. Changes (enable, disable, users, roles, permissions) go through
+//! raft; reads (status, get, list) are answered by any member after the ReadIndex
+//! barrier, from its auth store. Passwords are hashed here, on the blocking pool, before
+//! the proposal (bcrypt never runs in the apply loop, and the log never holds a
+//! password); Authenticate checks the password here too and proposes only the success,
+//! retrying if the auth store changed meanwhile, as etcd does.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use oxcd_api::errors::EtcdError;
+use oxcd_api::etcdserverpb::auth_server::Auth;
+use oxcd_api::etcdserverpb::*;
+use oxcd_api::oxcdpb::AuthenticateOp;
+use oxcd_api::oxcdpb::internal_request::Op;
+use tonic::{Request, Response, Status};
+
+use crate::apply::Applied;
+use crate::auth::tokens;
+use crate::member::Member;
+use crate::services::caller::{caller, name};
+
+/// `--bcrypt-cost`'s default, etcd's.
+pub const DEFAULT_BCRYPT_COST: u32 = 10;
+
+/// Passwords checked and a token made at most this many times when the auth store keeps
+/// changing under an Authenticate (etcd retries without bound).
+const AUTHENTICATE_TRIES: usize = 8;
+
+/// The Auth service.
+pub struct AuthService {
+    member: Arc<Member>,
+    bcrypt_cost: u32,
+}
+
+impl AuthService {
+    /// An Auth service for `member`, hashing new passwords at `bcrypt_cost`.
+    pub fn new(member: Arc<Member>, bcrypt_cost: u32) -> AuthService {
+        AuthService {
+            member,
+            bcrypt_cost,
+        }
+    }
+
+    fn header(&self) -> Option<ResponseHeader> {
+        Some(self.member.header(self.member.store.current_rev()))
+    }
+
+    /// Proposes an auth change for the caller of `req` (made into `op`) and waits for
+    /// it to be applied; the admin check is made when it is applied.
+    async fn change<T>(
+        &self,
+        req: Request<T>,
+        op: impl FnOnce(T) -> Op,
+    ) -> Result<Option<ResponseHeader>, Status> {
+        let caller = caller(&self.member, &req).await?;
+        let applied = self.member.propose_as(op(req.into_inner()), caller).await?;
+        self.changed(applied)
+    }
+
+    /// The header of an applied auth change.
+    fn changed(&self, applied: Applied) -> Result<Option<ResponseHeader>, Status> {
+        match applied {
+            Applied::Auth => Ok(self.header()),
+            other => Err(Status::internal(format!(
+                "unexpected apply result {other:?}"
+            ))),
+        }
+    }
+
+    /// The ReadIndex barrier, then the admin check for the caller of `req` (auth status
+    /// and the lists need a root user while auth is on).
+    async fn admin_read<T>(&self, req: &Request<T>) -> Result<(), Status> {
+        self.member.read_barrier().await?;
+        let caller = caller(&self.member, req).await?;
+        self.member.auth.state().check_admin(name(&caller))?;
+        Ok(())
+    }
+
+    /// `password` hashed with bcrypt and base64-encoded, as etcd 3.5's `hashedPassword`.
+    async fn hash(&self, password: String) -> Result<String, Status> {
+        let cost = self.bcrypt_cost;
+        let hashed = tokio::task::spawn_blocking(move || bcrypt::hash(password, cost))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| Status::unknown(e.to_string()))?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(hashed))
+    }
+
+    /// Checks `password` for `name` as etcd's CheckPassword: the revision it was checked
+    /// at, or why it failed.
+    async fn check_password(&self, name: &str, password: String) -> Result<u64, Status> {
+        let (hash, revision) = {
+            let state = self.member.auth.state();
+            if !state.enabled {
+                return Err(EtcdError::AuthNotEnabled.into());
+            }
+            let user = state.users.get(name).ok_or(EtcdError::AuthFailed)?;
+            if user.options.as_ref().is_some_and(|o| o.no_password) {
+                return Err(EtcdError::NoPasswordUser.into());
+            }
+            (user.password.clone(), state.revision)
+        };
+        let ok = tokio::task::spawn_blocking(move || {
+            let hash = String::from_utf8(hash).ok()?;
+            bcrypt::verify(password, &hash).ok()
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?;
+        match ok {
+            Some(true) => Ok(revision),
+            _ => Err(EtcdError::AuthFailed.into()),
+        }
+    }
+}
+
+type Answer<T> = Result<Response<T>, Status>;
+
+#[tonic::async_trait]
+impl Auth for AuthService {
+    async fn auth_enable(&self, req: Request<AuthEnableRequest>) -> Answer<AuthEnableResponse> {
+        let header = self.change(req, Op::AuthEnable).await?;
+        Ok(Response::new(AuthEnableResponse { header }))
+    }
+
+    async fn auth_disable(&self, req: Request<AuthDisableRequest>) -> Answer<AuthDisableResponse> {
+        let header = self.change(req, Op::AuthDisable).await?;
+        Ok(Response::new(AuthDisableResponse { header }))
+    }
+
+    async fn auth_status(&self, req: Request<AuthStatusRequest>) -> Answer<AuthStatusResponse> {
+        self.admin_read(&req).await?;
+        let (enabled, auth_revision) = {
+            let s = self.member.auth.state();
+            (s.enabled, s.revision)
+        };
+        Ok(Response::new(AuthStatusResponse {
+            header: self.header(),
+            enabled,
+            auth_revision,
+        }))
+    }
+
+    async fn authenticate(
+        &self,
+        req: Request<AuthenticateRequest>,
+    ) -> Answer<AuthenticateResponse> {
+        self.member.read_barrier().await?;
+        let r = req.into_inner();
+        for _ in 0..AUTHENTICATE_TRIES {
+            let checked = self.check_password(&r.name, r.password.clone()).await?;
+            let prefix = tokens::new_prefix().map_err(|e| Status::internal(e.to_string()))?;
+            let op = Op::Authenticate(AuthenticateOp {
+                name: r.name.clone(),
+                simple_token: prefix,
+            });
+            let token = match self.member.propose(op).await? {
+                Applied::Authenticated(token) => token,
+                other => {
+                    return Err(Status::internal(format!(
+                        "unexpected apply result {other:?}"
+                    )));
+                }
+            };
+            if checked == self.member.auth.revision() {
+                return Ok(Response::new(AuthenticateResponse {
+                    header: self.header(),
+                    token,
+                }));
+            }
+            tracing::info!(
+                user = r.name,
+                "auth changed while a password was checked; retrying"
+            );
+        }
+        Err(EtcdError::AuthOldRevision.into())
+    }
+
+    async fn user_add(&self, req: Request<AuthUserAddRequest>) -> Answer<AuthUserAddResponse> {
+        let caller = caller(&self.member, &req).await?;
+        // Checked again when applied; here first, so no password is hashed for nothing.
+        self.member.auth.state().check_admin(name(&caller))?;
+        let mut r = req.into_inner();
+        if r.name.is_empty() {
+            return Err(EtcdError::UserEmpty.into());
+        }
+        if !r.options.is_some_and(|o| o.no_password) {
+            r.hashed_password = self.hash(std::mem::take(&mut r.password)).await?;
+        }
+        let header = self.changed(self.member.propose_as(Op::AuthUserAdd(r), caller).await?)?;
+        Ok(Response::new(AuthUserAddResponse { header }))
+    }
+
+    async fn user_get(&self, req: Request<AuthUserGetRequest>) -> Answer<AuthUserGetResponse> {
+        self.member.read_barrier().await?;
+        let caller = caller(&self.member, &req).await?;
+        let wanted = req.into_inner().name;
+        let roles = {
+            let s = self.member.auth.state();
+            // A user may read itself (etcd's rule).
+            if name(&caller) != Some(wanted.as_str()) {
+                s.check_admin(name(&caller))?;
+            }
+            s.users
+                .get(&wanted)
+                .ok_or(EtcdError::UserNotFound)?
+                .roles
+                .clone()
+        };
+        Ok(Response::new(AuthUserGetResponse {
+            header: self.header(),
+            roles,
+        }))
+    }
+
+    async fn user_list(&self, req: Request<AuthUserListRequest>) -> Answer<AuthUserListResponse> {
+        self.admin_read(&req).await?;
+        let users = self.member.auth.state().users.keys().cloned().collect();
+        Ok(Response::new(AuthUserListResponse {
+            header: self.header(),
+            users,
+        }))
+    }
+
+    async fn user_delete(
+        &self,
+        req: Request<AuthUserDeleteRequest>,
+    ) -> Answer<AuthUserDeleteResponse> {
+        let header = self.change(req, Op::AuthUserDelete).await?;
+        Ok(Response::new(AuthUserDeleteResponse { header }))
+    }
+
+    async fn user_change_password(
+        &self,
+        req: Request<AuthUserChangePasswordRequest>,
+    ) -> Answer<AuthUserChangePasswordResponse> {
+        let caller = caller(&self.member, &req).await?;
+        let mut r = req.into_inner();
+        r.hashed_password = self.hash(std::mem::take(&mut r.password)).await?;
+        let applied = self
+            .member
+            .propose_as(Op::AuthUserChangePassword(r), caller)
+            .await?;
+        let header = self.changed(applied)?;
+        Ok(Response::new(AuthUserChangePasswordResponse { header }))
+    }
+
+    async fn user_grant_role(
+        &self,
+        req: Request<AuthUserGrantRoleRequest>,
+    ) -> Answer<AuthUserGrantRoleResponse> {
+        let header = self.change(req, Op::AuthUserGrantRole).await?;
+        Ok(Response::new(AuthUserGrantRoleResponse { header }))
+    }
+
+    async fn user_revoke_role(
+        &self,
+        req: Request<AuthUserRevokeRoleRequest>,
+    ) -> Answer<AuthUserRevokeRoleResponse> {
+        let header = self.change(req, Op::AuthUserRevokeRole).await?;
+        Ok(Response::new(AuthUserRevokeRoleResponse { header }))
+    }
+
+    async fn role_add(&self, req: Request<AuthRoleAddRequest>) -> Answer<AuthRoleAddResponse> {
+        let header = self.change(req, Op::AuthRoleAdd).await?;
+        Ok(Response::new(AuthRoleAddResponse { header }))
+    }
+
+    async fn role_get(&self, req: Request<AuthRoleGetRequest>) -> Answer<AuthRoleGetResponse> {
+        self.member.read_barrier().await?;
+        let caller = caller(&self.member, &req).await?;
+        let wanted = req.into_inner().role;
+        let perm = {
+            let s = self.member.auth.state();
+            // A user may read the roles it holds (etcd's rule).
+            let holds = name(&caller)
+                .and_then(|u| s.users.get(u))
+                .is_some_and(|u| u.roles.contains(&wanted));
+            if !holds {
+                s.check_admin(name(&caller))?;
+            }
+            s.roles
+                .get(&wanted)
+                .ok_or(EtcdError::RoleNotFound)?
+                .key_permission
+                .clone()
+        };
+        Ok(Response::new(AuthRoleGetResponse {
+            header: self.header(),
+            perm,
+        }))
+    }
+
+    async fn role_list(&self, req: Request<AuthRoleListRequest>) -> Answer<AuthRoleListResponse> {
+        self.admin_read(&req).await?;
+        let roles = self.member.auth.state().roles.keys().cloned().collect();
+        Ok(Response::new(AuthRoleListResponse {
+            header: self.header(),
+            roles,
+        }))
+    }
+
+    async fn role_delete(
+        &self,
+        req: Request<AuthRoleDeleteRequest>,
+    ) -> Answer<AuthRoleDeleteResponse> {
+        let header = self.change(req, Op::AuthRoleDelete).await?;
+        Ok(Response::new(AuthRoleDeleteResponse { header }))
+    }
+
+    async fn role_grant_permission(
+        &self,
+        req: Request<AuthRoleGrantPermissionRequest>,
+    ) -> Answer<AuthRoleGrantPermissionResponse> {
+        let header = self.change(req, Op::AuthRoleGrantPermission).await?;
+        Ok(Response::new(AuthRoleGrantPermissionResponse { header }))
+    }
+
+    async fn role_revoke_permission(
+        &self,
+        req: Request<AuthRoleRevokePermissionRequest>,
+    ) -> Answer<AuthRoleRevokePermissionResponse> {
+        let header = self.change(req, Op::AuthRoleRevokePermission).await?;
+        Ok(Response::new(AuthRoleRevokePermissionResponse { header }))
+    }
+}

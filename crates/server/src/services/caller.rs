@@ -1,0 +1,52 @@
+//! Who a request is made for, as etcd reads it: the user of the auth token in the
+//! request's metadata (`token`, or `authorization` as etcd's gateway sends it), with the
+//! auth revision at the time. Nobody while auth is off or when the request carries no
+//! token (the checks then answer etcd's "user name is empty").
+
+use std::time::Instant;
+
+use oxcd_api::errors::EtcdError;
+use oxcd_api::oxcdpb::RequestAuth;
+use tonic::Request;
+
+use crate::auth::tokens;
+use crate::member::Member;
+
+/// The metadata keys a token travels in: etcd's clients, then its gateway.
+const TOKEN_KEYS: [&str; 2] = ["token", "authorization"];
+
+/// The caller of `req` (see the module doc); an unknown or expired token is etcd's
+/// "invalid auth token".
+pub async fn caller<T>(
+    member: &Member,
+    req: &Request<T>,
+) -> Result<Option<RequestAuth>, EtcdError> {
+    if !member.auth.enabled() {
+        return Ok(None);
+    }
+    let Some(value) = TOKEN_KEYS.iter().find_map(|k| req.metadata().get(*k)) else {
+        return Ok(None);
+    };
+    let token = value.to_str().map_err(|_| EtcdError::InvalidAuthToken)?;
+    // A token made by an entry this member has not applied yet (the client logged in
+    // through another member): wait for it, as etcd does.
+    if let Some(index) = tokens::index_of(token)
+        && index > member.applied_index()
+    {
+        member.wait_applied(index).await?;
+    }
+    let username = member
+        .auth
+        .tokens
+        .user(token, Instant::now())
+        .ok_or(EtcdError::InvalidAuthToken)?;
+    Ok(Some(RequestAuth {
+        username,
+        revision: member.auth.revision(),
+    }))
+}
+
+/// The caller's name, if any.
+pub fn name(caller: &Option<RequestAuth>) -> Option<&str> {
+    caller.as_ref().map(|c| c.username.as_str())
+}
