@@ -157,6 +157,7 @@ pub fn apply(
             .state()
             .check_admin(caller.map(|c| c.username.as_str()))?;
     }
+    auth::check_request(ctx.auth, ctx.leases, caller, op)?;
     if matches!(
         op,
         Op::Put(_) | Op::DeleteRange(_) | Op::Txn(_) | Op::Compaction(_) | Op::LeaseGrant(_)

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use oxcd_api::authpb::{Role, User};
 use oxcd_api::errors::EtcdError;
+use oxcd_api::oxcdpb::RequestAuth;
 use oxcd_mvcc::MvccError;
 use oxcd_storage::backend::Backend;
 use oxcd_storage::batch::BatchTx;
@@ -89,6 +90,15 @@ impl AuthState {
             .flat_map(|r| r.key_permission.iter());
         UserPerms::new(grants)
     }
+}
+
+/// What a request does to a range of keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads it.
+    Read,
+    /// Writes it.
+    Write,
 }
 
 /// What an apply function changed, for [`AuthStore::apply`] to write.
@@ -195,6 +205,48 @@ impl AuthStore {
         let p = Arc::new(state.perms_of(user));
         cache.insert(user.to_string(), (state.revision, p.clone()));
         p
+    }
+
+    /// etcd's permission check of one range (`end` empty: the key alone) for `caller`:
+    /// passes while auth is off; else the caller must be a user known at the current
+    /// revision ("revision of auth store is old" if the store changed since its
+    /// permission was read), with the root role or a grant covering the whole range.
+    pub fn check(
+        &self,
+        caller: Option<&RequestAuth>,
+        key: &[u8],
+        end: &[u8],
+        access: Access,
+    ) -> Result<(), EtcdError> {
+        let username = {
+            let state = self.state();
+            if !state.enabled {
+                return Ok(());
+            }
+            let c = caller
+                .filter(|c| c.revision != 0)
+                .ok_or(EtcdError::UserEmpty)?;
+            if c.revision < state.revision {
+                return Err(EtcdError::AuthOldRevision);
+            }
+            if !state.users.contains_key(&c.username) {
+                return Err(EtcdError::PermissionDenied);
+            }
+            if state.is_root(&c.username) {
+                return Ok(());
+            }
+            c.username.clone()
+        };
+        let perms = self.perms(&username);
+        let granted = match access {
+            Access::Read => perms.may_read(key, end),
+            Access::Write => perms.may_write(key, end),
+        };
+        if granted {
+            Ok(())
+        } else {
+            Err(EtcdError::PermissionDenied)
+        }
     }
 
     /// Applies one change: `change` checks the request against the state and changes

@@ -175,6 +175,15 @@ impl Lessor {
         })
     }
 
+    /// The keys attached to lease `id`, in key order (none if it does not exist).
+    pub fn keys(&self, id: i64) -> Vec<Vec<u8>> {
+        self.lock()
+            .by_id
+            .get(&id)
+            .map(|l| l.keys.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Every lease id, in id order.
     pub fn ids(&self) -> Vec<i64> {
         let mut ids: Vec<i64> = self.lock().by_id.keys().copied().collect();

@@ -21,13 +21,29 @@ pub async fn caller<T>(
     member: &Member,
     req: &Request<T>,
 ) -> Result<Option<RequestAuth>, EtcdError> {
+    caller_of(member, token(req)).await
+}
+
+/// The token `req` carries, if any (checked by [`caller_of`]).
+pub fn token<T>(req: &Request<T>) -> Option<String> {
+    let value = TOKEN_KEYS.iter().find_map(|k| req.metadata().get(*k))?;
+    // A value that is not text is no token anyone issued: it stays invalid.
+    Some(value.to_str().unwrap_or("\u{fffd}").to_string())
+}
+
+/// The caller a request carrying `token` is made for (a stream keeps its token and asks
+/// again at each request on it, as etcd does).
+pub async fn caller_of(
+    member: &Member,
+    token: Option<String>,
+) -> Result<Option<RequestAuth>, EtcdError> {
     if !member.auth.enabled() {
         return Ok(None);
     }
-    let Some(value) = TOKEN_KEYS.iter().find_map(|k| req.metadata().get(*k)) else {
+    let Some(token) = token else {
         return Ok(None);
     };
-    let token = value.to_str().map_err(|_| EtcdError::InvalidAuthToken)?;
+    let token = token.as_str();
     // A token made by an entry this member has not applied yet (the client logged in
     // through another member): wait for it, as etcd does.
     if let Some(index) = tokens::index_of(token)

@@ -8,11 +8,13 @@ use oxcd_api::etcdserverpb::{
     CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest,
     PutResponse, RangeRequest, RangeResponse, ResponseHeader, TxnRequest, TxnResponse,
 };
+use oxcd_api::oxcdpb::RequestAuth;
 use oxcd_api::oxcdpb::internal_request::Op;
 use tonic::{Request, Response, Status};
 
 use crate::apply::Applied;
 use crate::member::Member;
+use crate::services::caller::caller;
 use crate::validate;
 
 /// The KV service.
@@ -35,10 +37,12 @@ impl KvService {
     async fn write<T>(
         &self,
         op: Op,
+        caller: Option<RequestAuth>,
         pick: impl FnOnce(Applied) -> Option<T>,
         header: impl FnOnce(&mut T) -> &mut Option<ResponseHeader>,
     ) -> Result<Response<T>, Status> {
-        let mut resp = pick(self.member.propose(op).await?).ok_or_else(unexpected)?;
+        let applied = self.member.propose_as(op, caller).await?;
+        let mut resp = pick(applied).ok_or_else(unexpected)?;
         let h = header(&mut resp);
         *h = Some(self.member.header(Self::rev(h)));
         Ok(Response::new(resp))
@@ -54,53 +58,60 @@ impl Kv for KvService {
     /// Reached only by direct calls: the routes serve Range by hand
     /// ([`super::kv_range`]), with the same answer.
     async fn range(&self, req: Request<RangeRequest>) -> Result<Response<RangeResponse>, Status> {
-        let out = super::kv_range::answer(&self.member, req.into_inner(), false).await?;
+        let caller = caller(&self.member, &req).await?;
+        let out = super::kv_range::answer(&self.member, caller, req.into_inner(), false).await?;
         Ok(Response::new(out.resp))
     }
 
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
+        let caller = caller(&self.member, &req).await?;
         let r = req.into_inner();
         validate::put(&r)?;
         let pick = |a| match a {
             Applied::Put(x) => Some(x),
             _ => None,
         };
-        self.write(Op::Put(r), pick, |x| &mut x.header).await
+        self.write(Op::Put(r), caller, pick, |x| &mut x.header)
+            .await
     }
 
     async fn delete_range(
         &self,
         req: Request<DeleteRangeRequest>,
     ) -> Result<Response<DeleteRangeResponse>, Status> {
+        let caller = caller(&self.member, &req).await?;
         let r = req.into_inner();
         validate::delete_range(&r)?;
         let pick = |a| match a {
             Applied::DeleteRange(x) => Some(x),
             _ => None,
         };
-        self.write(Op::DeleteRange(r), pick, |x| &mut x.header)
+        self.write(Op::DeleteRange(r), caller, pick, |x| &mut x.header)
             .await
     }
 
     async fn txn(&self, req: Request<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
+        let caller = caller(&self.member, &req).await?;
         let r = req.into_inner();
         validate::txn(&r, self.member.limits.max_txn_ops)?;
         let pick = |a| match a {
             Applied::Txn(x) => Some(x),
             _ => None,
         };
-        self.write(Op::Txn(r), pick, |x| &mut x.header).await
+        self.write(Op::Txn(r), caller, pick, |x| &mut x.header)
+            .await
     }
 
     async fn compact(
         &self,
         req: Request<CompactionRequest>,
     ) -> Result<Response<CompactionResponse>, Status> {
+        let caller = caller(&self.member, &req).await?;
         let pick = |a| match a {
             Applied::Compaction(x) => Some(x),
             _ => None,
         };
-        self.write(Op::Compaction(req.into_inner()), pick, |x| &mut x.header)
-            .await
+        let op = Op::Compaction(req.into_inner());
+        self.write(op, caller, pick, |x| &mut x.header).await
     }
 }

@@ -31,8 +31,12 @@ use tonic::{Request, Response, Status};
 use tonic_prost::ProstCodec;
 
 use super::kv::KvService;
+use oxcd_api::oxcdpb::RequestAuth;
+
 use crate::apply::{ApplyError, range};
+use crate::auth::Access;
 use crate::member::Member;
+use crate::services::caller::caller;
 use crate::validate;
 
 /// etcd's path of KV.Range.
@@ -170,6 +174,7 @@ fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
 /// the backend for long.
 pub(crate) async fn answer(
     member: &Member,
+    caller: Option<RequestAuth>,
     r: RangeRequest,
     as_stored: bool,
 ) -> Result<RangeOut, Status> {
@@ -177,6 +182,9 @@ pub(crate) async fn answer(
     if !r.serializable {
         member.read_barrier().await?;
     }
+    member
+        .auth
+        .check(caller.as_ref(), &r.key, &r.range_end, Access::Read)?;
     let read = if r.range_end.is_empty() {
         read(&member.store, &r, as_stored)
     } else {
@@ -191,6 +199,13 @@ pub(crate) async fn answer(
             .map_err(Status::internal)?
     };
     let mut out = read.map_err(ApplyError::into_read_error)?;
+    // As etcd: an answer read while the auth store changed is refused (the permission
+    // it was read under may be gone).
+    if let Some(c) = &caller
+        && c.revision != member.auth.revision()
+    {
+        return Err(EtcdError::AuthOldRevision.into());
+    }
     let rev = out.resp.header.as_ref().map_or(0, |h| h.revision);
     out.resp.header = Some(member.header(rev));
     Ok(out)
@@ -294,7 +309,8 @@ impl UnaryService<RangeRequest> for Ranges {
         let member = self.member.clone();
         let answered = self.answered.clone();
         Box::pin(async move {
-            let out = answer(&member, req.into_inner(), true).await?;
+            let caller = caller(&member, &req).await?;
+            let out = answer(&member, caller, req.into_inner(), true).await?;
             *answered.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
             Ok(Response::new(RangeResponse::default()))
         })

@@ -21,9 +21,11 @@ use oxcd_api::oxcdpb::internal_request::Op;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::apply::Applied;
+use crate::auth::Access;
 use crate::lease::MAX_TTL;
 use crate::lease::renewals::Renewals;
 use crate::member::Member;
+use crate::services::caller::caller;
 
 /// Keepalives of one stream in flight at once.
 const KEEPALIVES_IN_FLIGHT: usize = 256;
@@ -93,6 +95,7 @@ impl Lease for LeaseService {
         &self,
         req: Request<LeaseGrantRequest>,
     ) -> Result<Response<LeaseGrantResponse>, Status> {
+        let caller = caller(&self.member, &req).await?;
         let mut r = req.into_inner();
         if r.ttl > MAX_TTL {
             return Err(EtcdError::LeaseTtlTooLarge.into());
@@ -101,7 +104,7 @@ impl Lease for LeaseService {
             r.id = self.new_id();
         }
         r.ttl = r.ttl.max(self.member.leases.min_ttl());
-        match self.member.propose(Op::LeaseGrant(r)).await? {
+        match self.member.propose_as(Op::LeaseGrant(r), caller).await? {
             Applied::LeaseGrant(mut resp) => {
                 resp.header = Some(self.member.header(self.member.store.current_rev()));
                 Ok(Response::new(resp))
@@ -114,11 +117,10 @@ impl Lease for LeaseService {
         &self,
         req: Request<LeaseRevokeRequest>,
     ) -> Result<Response<LeaseRevokeResponse>, Status> {
-        match self
-            .member
-            .propose(Op::LeaseRevoke(req.into_inner()))
-            .await?
-        {
+        // Checked when applied: the caller must be able to write every key of the lease.
+        let caller = caller(&self.member, &req).await?;
+        let op = Op::LeaseRevoke(req.into_inner());
+        match self.member.propose_as(op, caller).await? {
             Applied::LeaseRevoke(mut resp) => {
                 let rev = resp.header.as_ref().map(|h| h.revision).unwrap_or(0);
                 resp.header = Some(self.member.header(rev));
@@ -161,8 +163,18 @@ impl Lease for LeaseService {
         &self,
         req: Request<LeaseTimeToLiveRequest>,
     ) -> Result<Response<LeaseTimeToLiveResponse>, Status> {
+        let caller = caller(&self.member, &req).await?;
         let r = req.into_inner();
         self.member.read_barrier().await?;
+        if r.keys && self.member.auth.enabled() {
+            // As etcd: listing a lease's keys needs read permission on each of them.
+            let caller = caller.as_ref().ok_or(EtcdError::UserEmpty)?;
+            for key in self.member.leases.keys(r.id) {
+                self.member
+                    .auth
+                    .check(Some(caller), &key, b"", Access::Read)?;
+            }
+        }
         let header = Some(self.member.header(self.member.store.current_rev()));
         let resp = match self.member.leases.time_to_live(r.id, r.keys) {
             Some(t) => LeaseTimeToLiveResponse {

@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::apply::{Applied, alarms};
 use crate::member::Member;
+use crate::services::caller::{caller, name};
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::oxcdpb::internal_request::Op;
 
@@ -62,6 +63,7 @@ impl Maintenance for MaintenanceService {
         req: Request<HashKvRequest>,
     ) -> Result<Response<HashKvResponse>, Status> {
         let m = &self.member;
+        admin(m, &req).await?;
         let rev = req.into_inner().revision;
         let (hash, compact_revision, _) = m
             .read_blocking(move |store| store.hash_kv(rev))
@@ -75,8 +77,9 @@ impl Maintenance for MaintenanceService {
         }))
     }
 
-    async fn hash(&self, _req: Request<HashRequest>) -> Result<Response<HashResponse>, Status> {
+    async fn hash(&self, req: Request<HashRequest>) -> Result<Response<HashResponse>, Status> {
         let m = &self.member;
+        admin(m, &req).await?;
         let hash = m
             .read_blocking(|store| store.hash_all())
             .await
@@ -134,4 +137,17 @@ impl Maintenance for MaintenanceService {
             alarms,
         }))
     }
+}
+
+/// etcd's rule for Hash, HashKV (and Snapshot, Defragment): a user with the root role
+/// while auth is on.
+/// etcd answers these refusals with its auth store's own errors, unconverted.
+async fn admin<T>(member: &Member, req: &Request<T>) -> Result<(), Status> {
+    let caller = caller(member, req).await.map_err(EtcdError::unconverted)?;
+    member
+        .auth
+        .state()
+        .check_admin(name(&caller))
+        .map_err(EtcdError::unconverted)?;
+    Ok(())
 }

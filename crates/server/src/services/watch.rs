@@ -75,7 +75,8 @@ impl StreamingService<WatchRequest> for Streams {
 
     fn call(&mut self, req: Request<Streaming<WatchRequest>>) -> Self::Future {
         let (out, outgoing) = outbox();
-        let stream = WatchStream::new(self.0.clone(), self.0.watch_hub.clone(), out);
+        let token = crate::services::caller::token(&req);
+        let stream = WatchStream::new(self.0.clone(), self.0.watch_hub.clone(), out, token);
         tokio::spawn(stream.run(req.into_inner()));
         ready(Ok(Response::new(outgoing)))
     }

@@ -31,8 +31,10 @@ use super::routes::Routes;
 use super::watcher::{DUPLICATE_ID, Watcher, fragments};
 use super::wire::WatchOut;
 use super::{Feed, Subscription, WatchHub};
+use crate::auth::Access;
 use crate::member::Member;
 use crate::services::GRPC_OVERHEAD_BYTES;
+use crate::services::caller::caller_of;
 
 /// The id etcd answers with when no watcher was created (and for stream-wide progress).
 const NO_WATCH: i64 = -1;
@@ -47,11 +49,18 @@ pub struct WatchStream {
     next_auto_id: i64,
     feed: Subscription,
     out: Outbox,
+    /// The auth token the stream was opened with: each create is checked against it.
+    token: Option<String>,
 }
 
 impl WatchStream {
-    /// A stream of `member`, answering through `out`.
-    pub fn new(member: Arc<Member>, hub: Arc<WatchHub>, out: Outbox) -> WatchStream {
+    /// A stream of `member` opened with `token`, answering through `out`.
+    pub fn new(
+        member: Arc<Member>,
+        hub: Arc<WatchHub>,
+        out: Outbox,
+        token: Option<String>,
+    ) -> WatchStream {
         let feed = hub.subscribe();
         WatchStream {
             member,
@@ -61,6 +70,7 @@ impl WatchStream {
             next_auto_id: 0,
             feed,
             out,
+            token,
         }
     }
 
@@ -149,6 +159,13 @@ impl WatchStream {
     }
 
     async fn create(&mut self, c: WatchCreateRequest) -> Result<(), Gone> {
+        if let Err(e) = self.permitted(&c).await {
+            let mut resp = self.response(self.store().current_rev(), NO_WATCH);
+            resp.created = true;
+            resp.canceled = true;
+            resp.cancel_reason = refusal(e);
+            return self.send(resp).await;
+        }
         let current = self.store().current_rev();
         let id = if c.watch_id != 0 {
             c.watch_id
@@ -193,6 +210,17 @@ impl WatchStream {
             self.catch_up(id, published).await?;
         }
         Ok(())
+    }
+
+    /// Whether the stream's caller may read the range `c` watches (always, auth off).
+    async fn permitted(&self, c: &WatchCreateRequest) -> Result<(), EtcdError> {
+        if !self.member.auth.enabled() {
+            return Ok(());
+        }
+        let caller = caller_of(&self.member, self.token.clone()).await?;
+        self.member
+            .auth
+            .check(caller.as_ref(), &c.key, &c.range_end, Access::Read)
     }
 
     /// Removes watcher `id` and its interest; whether it existed.
@@ -512,6 +540,17 @@ impl SharedPicks {
         self.joined = Some(joined.clone());
         vec![joined]
     }
+}
+
+/// The cancel reason of a create refused by auth: etcd sends its gRPC error's text
+/// (grpc-go's "rpc error: code = ... desc = ..."); anything but a bad token, a stale
+/// revision or no user reads as permission denied.
+fn refusal(e: EtcdError) -> String {
+    let e = match e {
+        EtcdError::InvalidAuthToken | EtcdError::AuthOldRevision | EtcdError::UserEmpty => e,
+        _ => EtcdError::PermissionDenied,
+    };
+    format!("rpc error: code = {:?} desc = {}", e.code(), e.message())
 }
 
 /// Completes when the member stops.

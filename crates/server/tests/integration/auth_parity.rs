@@ -15,11 +15,21 @@ use common::etcd::start_etcd;
 use oxcd_api::authpb::permission::Type;
 use oxcd_api::authpb::{Permission, UserAddOptions};
 use oxcd_api::etcdserverpb::auth_client::AuthClient;
+use oxcd_api::etcdserverpb::kv_client::KvClient;
+use oxcd_api::etcdserverpb::lease_client::LeaseClient;
+use oxcd_api::etcdserverpb::maintenance_client::MaintenanceClient;
+use oxcd_api::etcdserverpb::request_op::Request as Op;
+use oxcd_api::etcdserverpb::watch_client::WatchClient;
+use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::*;
 use tonic::transport::Channel;
 
 struct Session {
     auth: AuthClient<Channel>,
+    kv: KvClient<Channel>,
+    lease: LeaseClient<Channel>,
+    watch: WatchClient<Channel>,
+    maintenance: MaintenanceClient<Channel>,
     out: Vec<String>,
 }
 
@@ -45,9 +55,25 @@ macro_rules! answer {
     };
 }
 
-/// `msg` with `token` in its metadata, as etcd's clients send it.
+/// `s` with every run of digits as `#` (hashes and seconds left differ by nature).
+fn digits_masked(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if !c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('#') {
+            out.push('#');
+        }
+    }
+    out
+}
+
+/// `msg` with `token` in its metadata, as etcd's clients send it (none if empty).
 fn with<T>(msg: T, token: &str) -> tonic::Request<T> {
     let mut req = tonic::Request::new(msg);
+    if token.is_empty() {
+        return req;
+    }
     if let Ok(v) = token.parse() {
         req.metadata_mut().insert("token", v);
     }
@@ -70,7 +96,11 @@ impl Session {
             .await
             .expect("connect");
         Session {
-            auth: AuthClient::new(channel),
+            auth: AuthClient::new(channel.clone()),
+            kv: KvClient::new(channel.clone()),
+            lease: LeaseClient::new(channel.clone()),
+            watch: WatchClient::new(channel.clone()),
+            maintenance: MaintenanceClient::new(channel),
             out: Vec::new(),
         }
     }
@@ -237,6 +267,128 @@ impl Session {
         self.say(&format!("{who}: enable again"), s);
     }
 
+    /// What a caller holding `token` is answered for KV reads and writes inside and
+    /// outside its grants (reader: write on k, read-write on dir/).
+    async fn kv_as(&mut self, who: &str, token: &str) {
+        let put = |key: &str, prev_kv: bool| PutRequest {
+            key: key.as_bytes().to_vec(),
+            value: b"v".to_vec(),
+            prev_kv,
+            ..Default::default()
+        };
+        let get = |key: &str, end: &str| RangeRequest {
+            key: key.as_bytes().to_vec(),
+            range_end: end.as_bytes().to_vec(),
+            ..Default::default()
+        };
+        for (key, prev) in [("k", false), ("k", true), ("dir/a", true), ("x", false)] {
+            let s = answer!(self.kv.put(with(put(key, prev), token)).await);
+            self.say(&format!("{who}: put {key} prev_kv {prev}"), s);
+        }
+        for (key, end) in [("k", ""), ("dir/a", ""), ("dir/", "dir0"), ("dir/", "dir1")] {
+            let r = answer!(self.kv.range(with(get(key, end), token)).await);
+            self.say(&format!("{who}: get {key}..{end}"), r);
+        }
+        let del = DeleteRangeRequest {
+            key: b"dir/".to_vec(),
+            range_end: b"dir0".to_vec(),
+            prev_kv: true,
+        };
+        let s = answer!(self.kv.delete_range(with(del, token)).await);
+        self.say(&format!("{who}: delete dir/ with prev_kv"), s);
+        let txn = |compare_key: &str, put_key: &str| TxnRequest {
+            compare: vec![Compare {
+                key: compare_key.as_bytes().to_vec(),
+                target: compare::CompareTarget::Version as i32,
+                result: compare::CompareResult::Greater as i32,
+                target_union: Some(compare::TargetUnion::Version(0)),
+                ..Default::default()
+            }],
+            success: vec![RequestOp {
+                request: Some(Op::RequestPut(put(put_key, false))),
+            }],
+            failure: Vec::new(),
+        };
+        for (c, p) in [("dir/b", "dir/c"), ("k", "dir/c"), ("dir/b", "x")] {
+            let s = answer!(self.kv.txn(with(txn(c, p), token)).await);
+            self.say(&format!("{who}: txn compare {c} put {p}"), s);
+        }
+    }
+
+    /// The first answer to a watch created on `key..end` by a caller holding `token`.
+    async fn watch_as(&mut self, step: &str, token: &str, key: &str, end: &str) {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let create = WatchRequest {
+            request_union: Some(RequestUnion::CreateRequest(WatchCreateRequest {
+                key: key.as_bytes().to_vec(),
+                range_end: end.as_bytes().to_vec(),
+                ..Default::default()
+            })),
+        };
+        tx.send(create).await.expect("queue");
+        let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+        let s = match self.watch.watch(with(stream, token)).await {
+            Ok(r) => match r.into_inner().message().await {
+                Ok(Some(mut r)) => {
+                    mask(&mut r.header);
+                    format!("{r:?}")
+                }
+                Ok(None) => "stream ended".to_string(),
+                Err(s) => format!("error {:?}: {}", s.code(), s.message()),
+            },
+            Err(s) => format!("error {:?}: {}", s.code(), s.message()),
+        };
+        self.say(step, s);
+    }
+
+    /// Watches, leases and hashes under auth: alice reads dir/ only and writes k and dir/.
+    async fn coordination(&mut self, root: &str, alice: &str) {
+        self.watch_as("alice watches x", alice, "x", "").await;
+        self.watch_as("alice watches dir/", alice, "dir/", "dir0")
+            .await;
+        self.watch_as("no token watches dir/", "", "dir/", "dir0")
+            .await;
+        self.watch_as("a forged token watches", "abcdefghijklmnop.1", "k", "")
+            .await;
+        let grant = |id| LeaseGrantRequest { ttl: 600, id };
+        let s = answer!(self.lease.lease_grant(with(grant(77), alice)).await);
+        self.say("alice grants a lease", s);
+        let put = |key: &str, lease| PutRequest {
+            key: key.as_bytes().to_vec(),
+            value: b"v".to_vec(),
+            lease,
+            ..Default::default()
+        };
+        let s = answer!(self.kv.put(with(put("dir/l", 77), alice)).await);
+        self.say("alice puts under her lease", s);
+        let ttl = |id| LeaseTimeToLiveRequest { id, keys: true };
+        let s = answer!(self.lease.lease_time_to_live(with(ttl(77), alice)).await);
+        self.say("alice lists her lease's keys", digits_masked(&s));
+        let s = answer!(self.lease.lease_time_to_live(with(ttl(77), "")).await);
+        self.say("no token lists the keys", s);
+        let s = answer!(self.kv.put(with(put("x", 77), root)).await);
+        self.say("root puts x under alice's lease", s);
+        let s = answer!(self.lease.lease_time_to_live(with(ttl(77), alice)).await);
+        self.say("alice lists the keys again", s);
+        let s = answer!(self.kv.put(with(put("dir/m", 77), alice)).await);
+        self.say("alice puts under the lease again", s);
+        let revoke = LeaseRevokeRequest { id: 77 };
+        let s = answer!(self.lease.lease_revoke(with(revoke, alice)).await);
+        self.say("alice revokes the lease", s);
+        let s = answer!(self.lease.lease_revoke(with(revoke, root)).await);
+        self.say("root revokes the lease", s);
+        for (who, token) in [("alice", alice), ("root", root)] {
+            let s = answer!(self.maintenance.hash(with(HashRequest {}, token)).await);
+            self.say(&format!("{who} hashes"), digits_masked(&s));
+            let s = answer!(
+                self.maintenance
+                    .hash_kv(with(HashKvRequest { revision: 0 }, token))
+                    .await
+            );
+            self.say(&format!("{who} hashes kv"), digits_masked(&s));
+        }
+    }
+
     async fn script(&mut self) {
         self.reads("fresh").await;
         self.authenticate("authenticate while off", "root", "pw")
@@ -340,6 +492,11 @@ impl Session {
         };
         self.as_user("root", &root).await;
         self.as_user("alice", &alice).await;
+        self.kv_as("root", &root).await;
+        self.kv_as("alice", &alice).await;
+        self.kv_as("no token", "").await;
+        self.kv_as("a forged token", "abcdefghijklmnop.1").await;
+        self.coordination(&root, &alice).await;
         self.as_user("a forged token", "abcdefghijklmnop.1").await;
         self.as_user("a token without index", "nope").await;
         let req = AuthUserChangePasswordRequest {

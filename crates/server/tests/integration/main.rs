@@ -4,6 +4,7 @@
 
 mod common;
 
+mod auth;
 mod auth_parity;
 mod bootstrap_checks;
 mod cli;
