@@ -13,7 +13,7 @@ use oxcd_storage::wal::Wal;
 use tokio::sync::watch;
 
 use crate::apply_loop::ApplyLoop;
-use crate::auth::{AuthStore, DEFAULT_TOKEN_TTL};
+use crate::auth::AuthStore;
 use crate::lease::Lessor;
 use crate::member::{Identity, Limits, Member};
 use crate::members::Cluster;
@@ -80,7 +80,11 @@ pub fn start(
         &store,
         Lessor::min_ttl_for(s.heartbeat, election_ticks),
     )?);
-    let auth = Arc::new(AuthStore::load(store.backend(), DEFAULT_TOKEN_TTL)?);
+    let auth = Arc::new(AuthStore::load(
+        store.backend(),
+        s.auth_token_ttl,
+        s.bcrypt_cost,
+    )?);
     let cfg = NodeConfig {
         id: cluster.me,
         cluster_id: cluster.cluster_id,

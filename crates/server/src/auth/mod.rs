@@ -21,6 +21,7 @@ pub(crate) mod table;
 pub mod tokens;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
@@ -39,6 +40,8 @@ pub const ROOT: &str = "root";
 
 /// `--auth-token-ttl`'s default (seconds).
 pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(300);
+/// `--bcrypt-cost`'s default, etcd's.
+pub const DEFAULT_BCRYPT_COST: u32 = 10;
 
 /// The auth state of one member.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -140,30 +143,41 @@ impl Changes {
 #[derive(Debug)]
 pub struct AuthStore {
     state: RwLock<AuthState>,
+    /// `state.enabled`, readable without the lock: every request asks it.
+    on: AtomicBool,
     perms: Mutex<HashMap<String, (u64, Arc<UserPerms>)>>,
     /// Simple tokens, recorded when Authenticate entries are applied.
     pub tokens: SimpleTokens,
+    /// `--bcrypt-cost`: the cost new passwords are hashed at.
+    pub bcrypt_cost: u32,
 }
 
 impl Default for AuthStore {
     fn default() -> AuthStore {
-        AuthStore::new(DEFAULT_TOKEN_TTL)
+        AuthStore::new(DEFAULT_TOKEN_TTL, DEFAULT_BCRYPT_COST)
     }
 }
 
 impl AuthStore {
-    /// An empty store whose simple tokens live `token_ttl` after their last use.
-    pub fn new(token_ttl: Duration) -> AuthStore {
+    /// An empty store whose simple tokens live `token_ttl` after their last use and
+    /// whose new passwords are hashed at `bcrypt_cost`.
+    pub fn new(token_ttl: Duration, bcrypt_cost: u32) -> AuthStore {
         AuthStore {
             state: RwLock::default(),
+            on: AtomicBool::new(false),
             perms: Mutex::default(),
             tokens: SimpleTokens::new(token_ttl),
+            bcrypt_cost,
         }
     }
 
     /// The store as `backend` holds it.
-    pub fn load(backend: &Backend, token_ttl: Duration) -> Result<AuthStore, MvccError> {
-        let store = AuthStore::new(token_ttl);
+    pub fn load(
+        backend: &Backend,
+        token_ttl: Duration,
+        bcrypt_cost: u32,
+    ) -> Result<AuthStore, MvccError> {
+        let store = AuthStore::new(token_ttl, bcrypt_cost);
         store.reload(backend)?;
         Ok(store)
     }
@@ -171,7 +185,10 @@ impl AuthStore {
     /// Replaces the mirror with what `backend` holds (after a snapshot was installed).
     pub fn reload(&self, backend: &Backend) -> Result<(), MvccError> {
         let loaded = table::load(backend)?;
-        *self.state.write().unwrap_or_else(|p| p.into_inner()) = loaded;
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        *state = loaded;
+        self.on.store(state.enabled, Ordering::Release);
+        drop(state);
         self.perms.lock().unwrap_or_else(|p| p.into_inner()).clear();
         Ok(())
     }
@@ -185,7 +202,7 @@ impl AuthStore {
 
     /// Whether auth is enabled.
     pub fn enabled(&self) -> bool {
-        self.state().enabled
+        self.on.load(Ordering::Acquire)
     }
 
     /// The current revision.
@@ -218,6 +235,9 @@ impl AuthStore {
         end: &[u8],
         access: Access,
     ) -> Result<(), EtcdError> {
+        if !self.enabled() {
+            return Ok(());
+        }
         let username = {
             let state = self.state();
             if !state.enabled {
@@ -263,6 +283,7 @@ impl AuthStore {
             Ok(out) => out,
             Err(e) => return Ok(Err(e)),
         };
+        self.on.store(state.enabled, Ordering::Release);
         if changes.raise {
             state.revision += 1;
         }

@@ -10,7 +10,7 @@ fn backend(dir: &std::path::Path) -> Backend {
 fn changes_raise_the_revision_and_survive_a_reload() {
     let dir = tempfile::tempdir().expect("tempdir");
     let b = backend(dir.path());
-    let store = AuthStore::load(&b, DEFAULT_TOKEN_TTL).expect("load");
+    let store = AuthStore::load(&b, DEFAULT_TOKEN_TTL, DEFAULT_BCRYPT_COST).expect("load");
     assert_eq!(
         (store.revision(), store.enabled()),
         (1, false),
@@ -54,7 +54,7 @@ fn changes_raise_the_revision_and_survive_a_reload() {
     );
     tx.commit(9, 1, true).expect("commit");
     assert!(store.state().is_root(ROOT));
-    let again = AuthStore::load(&b, DEFAULT_TOKEN_TTL).expect("reload");
+    let again = AuthStore::load(&b, DEFAULT_TOKEN_TTL, DEFAULT_BCRYPT_COST).expect("reload");
     assert_eq!(*again.state(), *store.state());
 }
 
@@ -62,7 +62,7 @@ fn changes_raise_the_revision_and_survive_a_reload() {
 fn permissions_follow_the_revision() {
     let dir = tempfile::tempdir().expect("tempdir");
     let b = backend(dir.path());
-    let store = AuthStore::load(&b, DEFAULT_TOKEN_TTL).expect("load");
+    let store = AuthStore::load(&b, DEFAULT_TOKEN_TTL, DEFAULT_BCRYPT_COST).expect("load");
     let tx = b.begin_batch().expect("batch");
     let run = |f: &dyn Fn(&mut AuthState, &mut Changes) -> Result<(), EtcdError>| {
         store.apply(&tx, f).expect("backend").expect("accepted")

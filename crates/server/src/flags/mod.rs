@@ -291,6 +291,28 @@ fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigE
             }
         }
     }
+    let cost = cfg.get(key::BCRYPT_COST);
+    if !(4..=31).contains(&cost) {
+        warnings.push(format!(
+            "--bcrypt-cost={cost} is outside bcrypt's 4..31: the default cost 10 is used (as etcd)"
+        ));
+    }
+    // etcd's token types: "simple", or "jwt,<options>" (not built yet); anything else
+    // makes etcd fail at start with its auth store's error.
+    match cfg
+        .get(key::AUTH_TOKEN)
+        .split(',')
+        .next()
+        .unwrap_or_default()
+    {
+        "simple" => {}
+        "jwt" => {
+            return Err(err(
+                "--auth-token=jwt,... is not supported yet by oxcd (JWT tokens are not built); use simple",
+            ));
+        }
+        _ => return Err(err("auth: invalid auth options")),
+    }
     if cfg.get(key::METRICS) == "extensive" {
         return Err(err(
             "--metrics=\"extensive\" is not supported yet by oxcd (no gRPC histograms); remove it or set it to \"basic\"",
@@ -791,6 +813,15 @@ impl Config {
             peer_skip_client_san_verification: self
                 .get(key::EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION),
             peer_source_ip: None,
+            // etcd: zero is its default TTL; a cost bcrypt refuses is its default cost.
+            auth_token_ttl: Duration::from_secs(match self.get(key::AUTH_TOKEN_TTL) {
+                0 => 300,
+                ttl => ttl,
+            }),
+            bcrypt_cost: u32::try_from(self.get(key::BCRYPT_COST))
+                .ok()
+                .filter(|cost| (4..=31).contains(cost))
+                .unwrap_or(10),
         }
     }
 

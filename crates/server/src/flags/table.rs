@@ -175,9 +175,9 @@ flags! {
     CORS = ("cors", "*", Str, NoEffect),
     HOST_WHITELIST = ("host-whitelist", "*", Str, NoEffect),
     // Auth
-    AUTH_TOKEN = ("auth-token", "simple", Str, NotYet),
-    BCRYPT_COST = ("bcrypt-cost", "10", Uint, NotYet),
-    AUTH_TOKEN_TTL = ("auth-token-ttl", "300", Uint, NotYet),
+    AUTH_TOKEN = ("auth-token", "simple", Str, Supported),
+    BCRYPT_COST = ("bcrypt-cost", "10", Uint, Supported),
+    AUTH_TOKEN_TTL = ("auth-token-ttl", "300", Uint, Supported),
     // Profiling, monitoring, logging
     ENABLE_PPROF = ("enable-pprof", "false", Bool, NotYet),
     // oxcd has no HTTP/JSON gateway: `false` is what it does anyway.

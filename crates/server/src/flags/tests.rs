@@ -185,3 +185,32 @@ fn config_file_overrides_flags_and_env() {
     );
     assert!(l.warnings.iter().any(|w| w.contains("unknown-key")));
 }
+
+#[test]
+fn auth_flags_as_etcd_reads_them() {
+    let s = load_with(&[], &[]).expect("load").config.settings();
+    assert_eq!((s.auth_token_ttl.as_secs(), s.bcrypt_cost), (300, 10));
+    let l = load_with(
+        &[
+            "--auth-token",
+            "simple",
+            "--auth-token-ttl",
+            "0",
+            "--bcrypt-cost",
+            "3",
+        ],
+        &[],
+    )
+    .expect("load");
+    let s = l.config.settings();
+    assert_eq!(s.auth_token_ttl.as_secs(), 300, "zero is etcd's default");
+    assert_eq!(s.bcrypt_cost, 10, "a cost bcrypt refuses is the default");
+    assert!(l.warnings.iter().any(|w| w.contains("--bcrypt-cost=3")));
+    let l = load_with(&["--auth-token-ttl", "60", "--bcrypt-cost", "4"], &[]).expect("load");
+    let s = l.config.settings();
+    assert_eq!((s.auth_token_ttl.as_secs(), s.bcrypt_cost), (60, 4));
+    let e = load_with(&["--auth-token", "jwt,pub-key=a,priv-key=b"], &[]).expect_err("jwt");
+    assert!(e.to_string().contains("not supported yet"), "{e}");
+    let e = load_with(&["--auth-token", "magic"], &[]).expect_err("unknown type");
+    assert!(e.to_string().contains("auth: invalid auth options"), "{e}");
+}

@@ -20,9 +20,6 @@ use crate::auth::tokens;
 use crate::member::Member;
 use crate::services::caller::{caller, name};
 
-/// `--bcrypt-cost`'s default, etcd's.
-pub const DEFAULT_BCRYPT_COST: u32 = 10;
-
 /// Passwords checked and a token made at most this many times when the auth store keeps
 /// changing under an Authenticate (etcd retries without bound).
 const AUTHENTICATE_TRIES: usize = 8;
@@ -30,16 +27,12 @@ const AUTHENTICATE_TRIES: usize = 8;
 /// The Auth service.
 pub struct AuthService {
     member: Arc<Member>,
-    bcrypt_cost: u32,
 }
 
 impl AuthService {
-    /// An Auth service for `member`, hashing new passwords at `bcrypt_cost`.
-    pub fn new(member: Arc<Member>, bcrypt_cost: u32) -> AuthService {
-        AuthService {
-            member,
-            bcrypt_cost,
-        }
+    /// An Auth service for `member`.
+    pub fn new(member: Arc<Member>) -> AuthService {
+        AuthService { member }
     }
 
     fn header(&self) -> Option<ResponseHeader> {
@@ -79,7 +72,7 @@ impl AuthService {
 
     /// `password` hashed with bcrypt and base64-encoded, as etcd 3.5's `hashedPassword`.
     async fn hash(&self, password: String) -> Result<String, Status> {
-        let cost = self.bcrypt_cost;
+        let cost = self.member.auth.bcrypt_cost;
         let hashed = tokio::task::spawn_blocking(move || bcrypt::hash(password, cost))
             .await
             .map_err(|e| Status::internal(e.to_string()))?

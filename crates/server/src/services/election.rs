@@ -20,7 +20,8 @@ use oxcd_api::v3electionpb::{
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use super::recipes::{self, Cleanup, client_error, unknown};
+use super::caller::caller;
+use super::recipes::{self, Caller, Cleanup, client_error, unknown};
 use crate::member::Member;
 
 /// concurrency's `ErrElectionNotLeader`.
@@ -61,6 +62,7 @@ fn resign_txn(key: &[u8], rev: i64) -> TxnRequest {
 /// `rev`; Err "election: not leader" otherwise.
 async fn proclaim(
     member: &Member,
+    caller: &Caller,
     key: &[u8],
     rev: i64,
     lease: i64,
@@ -71,7 +73,9 @@ async fn proclaim(
         success: vec![recipes::put_op(key, value, lease)],
         failure: Vec::new(),
     };
-    let resp = recipes::txn(member, txn).await.map_err(client_error)?;
+    let resp = recipes::txn(member, caller, txn)
+        .await
+        .map_err(client_error)?;
     if !resp.succeeded {
         return Err(unknown(NOT_LEADER));
     }
@@ -84,9 +88,10 @@ impl Election for ElectionService {
         &self,
         req: Request<CampaignRequest>,
     ) -> Result<Response<CampaignResponse>, Status> {
+        let caller = caller(&self.member, &req).await.map_err(client_error)?;
         let r = req.into_inner();
         let member = &*self.member;
-        let lease = recipes::session_lease(member, r.lease)
+        let lease = recipes::session_lease(member, &caller, r.lease)
             .await
             .map_err(client_error)?;
         let prefix = recipes::prefix(&r.name);
@@ -96,7 +101,9 @@ impl Election for ElectionService {
             success: vec![recipes::put_op(&key, &r.value, lease)],
             failure: vec![recipes::range_op(recipes::get_key(&key))],
         };
-        let resp = recipes::txn(member, enter).await.map_err(client_error)?;
+        let resp = recipes::txn(member, &caller, enter)
+            .await
+            .map_err(client_error)?;
         let mut rev = recipes::rev_of(&resp.header);
         if !resp.succeeded {
             let kv = match resp.responses.first().and_then(|o| o.response.as_ref()) {
@@ -106,9 +113,9 @@ impl Election for ElectionService {
             .ok_or_else(|| Status::internal("oxcd: campaign key missing from its txn"))?;
             rev = kv.create_revision;
             if kv.value != r.value
-                && let Err(e) = proclaim(member, &key, rev, lease, &r.value).await
+                && let Err(e) = proclaim(member, &caller, &key, rev, lease, &r.value).await
             {
-                Cleanup::new(self.member.clone(), Op::Txn(resign_txn(&key, rev)))
+                Cleanup::new(self.member.clone(), &caller, Op::Txn(resign_txn(&key, rev)))
                     .run()
                     .await;
                 return Err(e);
@@ -116,8 +123,8 @@ impl Election for ElectionService {
         }
         // A campaign abandoned by its client resigns; one that fails otherwise leaves
         // its key (as etcd).
-        let resign = Cleanup::new(self.member.clone(), Op::Txn(resign_txn(&key, rev)));
-        let waited = recipes::wait_deletes(member, &prefix, rev - 1).await;
+        let resign = Cleanup::new(self.member.clone(), &caller, Op::Txn(resign_txn(&key, rev)));
+        let waited = recipes::wait_deletes(member, &caller, &prefix, rev - 1).await;
         resign.disarm();
         waited.map_err(client_error)?;
         Ok(Response::new(CampaignResponse {
@@ -135,12 +142,14 @@ impl Election for ElectionService {
         &self,
         req: Request<ProclaimRequest>,
     ) -> Result<Response<ProclaimResponse>, Status> {
+        let caller = caller(&self.member, &req).await.map_err(client_error)?;
         let r = req.into_inner();
         let leader = r.leader.ok_or_else(|| unknown(MISSING_LEADER_KEY))?;
-        let lease = recipes::session_lease(&self.member, leader.lease)
+        let lease = recipes::session_lease(&self.member, &caller, leader.lease)
             .await
             .map_err(client_error)?;
-        let header = proclaim(&self.member, &leader.key, leader.rev, lease, &r.value).await?;
+        let (key, rev) = (&leader.key, leader.rev);
+        let header = proclaim(&self.member, &caller, key, rev, lease, &r.value).await?;
         Ok(Response::new(ProclaimResponse { header }))
     }
 
@@ -148,8 +157,9 @@ impl Election for ElectionService {
         &self,
         req: Request<LeaderRequest>,
     ) -> Result<Response<LeaderResponse>, Status> {
+        let caller = caller(&self.member, &req).await.map_err(client_error)?;
         let prefix = recipes::prefix(&req.into_inner().name);
-        let mut resp = recipes::get(&self.member, &recipes::first_created(&prefix))
+        let mut resp = recipes::get(&self.member, &caller, &recipes::first_created(&prefix))
             .await
             .map_err(client_error)?;
         if resp.kvs.is_empty() {
@@ -162,9 +172,10 @@ impl Election for ElectionService {
     }
 
     async fn observe(&self, req: Request<LeaderRequest>) -> Result<Response<Leaders>, Status> {
+        let caller = caller(&self.member, &req).await.map_err(client_error)?;
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_LEADERS);
         let prefix = recipes::prefix(&req.into_inner().name);
-        tokio::spawn(super::observe::run(self.member.clone(), prefix, tx));
+        tokio::spawn(super::observe::run(self.member.clone(), caller, prefix, tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -172,13 +183,14 @@ impl Election for ElectionService {
         &self,
         req: Request<ResignRequest>,
     ) -> Result<Response<ResignResponse>, Status> {
+        let caller = caller(&self.member, &req).await.map_err(client_error)?;
         let r = req.into_inner();
         let leader = r.leader.ok_or_else(|| unknown(MISSING_LEADER_KEY))?;
         // The session concurrency's Resign runs in grants a lease when given none.
-        recipes::session_lease(&self.member, leader.lease)
+        recipes::session_lease(&self.member, &caller, leader.lease)
             .await
             .map_err(client_error)?;
-        let resp = recipes::txn(&self.member, resign_txn(&leader.key, leader.rev))
+        let resp = recipes::txn(&self.member, &caller, resign_txn(&leader.key, leader.rev))
             .await
             .map_err(client_error)?;
         Ok(Response::new(ResignResponse {

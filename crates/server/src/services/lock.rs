@@ -12,6 +12,7 @@ use oxcd_api::v3lockpb::lock_server::Lock;
 use oxcd_api::v3lockpb::{LockRequest, LockResponse, UnlockRequest, UnlockResponse};
 use tonic::{Request, Response, Status};
 
+use super::caller::caller;
 use super::recipes::{self, Cleanup, client_error};
 use crate::member::Member;
 
@@ -42,9 +43,10 @@ fn first_created_rev(responses: &[oxcd_api::etcdserverpb::ResponseOp], i: usize)
 #[tonic::async_trait]
 impl Lock for LockService {
     async fn lock(&self, req: Request<LockRequest>) -> Result<Response<LockResponse>, Status> {
+        let caller = caller(&self.member, &req).await.map_err(client_error)?;
         let r = req.into_inner();
         let member = &*self.member;
-        let lease = recipes::session_lease(member, r.lease)
+        let lease = recipes::session_lease(member, &caller, r.lease)
             .await
             .map_err(client_error)?;
         let prefix = recipes::prefix(&r.name);
@@ -61,7 +63,9 @@ impl Lock for LockService {
                 recipes::range_op(recipes::first_created(&prefix)),
             ],
         };
-        let resp = recipes::txn(member, acquire).await.map_err(client_error)?;
+        let resp = recipes::txn(member, &caller, acquire)
+            .await
+            .map_err(client_error)?;
         let my_rev = if resp.succeeded {
             recipes::rev_of(&resp.header)
         } else {
@@ -77,12 +81,16 @@ impl Lock for LockService {
         }
         // Wait for the earlier holders; whoever gives up (the client, or a failure)
         // deletes the key, as the Mutex unlocks.
-        let unlock = Cleanup::new(self.member.clone(), Op::DeleteRange(delete_request(&key)));
-        if let Err(e) = recipes::wait_deletes(member, &prefix, my_rev - 1).await {
+        let unlock = Cleanup::new(
+            self.member.clone(),
+            &caller,
+            Op::DeleteRange(delete_request(&key)),
+        );
+        if let Err(e) = recipes::wait_deletes(member, &caller, &prefix, my_rev - 1).await {
             unlock.run().await;
             return Err(client_error(e));
         }
-        let mine = match recipes::get(member, &recipes::get_key(&key)).await {
+        let mine = match recipes::get(member, &caller, &recipes::get_key(&key)).await {
             Ok(mine) => mine,
             Err(e) => {
                 unlock.run().await;
@@ -103,8 +111,9 @@ impl Lock for LockService {
         &self,
         req: Request<UnlockRequest>,
     ) -> Result<Response<UnlockResponse>, Status> {
+        let caller = caller(&self.member, &req).await.map_err(client_error)?;
         let r = req.into_inner();
-        let resp = recipes::delete(&self.member, &r.key)
+        let resp = recipes::delete(&self.member, &caller, &r.key)
             .await
             .map_err(client_error)?;
         Ok(Response::new(UnlockResponse {

@@ -47,10 +47,7 @@ pub fn routes(member: Arc<Member>, renewals: Arc<Renewals>) -> Routes {
             member.clone(),
             renewals,
         )))
-        .add_service(AuthServer::new(auth::AuthService::new(
-            member.clone(),
-            auth::DEFAULT_BCRYPT_COST,
-        )))
+        .add_service(AuthServer::new(auth::AuthService::new(member.clone())))
         .add_service(LockServer::new(lock::LockService::new(member.clone())))
         .add_service(ElectionServer::new(election::ElectionService::new(member)))
 }

@@ -14,7 +14,7 @@ use oxcd_api::v3electionpb::LeaderResponse;
 use tokio::sync::mpsc;
 use tonic::Status;
 
-use super::recipes::{self, Change, Changes};
+use super::recipes::{self, Caller, Change, Changes};
 use crate::member::Member;
 
 /// The observer went away, or the member cannot answer: the stream ends.
@@ -22,20 +22,24 @@ struct End;
 
 struct Observer {
     member: Arc<Member>,
+    caller: Caller,
     prefix: Vec<u8>,
     changes: Changes,
     out: mpsc::Sender<Result<LeaderResponse, Status>>,
 }
 
 /// Serves one Observe stream of the election whose keys live under `prefix`.
+/// Reads are checked as `caller`'s (a refusal ends the stream, as any failure).
 pub async fn run(
     member: Arc<Member>,
+    caller: Caller,
     prefix: Vec<u8>,
     out: mpsc::Sender<Result<LeaderResponse, Status>>,
 ) {
     let mut o = Observer {
         changes: Changes::subscribe(&member, &prefix),
         member,
+        caller,
         prefix,
         out,
     };
@@ -46,7 +50,9 @@ impl Observer {
     async fn serve(&mut self) -> Result<(), End> {
         loop {
             let first = recipes::first_created(&self.prefix);
-            let resp = recipes::get(&self.member, &first).await.map_err(|_| End)?;
+            let resp = recipes::get(&self.member, &self.caller, &first)
+                .await
+                .map_err(|_| End)?;
             let (rev, kv) = match resp.kvs.into_iter().next() {
                 Some(kv) => (recipes::rev_of(&resp.header), kv),
                 None => self.first_put(recipes::rev_of(&resp.header)).await?,
@@ -90,7 +96,9 @@ impl Observer {
                 }
                 Change::Missed => {
                     let first = recipes::first_created(&self.prefix);
-                    let resp = recipes::get(&self.member, &first).await.map_err(|_| End)?;
+                    let resp = recipes::get(&self.member, &self.caller, &first)
+                        .await
+                        .map_err(|_| End)?;
                     if let Some(kv) = resp.kvs.into_iter().next() {
                         return Ok((kv.mod_revision, kv));
                     }
@@ -117,9 +125,10 @@ impl Observer {
                     }
                 }
                 Change::Missed => {
-                    let now = recipes::get(&self.member, &recipes::get_key(&leader.key))
-                        .await
-                        .map_err(|_| End)?;
+                    let now =
+                        recipes::get(&self.member, &self.caller, &recipes::get_key(&leader.key))
+                            .await
+                            .map_err(|_| End)?;
                     match now.kvs.into_iter().next() {
                         Some(kv) if kv.create_revision == leader.create_revision => {
                             if kv.mod_revision > seen {

@@ -23,10 +23,12 @@ use oxcd_api::etcdserverpb::{
     RangeResponse, RequestOp, ResponseHeader, TxnRequest, TxnResponse,
 };
 use oxcd_api::mvccpb::event::EventType;
+use oxcd_api::oxcdpb::RequestAuth;
 use oxcd_api::oxcdpb::internal_request::Op;
 use tonic::{Code, Status};
 
 use crate::apply::{Applied, range};
+use crate::auth::Access;
 use crate::member::Member;
 use crate::validate;
 use crate::watch::{Feed, Subscription};
@@ -165,10 +167,18 @@ fn unexpected() -> EtcdError {
     EtcdError::Corrupt
 }
 
+/// Who a recipe runs for: its steps are checked as that user's requests (etcd runs its
+/// recipes through an in-process client that carries the caller's token).
+pub type Caller = Option<RequestAuth>;
+
 /// A txn through raft, answered with this member's header.
-pub async fn txn(member: &Member, r: TxnRequest) -> Result<TxnResponse, EtcdError> {
+pub async fn txn(
+    member: &Member,
+    caller: &Caller,
+    r: TxnRequest,
+) -> Result<TxnResponse, EtcdError> {
     validate::txn(&r, member.limits.max_txn_ops)?;
-    match member.propose(Op::Txn(r)).await? {
+    match member.propose_as(Op::Txn(r), caller.clone()).await? {
         Applied::Txn(mut resp) => {
             resp.header = Some(member.header(rev_of(&resp.header)));
             Ok(resp)
@@ -178,13 +188,20 @@ pub async fn txn(member: &Member, r: TxnRequest) -> Result<TxnResponse, EtcdErro
 }
 
 /// A delete of one key through raft.
-pub async fn delete(member: &Member, key: &[u8]) -> Result<DeleteRangeResponse, EtcdError> {
+pub async fn delete(
+    member: &Member,
+    caller: &Caller,
+    key: &[u8],
+) -> Result<DeleteRangeResponse, EtcdError> {
     let r = DeleteRangeRequest {
         key: key.to_vec(),
         ..Default::default()
     };
     validate::delete_range(&r)?;
-    match member.propose(Op::DeleteRange(r)).await? {
+    match member
+        .propose_as(Op::DeleteRange(r), caller.clone())
+        .await?
+    {
         Applied::DeleteRange(mut resp) => {
             resp.header = Some(member.header(rev_of(&resp.header)));
             Ok(resp)
@@ -194,14 +211,21 @@ pub async fn delete(member: &Member, key: &[u8]) -> Result<DeleteRangeResponse, 
 }
 
 /// A linearizable read.
-pub async fn get(member: &Member, r: &RangeRequest) -> Result<RangeResponse, EtcdError> {
+pub async fn get(
+    member: &Member,
+    caller: &Caller,
+    r: &RangeRequest,
+) -> Result<RangeResponse, EtcdError> {
     member.read_barrier().await?;
-    read(member, r)
+    read(member, caller, r)
 }
 
 /// A read of what this member has applied.
-fn read(member: &Member, r: &RangeRequest) -> Result<RangeResponse, EtcdError> {
+fn read(member: &Member, caller: &Caller, r: &RangeRequest) -> Result<RangeResponse, EtcdError> {
     validate::range(r)?;
+    member
+        .auth
+        .check(caller.as_ref(), &r.key, &r.range_end, Access::Read)?;
     let mut resp =
         range::range(&*member.store, r).map_err(crate::apply::ApplyError::into_read_error)?;
     resp.header = Some(member.header(rev_of(&resp.header)));
@@ -210,7 +234,7 @@ fn read(member: &Member, r: &RangeRequest) -> Result<RangeResponse, EtcdError> {
 
 /// The lease a request names, or for 0 a new one of concurrency's session TTL (what
 /// etcd's `NewSession` grants when given no lease).
-pub async fn session_lease(member: &Member, lease: i64) -> Result<i64, EtcdError> {
+pub async fn session_lease(member: &Member, caller: &Caller, lease: i64) -> Result<i64, EtcdError> {
     if lease != 0 {
         return Ok(lease);
     }
@@ -221,7 +245,10 @@ pub async fn session_lease(member: &Member, lease: i64) -> Result<i64, EtcdError
         ttl: SESSION_TTL.max(member.leases.min_ttl()),
         id,
     };
-    match member.propose(Op::LeaseGrant(grant)).await? {
+    match member
+        .propose_as(Op::LeaseGrant(grant), caller.clone())
+        .await?
+    {
         Applied::LeaseGrant(resp) => Ok(resp.id),
         _ => Err(unexpected()),
     }
@@ -274,13 +301,14 @@ impl Changes {
 /// were missed, comes to the same).
 pub async fn wait_deletes(
     member: &Member,
+    caller: &Caller,
     prefix: &[u8],
     max_create_rev: i64,
 ) -> Result<(), EtcdError> {
     let mut changes = Changes::subscribe(member, prefix);
     member.read_barrier().await?;
     let below = last_created(prefix, max_create_rev);
-    while !read(member, &below)?.kvs.is_empty() {
+    while !read(member, caller, &below)?.kvs.is_empty() {
         // Only a deletion under the prefix can end the wait: skip other batches.
         while let Change::Batch(feed) = changes.next().await?
             && !deletes_under(&feed, prefix)
@@ -301,14 +329,16 @@ fn deletes_under(feed: &Feed, prefix: &[u8]) -> bool {
 /// away): etcd's services unlock or resign then.
 pub struct Cleanup {
     member: Arc<Member>,
+    caller: Caller,
     op: Option<Op>,
 }
 
 impl Cleanup {
-    /// Will propose `op` unless disarmed or run first.
-    pub fn new(member: Arc<Member>, op: Op) -> Cleanup {
+    /// Will propose `op` for `caller` unless disarmed or run first.
+    pub fn new(member: Arc<Member>, caller: &Caller, op: Op) -> Cleanup {
         Cleanup {
             member,
+            caller: caller.clone(),
             op: Some(op),
         }
     }
@@ -321,7 +351,7 @@ impl Cleanup {
     /// Proposes the cleanup now; its own failure is only logged (etcd ignores it too).
     pub async fn run(mut self) {
         if let Some(op) = self.op.take()
-            && let Err(e) = self.member.propose(op).await
+            && let Err(e) = self.member.propose_as(op, self.caller.take()).await
         {
             tracing::warn!("lock or election cleanup failed: {e}");
         }
@@ -332,9 +362,10 @@ impl Drop for Cleanup {
     fn drop(&mut self) {
         let Some(op) = self.op.take() else { return };
         let member = self.member.clone();
+        let caller = self.caller.take();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                if let Err(e) = member.propose(op).await {
+                if let Err(e) = member.propose_as(op, caller).await {
                     tracing::warn!("lock or election cleanup failed: {e}");
                 }
             });

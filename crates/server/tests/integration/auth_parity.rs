@@ -22,6 +22,10 @@ use oxcd_api::etcdserverpb::request_op::Request as Op;
 use oxcd_api::etcdserverpb::watch_client::WatchClient;
 use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::*;
+use oxcd_api::v3electionpb::election_client::ElectionClient;
+use oxcd_api::v3electionpb::{CampaignRequest, LeaderRequest};
+use oxcd_api::v3lockpb::lock_client::LockClient;
+use oxcd_api::v3lockpb::{LockRequest, UnlockRequest};
 use tonic::transport::Channel;
 
 struct Session {
@@ -30,6 +34,8 @@ struct Session {
     lease: LeaseClient<Channel>,
     watch: WatchClient<Channel>,
     maintenance: MaintenanceClient<Channel>,
+    lock: LockClient<Channel>,
+    election: ElectionClient<Channel>,
     out: Vec<String>,
 }
 
@@ -100,7 +106,9 @@ impl Session {
             kv: KvClient::new(channel.clone()),
             lease: LeaseClient::new(channel.clone()),
             watch: WatchClient::new(channel.clone()),
-            maintenance: MaintenanceClient::new(channel),
+            maintenance: MaintenanceClient::new(channel.clone()),
+            lock: LockClient::new(channel.clone()),
+            election: ElectionClient::new(channel),
             out: Vec::new(),
         }
     }
@@ -377,6 +385,40 @@ impl Session {
         self.say("alice revokes the lease", s);
         let s = answer!(self.lease.lease_revoke(with(revoke, root)).await);
         self.say("root revokes the lease", s);
+        let s = answer!(self.lease.lease_grant(with(grant(78), alice)).await);
+        self.say("alice grants a lease for locks", s);
+        for name in ["dir/lk", "x"] {
+            let req = LockRequest {
+                name: name.as_bytes().to_vec(),
+                lease: 78,
+            };
+            let s = answer!(self.lock.lock(with(req, alice)).await);
+            self.say(&format!("alice locks {name}"), s);
+            let election = format!("{name}-el");
+            let req = CampaignRequest {
+                name: election.as_bytes().to_vec(),
+                lease: 78,
+                value: b"me".to_vec(),
+            };
+            let s = answer!(self.election.campaign(with(req, alice)).await);
+            self.say(&format!("alice campaigns on {election}"), s);
+            let req = LeaderRequest {
+                name: election.as_bytes().to_vec(),
+            };
+            let s = answer!(self.election.leader(with(req, alice)).await);
+            self.say(&format!("alice asks the leader of {election}"), s);
+        }
+        let req = UnlockRequest {
+            key: b"dir/lk/4e".to_vec(),
+        };
+        let s = answer!(self.lock.unlock(with(req, alice)).await);
+        self.say("alice unlocks", s);
+        let s = answer!(
+            self.lease
+                .lease_revoke(with(LeaseRevokeRequest { id: 78 }, root))
+                .await
+        );
+        self.say("root revokes the lock lease", s);
         for (who, token) in [("alice", alice), ("root", root)] {
             let s = answer!(self.maintenance.hash(with(HashRequest {}, token)).await);
             self.say(&format!("{who} hashes"), digits_masked(&s));
