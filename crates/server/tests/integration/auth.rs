@@ -10,7 +10,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::InProc;
-use common::cluster::{cluster_of, configure, leader_index, three_tweaked};
+use common::cluster::{cluster_of, configure, leader_index, restart_all, three_tweaked};
 use etcd_client::{Client, ConnectOptions, Permission, Txn, TxnOp};
 use oxcd_api::etcdserverpb::auth_client::AuthClient;
 use oxcd_api::etcdserverpb::kv_client::KvClient;
@@ -183,21 +183,7 @@ async fn auth_reaches_every_member_survives_restarts_and_holds_users_to_their_gr
 
     // Every member restarts: users, roles, grants and the flag are still there.
     let names: Vec<usize> = (0..3).filter(|i| *i != away).chain([away]).collect();
-    let dirs: Vec<_> = members.iter().map(|m| m.data_dir.clone()).collect();
-    for m in members {
-        m.stop().await;
-    }
-    let cluster = cluster_of(&peers);
-    let restart = |i: usize| {
-        let cluster = cluster.clone();
-        let name = names[i];
-        InProc::start(dirs[i].clone(), move |s| {
-            tweak(s);
-            configure(s, name, &cluster)
-        })
-    };
-    let (a, b, c) = tokio::join!(restart(0), restart(1), restart(2));
-    let members = vec![a, b, c];
+    let members = restart_all(members, &peers, &names, tweak).await;
     for m in &members {
         alice_is_held_to_her_grant(m).await;
     }

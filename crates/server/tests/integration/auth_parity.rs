@@ -11,7 +11,7 @@
 use crate::common;
 
 use common::InProc;
-use common::etcd::start_etcd;
+use common::etcd::{assert_same_answers, start_etcd};
 use oxcd_api::authpb::permission::Type;
 use oxcd_api::authpb::{Permission, UserAddOptions};
 use oxcd_api::etcdserverpb::auth_client::AuthClient;
@@ -593,19 +593,6 @@ async fn an_auth_session_answers_as_etcd_does() {
     let mut ours = Session::open(&oxcd.endpoint().replace("http://", "")).await;
     theirs.script().await;
     ours.script().await;
-    let mut mismatches = 0;
-    for (t, o) in theirs.out.iter().zip(&ours.out) {
-        if t != o {
-            mismatches += 1;
-            eprintln!("etcd: {t}\noxcd: {o}\n");
-        }
-    }
-    assert_eq!(theirs.out.len(), ours.out.len());
-    eprintln!(
-        "{} auth steps compared with {}: {mismatches} mismatches",
-        ours.out.len(),
-        oxcd_testkit::reference::etcd_binary().display()
-    );
-    assert_eq!(mismatches, 0);
+    assert_same_answers("auth", &theirs.out, &ours.out);
     oxcd.stop().await;
 }

@@ -9,7 +9,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::InProc;
-use common::cluster::{cluster_of, configure, leader_index, three, three_tweaked};
+use common::cluster::{cluster_of, configure, leader_index, restart_all, three, three_tweaked};
 use etcd_client::{EventType, LeaseTimeToLiveOptions, PutOptions, WatchOptions};
 
 /// Seconds `id` has left by `m`'s clock (-1: gone).
@@ -189,23 +189,9 @@ async fn leases_reach_a_member_by_snapshot_and_survive_a_restart_of_every_member
     let hashes = state_hashes(&members).await;
     assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
     // Every member restarts: the leases and their keys are still there.
-    let dirs: Vec<_> = members.iter().map(|m| m.data_dir.clone()).collect();
     let mut names: Vec<usize> = (0..3).filter(|i| *i != lagging).collect();
     names.push(lagging);
-    for m in members {
-        m.stop().await;
-    }
-    let cluster = cluster_of(&peers);
-    let restart = |i: usize| {
-        let cluster = cluster.clone();
-        let name = names[i];
-        InProc::start(dirs[i].clone(), move |s| {
-            tweak(s);
-            configure(s, name, &cluster)
-        })
-    };
-    let (a, b, d) = tokio::join!(restart(0), restart(1), restart(2));
-    let members = vec![a, b, d];
+    let members = restart_all(members, &peers, &names, tweak).await;
     for m in &members {
         assert_eq!(listed(m).await, expected);
         let t = m

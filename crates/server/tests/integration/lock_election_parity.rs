@@ -10,7 +10,7 @@ use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 use common::InProc;
-use common::etcd::start_etcd;
+use common::etcd::{assert_same_answers, start_etcd};
 use oxcd_api::etcdserverpb::kv_client::KvClient;
 use oxcd_api::etcdserverpb::lease_client::LeaseClient;
 use oxcd_api::etcdserverpb::{LeaseGrantRequest, RangeRequest, ResponseHeader};
@@ -371,24 +371,11 @@ async fn a_lock_and_election_session_answers_as_etcd_does() {
     let mut ours = Session::open(&oxcd.endpoint().replace("http://", "")).await;
     theirs.script().await;
     ours.script().await;
-    let mut mismatches = 0;
-    for (t, o) in theirs.out.iter().zip(&ours.out) {
-        if t != o {
-            mismatches += 1;
-            eprintln!("etcd: {t}\noxcd: {o}\n");
-        }
-    }
     if std::env::var_os("SHOW_STEPS").is_some() {
         for o in &ours.out {
             eprintln!("{o}");
         }
     }
-    assert_eq!(theirs.out.len(), ours.out.len());
-    eprintln!(
-        "{} lock and election steps compared with {}: {mismatches} mismatches",
-        ours.out.len(),
-        oxcd_testkit::reference::etcd_binary().display()
-    );
-    assert_eq!(mismatches, 0);
+    assert_same_answers("lock and election", &theirs.out, &ours.out);
     oxcd.stop().await;
 }

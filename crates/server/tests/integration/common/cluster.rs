@@ -121,3 +121,26 @@ pub async fn leader_index(members: &[InProc]) -> usize {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Stops every member and starts them again together from their data dirs; `names[i]`
+/// is the index in the cluster of `members[i]` (their order may have changed).
+pub async fn restart_all(
+    members: Vec<InProc>,
+    peers: &[u16],
+    names: &[usize],
+    tweak: impl Fn(&mut Settings) + Clone,
+) -> Vec<InProc> {
+    let dirs: Vec<_> = members.iter().map(|m| m.data_dir.clone()).collect();
+    for m in members {
+        m.stop().await;
+    }
+    let cluster = cluster_of(peers);
+    let starts = dirs.into_iter().zip(names).map(|(dir, &name)| {
+        let (cluster, tweak) = (cluster.clone(), tweak.clone());
+        InProc::start(dir, move |s| {
+            tweak(s);
+            configure(s, name, &cluster)
+        })
+    });
+    futures::future::join_all(starts).await
+}

@@ -89,3 +89,22 @@ fn healthy(endpoint: &str, ctl: &[String]) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// Compares the answers a scripted session got from etcd (`theirs`) and from oxcd
+/// (`ours`), step by step: prints each mismatch and the count, then fails on any.
+pub fn assert_same_answers(what: &str, theirs: &[String], ours: &[String]) {
+    let mut mismatches = 0;
+    for (t, o) in theirs.iter().zip(ours) {
+        if t != o {
+            mismatches += 1;
+            eprintln!("etcd: {t}\noxcd: {o}\n");
+        }
+    }
+    assert_eq!(theirs.len(), ours.len(), "both sessions ran every step");
+    eprintln!(
+        "{} {what} steps compared with {}: {mismatches} mismatches",
+        ours.len(),
+        oxcd_testkit::reference::etcd_binary().display()
+    );
+    assert_eq!(mismatches, 0);
+}
