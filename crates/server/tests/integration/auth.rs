@@ -193,3 +193,56 @@ async fn auth_reaches_every_member_survives_restarts_and_holds_users_to_their_gr
         m.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_unused_for_its_ttl_expires_and_a_used_one_lives_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = InProc::start(dir.path().join("m"), |s| {
+        s.auth_token_ttl = Duration::from_secs(2);
+        s.bcrypt_cost = 4;
+    })
+    .await;
+    let mut admin = m.client().await;
+    admin.user_add("root", "rootpw", None).await.expect("root");
+    admin.user_grant_role("root", "root").await.expect("grant");
+    admin.auth_enable().await.expect("enable");
+    let login = || async {
+        AuthClient::new(
+            tonic::transport::Channel::from_shared(m.endpoint())
+                .expect("endpoint")
+                .connect_lazy(),
+        )
+        .authenticate(AuthenticateRequest {
+            name: "root".into(),
+            password: "rootpw".into(),
+        })
+        .await
+        .expect("authenticate")
+        .into_inner()
+        .token
+    };
+    let get = |token: String| {
+        let channel = tonic::transport::Channel::from_shared(m.endpoint())
+            .expect("endpoint")
+            .connect_lazy();
+        async move {
+            let mut req = tonic::Request::new(RangeRequest {
+                key: b"k".to_vec(),
+                ..Default::default()
+            });
+            req.metadata_mut()
+                .insert("token", token.parse().expect("ascii"));
+            KvClient::new(channel).range(req).await
+        }
+    };
+    let (idle, used) = (login().await, login().await);
+    // The used token is used every half second, past its TTL; the idle one is not.
+    for _ in 0..6 {
+        get(used.clone()).await.expect("a token in use stays valid");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let e = get(idle).await.expect_err("an idle token expires");
+    assert_eq!(e.code(), tonic::Code::Unauthenticated);
+    assert_eq!(e.message(), "etcdserver: invalid auth token");
+    m.stop().await;
+}
