@@ -198,7 +198,7 @@ async fn auth_reaches_every_member_survives_restarts_and_holds_users_to_their_gr
 async fn a_token_unused_for_its_ttl_expires_and_a_used_one_lives_on() {
     let dir = tempfile::tempdir().expect("tempdir");
     let m = InProc::start(dir.path().join("m"), |s| {
-        s.auth_token_ttl = Duration::from_secs(2);
+        s.auth_token_ttl = Duration::from_secs(3);
         s.bcrypt_cost = 4;
     })
     .await;
@@ -236,8 +236,9 @@ async fn a_token_unused_for_its_ttl_expires_and_a_used_one_lives_on() {
         }
     };
     let (idle, used) = (login().await, login().await);
-    // The used token is used every half second, past its TTL; the idle one is not.
-    for _ in 0..6 {
+    // The used token is used every half second, past its TTL (a use would have to
+    // take 2.5 s to let it lapse); the idle one is not used for 4 s.
+    for _ in 0..8 {
         get(used.clone()).await.expect("a token in use stays valid");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
