@@ -17,7 +17,7 @@ use oxcd_api::etcdserverpb::{DeleteRangeRequest, PutRequest, TxnRequest};
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::{AuthenticateOp, RequestAuth};
 
-use crate::auth::{Access, AuthState, AuthStore, Changes, ROOT};
+use crate::auth::{Access, AuthState, AuthStore, Changes, ROOT, no_password};
 use crate::lease::Lessor;
 
 type Outcome = Result<(), EtcdError>;
@@ -180,10 +180,6 @@ fn stored_password(hashed: &str) -> Result<Vec<u8>, EtcdError> {
         .map_err(|_| EtcdError::NoPasswordUser)
 }
 
-fn no_password(user: &User) -> bool {
-    user.options.as_ref().is_some_and(|o| o.no_password)
-}
-
 /// UserAdd, with `hashed_password` set by the proposer (none for a user without one).
 pub fn user_add(s: &mut AuthState, c: &mut Changes, r: &AuthUserAddRequest) -> Outcome {
     if r.name.is_empty() {
@@ -242,13 +238,10 @@ pub fn user_grant_role(
     c: &mut Changes,
     r: &AuthUserGrantRoleRequest,
 ) -> Outcome {
-    if !s.users.contains_key(&r.user) {
-        return Err(EtcdError::UserNotFound);
-    }
+    let user = s.users.get_mut(&r.user).ok_or(EtcdError::UserNotFound)?;
     if r.role != ROOT && !s.roles.contains_key(&r.role) {
         return Err(EtcdError::RoleNotFound);
     }
-    let user = s.users.get_mut(&r.user).ok_or(EtcdError::UserNotFound)?;
     if let Err(at) = user.roles.binary_search(&r.role) {
         user.roles.insert(at, r.role.clone());
         c.user(&r.user);

@@ -15,6 +15,9 @@
 //! - The mirror changes only while a log entry is applied (or at a load), so members at
 //!   the same applied index hold the same auth state.
 //! - A user's roles and a role's permissions are kept sorted, as etcd keeps them.
+//! - Each user's merged permissions are rebuilt whenever users or roles change (as
+//!   etcd refreshes its range permission cache), so a check reads them under the same
+//!   lock as the rest of the state.
 
 pub mod perms;
 pub(crate) mod table;
@@ -22,7 +25,7 @@ pub mod tokens;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::sync::{RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use oxcd_api::authpb::{Role, User};
@@ -54,6 +57,15 @@ pub struct AuthState {
     pub users: BTreeMap<String, User>,
     /// Roles by name.
     pub roles: BTreeMap<String, Role>,
+    /// Each user's grants merged: derived from `users` and `roles` by
+    /// [`AuthState::refresh_perms`].
+    perms: HashMap<String, UserPerms>,
+}
+
+/// Whether `user` was added without a password (a certificate user): it cannot log in
+/// with one.
+pub fn no_password(user: &User) -> bool {
+    user.options.as_ref().is_some_and(|o| o.no_password)
 }
 
 impl AuthState {
@@ -82,16 +94,27 @@ impl AuthState {
         Ok(())
     }
 
-    fn perms_of(&self, user: &str) -> UserPerms {
-        let Some(u) = self.users.get(user) else {
-            return UserPerms::default();
-        };
-        let grants = u
-            .roles
+    /// What `user` may read and write (nothing for an unknown user).
+    pub fn perms(&self, user: &str) -> &UserPerms {
+        static NONE: UserPerms = UserPerms::NONE;
+        self.perms.get(user).unwrap_or(&NONE)
+    }
+
+    /// Rebuilds every user's merged grants from `users` and `roles`.
+    fn refresh_perms(&mut self) {
+        let perms = self
+            .users
             .iter()
-            .filter_map(|r| self.roles.get(r))
-            .flat_map(|r| r.key_permission.iter());
-        UserPerms::new(grants)
+            .map(|(name, u)| {
+                let grants = u
+                    .roles
+                    .iter()
+                    .filter_map(|r| self.roles.get(r))
+                    .flat_map(|r| r.key_permission.iter());
+                (name.clone(), UserPerms::new(grants))
+            })
+            .collect();
+        self.perms = perms;
     }
 }
 
@@ -138,14 +161,12 @@ impl Changes {
     }
 }
 
-/// The auth store: the replicated state's mirror, each user's permissions (computed
-/// once per revision) and this member's simple tokens.
+/// The auth store: the replicated state's mirror and this member's simple tokens.
 #[derive(Debug)]
 pub struct AuthStore {
     state: RwLock<AuthState>,
     /// `state.enabled`, readable without the lock: every request asks it.
     on: AtomicBool,
-    perms: Mutex<HashMap<String, (u64, Arc<UserPerms>)>>,
     /// Simple tokens, recorded when Authenticate entries are applied.
     pub tokens: SimpleTokens,
     /// `--bcrypt-cost`: the cost new passwords are hashed at.
@@ -165,7 +186,6 @@ impl AuthStore {
         AuthStore {
             state: RwLock::default(),
             on: AtomicBool::new(false),
-            perms: Mutex::default(),
             tokens: SimpleTokens::new(token_ttl),
             bcrypt_cost,
         }
@@ -184,12 +204,11 @@ impl AuthStore {
 
     /// Replaces the mirror with what `backend` holds (after a snapshot was installed).
     pub fn reload(&self, backend: &Backend) -> Result<(), MvccError> {
-        let loaded = table::load(backend)?;
+        let mut loaded = table::load(backend)?;
+        loaded.refresh_perms();
         let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
         *state = loaded;
         self.on.store(state.enabled, Ordering::Release);
-        drop(state);
-        self.perms.lock().unwrap_or_else(|p| p.into_inner()).clear();
         Ok(())
     }
 
@@ -210,20 +229,6 @@ impl AuthStore {
         self.state().revision
     }
 
-    /// What `user` may read and write at the current revision.
-    pub fn perms(&self, user: &str) -> Arc<UserPerms> {
-        let state = self.state();
-        let mut cache = self.perms.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((rev, p)) = cache.get(user)
-            && *rev == state.revision
-        {
-            return p.clone();
-        }
-        let p = Arc::new(state.perms_of(user));
-        cache.insert(user.to_string(), (state.revision, p.clone()));
-        p
-    }
-
     /// etcd's permission check of one range (`end` empty: the key alone) for `caller`:
     /// passes while auth is off; else the caller must be a user known at the current
     /// revision ("revision of auth store is old" if the store changed since its
@@ -238,26 +243,23 @@ impl AuthStore {
         if !self.enabled() {
             return Ok(());
         }
-        let username = {
-            let state = self.state();
-            if !state.enabled {
-                return Ok(());
-            }
-            let c = caller
-                .filter(|c| c.revision != 0)
-                .ok_or(EtcdError::UserEmpty)?;
-            if c.revision < state.revision {
-                return Err(EtcdError::AuthOldRevision);
-            }
-            if !state.users.contains_key(&c.username) {
-                return Err(EtcdError::PermissionDenied);
-            }
-            if state.is_root(&c.username) {
-                return Ok(());
-            }
-            c.username.clone()
-        };
-        let perms = self.perms(&username);
+        let state = self.state();
+        if !state.enabled {
+            return Ok(());
+        }
+        let c = caller
+            .filter(|c| c.revision != 0)
+            .ok_or(EtcdError::UserEmpty)?;
+        if c.revision < state.revision {
+            return Err(EtcdError::AuthOldRevision);
+        }
+        if !state.users.contains_key(&c.username) {
+            return Err(EtcdError::PermissionDenied);
+        }
+        if state.is_root(&c.username) {
+            return Ok(());
+        }
+        let perms = state.perms(&c.username);
         let granted = match access {
             Access::Read => perms.may_read(key, end),
             Access::Write => perms.may_write(key, end),
@@ -288,6 +290,7 @@ impl AuthStore {
             state.revision += 1;
         }
         if changes.any() {
+            state.refresh_perms();
             table::write(tx, &state, &changes)?;
         }
         Ok(Ok(out))

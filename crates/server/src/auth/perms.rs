@@ -74,6 +74,12 @@ pub struct UserPerms {
 }
 
 impl UserPerms {
+    /// No grant at all.
+    pub const NONE: UserPerms = UserPerms {
+        read: Vec::new(),
+        write: Vec::new(),
+    };
+
     /// The union of `perms` (every grant of every role of the user).
     pub fn new<'a>(perms: impl IntoIterator<Item = &'a Permission>) -> UserPerms {
         let (mut read, mut write) = (Vec::new(), Vec::new());

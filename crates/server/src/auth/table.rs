@@ -2,12 +2,14 @@
 //! `authRevision` (u64 big-endian); `authUsers` and `authRoles` hold `authpb.User` and
 //! `authpb.Role` by name.
 
+use std::collections::BTreeSet;
+
 use oxcd_api::authpb::{Role, User};
 use oxcd_mvcc::MvccError;
-use oxcd_storage::backend::Backend;
+use oxcd_storage::backend::{Backend, redb};
 use oxcd_storage::batch::BatchTx;
 use oxcd_storage::schema;
-use prost::Message as _;
+use prost::Message;
 
 use super::{AuthState, Changes};
 
@@ -70,23 +72,30 @@ pub(crate) fn write(
                 .map_err(err)?;
         }
     }
-    {
-        let mut users = tx.open(schema::AUTH_USERS)?;
-        for n in &changes.users {
-            match state.users.get(n) {
-                Some(u) => users.insert(n.as_bytes(), u.encode_to_vec().as_slice()),
-                None => users.remove(n.as_bytes()).map(|_| None),
-            }
-            .map_err(err)?;
+    write_rows(tx, schema::AUTH_USERS, &changes.users, |n| {
+        state.users.get(n)
+    })?;
+    write_rows(tx, schema::AUTH_ROLES, &changes.roles, |n| {
+        state.roles.get(n)
+    })?;
+    Ok(())
+}
+
+/// Writes the row of each of `names` in the table `def`: the record `now` gives, or no
+/// row once it gives none (deleted).
+fn write_rows<'a, M: Message + 'a>(
+    tx: &BatchTx<'_>,
+    def: redb::TableDefinition<'static, &'static [u8], &'static [u8]>,
+    names: &BTreeSet<String>,
+    now: impl Fn(&str) -> Option<&'a M>,
+) -> Result<(), MvccError> {
+    let mut table = tx.open(def)?;
+    for n in names {
+        match now(n) {
+            Some(record) => table.insert(n.as_bytes(), record.encode_to_vec().as_slice()),
+            None => table.remove(n.as_bytes()).map(|_| None),
         }
-    }
-    let mut roles = tx.open(schema::AUTH_ROLES)?;
-    for n in &changes.roles {
-        match state.roles.get(n) {
-            Some(r) => roles.insert(n.as_bytes(), r.encode_to_vec().as_slice()),
-            None => roles.remove(n.as_bytes()).map(|_| None),
-        }
-        .map_err(err)?;
+        .map_err(|e| MvccError::Storage(tx.backend().err(e)))?;
     }
     Ok(())
 }

@@ -88,7 +88,10 @@ fn permissions_follow_the_revision() {
             },
         )
     });
-    assert!(!store.perms("u").may_read(b"k", b""), "no grant yet");
+    assert!(
+        !store.state().perms("u").may_read(b"k", b""),
+        "no grant yet"
+    );
     run(&|s, c| {
         ops::role_grant_permission(
             s,
@@ -104,7 +107,7 @@ fn permissions_follow_the_revision() {
         )
     });
     assert!(
-        store.perms("u").may_read(b"k", b""),
-        "the cache follows the revision"
+        store.state().perms("u").may_read(b"k", b""),
+        "the permissions follow each change"
     );
 }

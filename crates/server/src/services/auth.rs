@@ -11,12 +11,12 @@ use base64::Engine as _;
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::auth_server::Auth;
 use oxcd_api::etcdserverpb::*;
-use oxcd_api::oxcdpb::AuthenticateOp;
 use oxcd_api::oxcdpb::internal_request::Op;
+use oxcd_api::oxcdpb::{AuthenticateOp, RequestAuth};
 use tonic::{Request, Response, Status};
 
 use crate::apply::Applied;
-use crate::auth::tokens;
+use crate::auth::{no_password, tokens};
 use crate::member::Member;
 use crate::services::caller::{caller, name};
 
@@ -61,11 +61,17 @@ impl AuthService {
         }
     }
 
-    /// The ReadIndex barrier, then the admin check for the caller of `req` (auth status
-    /// and the lists need a root user while auth is on).
-    async fn admin_read<T>(&self, req: &Request<T>) -> Result<(), Status> {
+    /// The ReadIndex barrier, then the caller of `req`: what every auth read starts
+    /// with.
+    async fn reader<T>(&self, req: &Request<T>) -> Result<Option<RequestAuth>, Status> {
         self.member.read_barrier().await?;
-        let caller = caller(&self.member, req).await?;
+        Ok(caller(&self.member, req).await?)
+    }
+
+    /// [`AuthService::reader`] and the admin check (auth status and the lists need a
+    /// root user while auth is on).
+    async fn admin_read<T>(&self, req: &Request<T>) -> Result<(), Status> {
+        let caller = self.reader(req).await?;
         self.member.auth.state().check_admin(name(&caller))?;
         Ok(())
     }
@@ -89,7 +95,7 @@ impl AuthService {
                 return Err(EtcdError::AuthNotEnabled.into());
             }
             let user = state.users.get(name).ok_or(EtcdError::AuthFailed)?;
-            if user.options.as_ref().is_some_and(|o| o.no_password) {
+            if no_password(user) {
                 return Err(EtcdError::NoPasswordUser.into());
             }
             (user.password.clone(), state.revision)
@@ -185,8 +191,7 @@ impl Auth for AuthService {
     }
 
     async fn user_get(&self, req: Request<AuthUserGetRequest>) -> Answer<AuthUserGetResponse> {
-        self.member.read_barrier().await?;
-        let caller = caller(&self.member, &req).await?;
+        let caller = self.reader(&req).await?;
         let wanted = req.into_inner().name;
         let roles = {
             let s = self.member.auth.state();
@@ -260,8 +265,7 @@ impl Auth for AuthService {
     }
 
     async fn role_get(&self, req: Request<AuthRoleGetRequest>) -> Answer<AuthRoleGetResponse> {
-        self.member.read_barrier().await?;
-        let caller = caller(&self.member, &req).await?;
+        let caller = self.reader(&req).await?;
         let wanted = req.into_inner().role;
         let perm = {
             let s = self.member.auth.state();
