@@ -148,12 +148,7 @@ async fn auth_reaches_every_member_survives_restarts_and_holds_users_to_their_gr
     assert_eq!(alice.roles(), ["reader"]);
 
     // A token made by one member is good on the others.
-    let channel = |m: &InProc| {
-        tonic::transport::Channel::from_shared(m.endpoint())
-            .expect("endpoint")
-            .connect_lazy()
-    };
-    let token = AuthClient::new(channel(&members[0]))
+    let token = AuthClient::new(members[0].channel())
         .authenticate(AuthenticateRequest {
             name: "alice".into(),
             password: "secret".into(),
@@ -170,7 +165,7 @@ async fn auth_reaches_every_member_survives_restarts_and_holds_users_to_their_gr
         });
         req.metadata_mut()
             .insert("token", token.parse().expect("ascii"));
-        KvClient::new(channel(m))
+        KvClient::new(m.channel())
             .range(req)
             .await
             .expect("another member knows the token");
@@ -207,24 +202,18 @@ async fn a_token_unused_for_its_ttl_expires_and_a_used_one_lives_on() {
     admin.user_grant_role("root", "root").await.expect("grant");
     admin.auth_enable().await.expect("enable");
     let login = || async {
-        AuthClient::new(
-            tonic::transport::Channel::from_shared(m.endpoint())
-                .expect("endpoint")
-                .connect_lazy(),
-        )
-        .authenticate(AuthenticateRequest {
-            name: "root".into(),
-            password: "rootpw".into(),
-        })
-        .await
-        .expect("authenticate")
-        .into_inner()
-        .token
+        AuthClient::new(m.channel())
+            .authenticate(AuthenticateRequest {
+                name: "root".into(),
+                password: "rootpw".into(),
+            })
+            .await
+            .expect("authenticate")
+            .into_inner()
+            .token
     };
     let get = |token: String| {
-        let channel = tonic::transport::Channel::from_shared(m.endpoint())
-            .expect("endpoint")
-            .connect_lazy();
+        let channel = m.channel();
         async move {
             let mut req = tonic::Request::new(RangeRequest {
                 key: b"k".to_vec(),

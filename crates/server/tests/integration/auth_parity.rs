@@ -11,7 +11,7 @@
 use crate::common;
 
 use common::InProc;
-use common::etcd::{assert_same_answers, start_etcd};
+use common::etcd::{assert_same_answers, mask, start_etcd};
 use oxcd_api::authpb::permission::Type;
 use oxcd_api::authpb::{Permission, UserAddOptions};
 use oxcd_api::etcdserverpb::auth_client::AuthClient;
@@ -37,14 +37,6 @@ struct Session {
     lock: LockClient<Channel>,
     election: ElectionClient<Channel>,
     out: Vec<String>,
-}
-
-fn mask(h: &mut Option<ResponseHeader>) {
-    if let Some(h) = h {
-        h.cluster_id = 0;
-        h.member_id = 0;
-        h.raft_term = 0;
-    }
 }
 
 /// Formats an answer with its header masked.
@@ -96,11 +88,7 @@ fn perm(t: Type, key: &str, end: &[u8]) -> Option<Permission> {
 
 impl Session {
     async fn open(endpoint: &str) -> Session {
-        let channel = Channel::from_shared(format!("http://{endpoint}"))
-            .expect("endpoint")
-            .connect()
-            .await
-            .expect("connect");
+        let channel = common::etcd::channel(endpoint).await;
         Session {
             auth: AuthClient::new(channel.clone()),
             kv: KvClient::new(channel.clone()),

@@ -9,7 +9,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::InProc;
-use common::etcd::{assert_same_answers, start_etcd};
+use common::etcd::{assert_same_answers, mask, start_etcd};
 use oxcd_api::etcdserverpb::kv_client::KvClient;
 use oxcd_api::etcdserverpb::lease_client::LeaseClient;
 use oxcd_api::etcdserverpb::request_op::Request as Op;
@@ -17,8 +17,8 @@ use oxcd_api::etcdserverpb::watch_client::WatchClient;
 use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::{
     LeaseGrantRequest, LeaseKeepAliveRequest, LeaseLeasesRequest, LeaseRevokeRequest,
-    LeaseTimeToLiveRequest, PutRequest, RangeRequest, RequestOp, ResponseHeader, TxnRequest,
-    WatchCreateRequest, WatchRequest,
+    LeaseTimeToLiveRequest, PutRequest, RangeRequest, RequestOp, TxnRequest, WatchCreateRequest,
+    WatchRequest,
 };
 use tonic::transport::Channel;
 
@@ -27,14 +27,6 @@ struct Session {
     lease: LeaseClient<Channel>,
     channel: Channel,
     out: Vec<String>,
-}
-
-fn mask(h: &mut Option<ResponseHeader>) {
-    if let Some(h) = h {
-        h.cluster_id = 0;
-        h.member_id = 0;
-        h.raft_term = 0;
-    }
 }
 
 /// The end of the range of keys starting with `prefix` (a prefix without 0xff bytes).
@@ -61,11 +53,7 @@ fn put(key: &str, lease: i64) -> PutRequest {
 
 impl Session {
     async fn open(endpoint: &str) -> Session {
-        let channel = Channel::from_shared(format!("http://{endpoint}"))
-            .expect("endpoint")
-            .connect()
-            .await
-            .expect("connect");
+        let channel = common::etcd::channel(endpoint).await;
         Session {
             kv: KvClient::new(channel.clone()),
             lease: LeaseClient::new(channel.clone()),

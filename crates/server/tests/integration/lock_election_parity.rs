@@ -86,11 +86,7 @@ struct Session {
 
 impl Session {
     async fn open(endpoint: &str) -> Session {
-        let channel = Channel::from_shared(format!("http://{endpoint}"))
-            .expect("endpoint")
-            .connect()
-            .await
-            .expect("connect");
+        let channel = common::etcd::channel(endpoint).await;
         Session {
             lock: LockClient::new(channel.clone()),
             election: ElectionClient::new(channel.clone()),

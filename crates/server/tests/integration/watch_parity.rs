@@ -168,11 +168,7 @@ struct Session {
 
 impl Session {
     async fn open(endpoint: &str) -> Session {
-        let channel = Channel::from_shared(format!("http://{endpoint}"))
-            .expect("endpoint")
-            .connect()
-            .await
-            .expect("connect");
+        let channel = common::etcd::channel(endpoint).await;
         let (requests, rx) = mpsc::channel(16);
         // gRPC servers in Go send the stream's headers with its first response: ask for
         // one before waiting for the stream. The probe watcher (on a key nobody writes)
@@ -314,11 +310,7 @@ fn put(k: &str, v: &str) -> PutRequest {
 
 /// A response without what differs between two servers holding the same data.
 fn describe(mut r: WatchResponse) -> String {
-    if let Some(h) = &mut r.header {
-        h.cluster_id = 0;
-        h.member_id = 0;
-        h.raft_term = 0;
-    }
+    common::etcd::mask(&mut r.header);
     let sizes: Vec<usize> = r
         .events
         .iter()

@@ -108,3 +108,21 @@ pub fn assert_same_answers(what: &str, theirs: &[String], ours: &[String]) {
     );
     assert_eq!(mismatches, 0);
 }
+
+/// A gRPC channel to `endpoint` (`host:port`, plain text), connected.
+pub async fn channel(endpoint: &str) -> tonic::transport::Channel {
+    tonic::transport::Channel::from_shared(format!("http://{endpoint}"))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// Clears what differs between two clusters answering alike: the ids and the term.
+pub fn mask(h: &mut Option<oxcd_api::etcdserverpb::ResponseHeader>) {
+    if let Some(h) = h {
+        h.cluster_id = 0;
+        h.member_id = 0;
+        h.raft_term = 0;
+    }
+}

@@ -94,6 +94,13 @@ impl InProc {
         format!("http://{}", self.addr)
     }
 
+    /// A raw gRPC channel to this member (connected on first use).
+    pub fn channel(&self) -> tonic::transport::Channel {
+        tonic::transport::Channel::from_shared(self.endpoint())
+            .expect("endpoint")
+            .connect_lazy()
+    }
+
     /// An etcd-client connected to this member.
     pub async fn client(&self) -> etcd_client::Client {
         etcd_client::Client::connect([self.endpoint()], None)
