@@ -59,10 +59,13 @@ fn is_transport_failure(s: &tonic::Status) -> bool {
 }
 
 /// How clientv3 shows a status: the bare message for etcd's own errors (it maps them to
-/// typed errors by their text), `context deadline exceeded` for deadlines, and gRPC's
+/// typed errors by their text; the auth store's errors that etcd passes on unconverted,
+/// with code Unknown, are not among them), `context deadline exceeded` for deadlines, and gRPC's
 /// `rpc error: code = ... desc = ...` for anything else.
 fn status_text(s: &tonic::Status) -> String {
-    if oxcd_api::errors::EtcdError::from_message(s.message()).is_some() {
+    let typed = oxcd_api::errors::EtcdError::from_message(s.message())
+        .is_some_and(|e| e.code() != tonic::Code::Unknown);
+    if typed {
         s.message().to_string()
     } else if s.code() == tonic::Code::DeadlineExceeded || is_transport_failure(s) {
         // grpc-go retries a connection the server closed (e.g. a client certificate it

@@ -12,6 +12,7 @@
 //! answer or an [`Error`] that says what failed; every call made through the convenience
 //! methods is bounded by [`ConnectOptions::request_timeout`].
 
+mod auth_ops;
 mod client;
 mod coordination;
 mod endpoint;
@@ -20,10 +21,11 @@ mod ops;
 mod password;
 mod watch;
 
+pub use auth_ops::PermissionType;
 pub use client::{Client, ConnectOptions, Credentials, Service, TlsConfig, TokenInterceptor};
 pub use coordination::LeaseKeeper;
 pub use endpoint::{Target, endpoint_uri, parse_endpoint};
 pub use error::Error;
 pub use ops::prefix_end;
-pub use password::ask_password;
+pub use password::{ask_password, ask_secret};
 pub use watch::{Watch, watch_prefix, watch_request};

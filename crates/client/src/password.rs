@@ -7,7 +7,12 @@ use std::io::{self, BufRead, IsTerminal, Write};
 /// Writes `Password: ` to `prompt_to`, reads a line from stdin without echo when stdin is a
 /// terminal, ends the prompt's line and returns the answer with spaces trimmed.
 pub fn ask_password(prompt_to: &mut dyn Write) -> io::Result<String> {
-    write!(prompt_to, "Password: ")?;
+    ask_secret("Password: ", prompt_to)
+}
+
+/// [`ask_password`] with another prompt.
+pub fn ask_secret(prompt: &str, prompt_to: &mut dyn Write) -> io::Result<String> {
+    write!(prompt_to, "{prompt}")?;
     prompt_to.flush()?;
     let tty = io::stdin().is_terminal();
     let stty = |arg: &str| {

@@ -1,6 +1,7 @@
 //! The command tree: each command's words, flags, help texts and what it runs; finding
 //! the command a command line names is [`lookup`]'s.
 
+mod auth;
 mod cluster;
 mod elect;
 mod endpoint;
@@ -11,8 +12,10 @@ mod lease;
 mod lock;
 mod lookup;
 mod mirror;
+mod role;
 mod txn;
 mod txn_syntax;
+mod user;
 mod watch;
 mod watch_interactive;
 
@@ -194,6 +197,25 @@ const COMMANDS: &[Command] = &[
     lock::LOCK,
     elect::ELECT,
     mirror::MAKE_MIRROR,
+    user::GROUP,
+    user::ADD,
+    user::DELETE,
+    user::GET,
+    user::LIST,
+    user::PASSWD,
+    user::GRANT_ROLE,
+    user::REVOKE_ROLE,
+    role::GROUP,
+    role::ADD,
+    role::DELETE,
+    role::GET,
+    role::LIST,
+    role::GRANT_PERMISSION,
+    role::REVOKE_PERMISSION,
+    auth::GROUP,
+    auth::ENABLE,
+    auth::DISABLE,
+    auth::STATUS,
     VERSION,
     HELP_COMMAND,
 ];

@@ -3,6 +3,7 @@
 //! testable and the exact bytes are decided here only. A format etcdctl lacks for a
 //! response is refused with its message (`table not supported as output format`).
 
+pub mod auth;
 pub mod fields;
 pub mod json;
 mod lease;

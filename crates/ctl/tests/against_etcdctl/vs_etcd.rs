@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 const OXCDCTL: &str = env!("CARGO_BIN_EXE_oxcdctl");
 const SESSION: &str = include_str!("etcd_session.txt");
+const AUTH_SESSION: &str = include_str!("../../../../testdata/etcdctl-auth-session.txt");
 
 /// A running etcd server; killed (and its data removed) when dropped, even when the test
 /// fails.
@@ -162,9 +163,8 @@ fn unescape(s: &str) -> Vec<u8> {
     out
 }
 
-fn session() -> Vec<Step> {
-    SESSION
-        .lines()
+fn session(text: &str) -> Vec<Step> {
+    text.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| {
             let (cmd, stdin) = match l.split_once(" <<<") {
@@ -419,17 +419,11 @@ fn read_only(step: &Step) -> bool {
     ) && step.env.is_empty()
 }
 
-#[test]
-fn oxcdctl_prints_what_etcdctl_prints_against_etcd() {
-    assert!(
-        Path::new(ETCDCTL).exists(),
-        "{ETCDCTL} is missing: this test runs etcdctl 3.4; install it with `apt-get install -y etcd-client`"
-    );
-    let peer_url = format!("http://127.0.0.1:{}", free_port());
-    let a = start_etcd(&peer_url);
-    let b = start_etcd(&peer_url);
+/// Runs each line of `text` through etcdctl against server A and oxcdctl against server
+/// B (and read-only lines through oxcdctl against A too); the lines whose outcomes differ.
+fn compare_session(text: &str, a: &Etcd, b: &Etcd) -> Vec<String> {
     let mut mismatches = Vec::new();
-    let steps = session();
+    let steps = session(text);
     for step in &steps {
         let want = normalize(run(ETCDCTL, &a.addr, step), &a.addr, true, step);
         let got = normalize(run(OXCDCTL, &b.addr, step), &b.addr, false, step);
@@ -458,6 +452,23 @@ fn oxcdctl_prints_what_etcdctl_prints_against_etcd() {
         steps.len(),
         mismatches.len()
     );
+    mismatches
+}
+
+/// Two etcd servers with the same ids (see the module doc).
+fn two_servers() -> (Etcd, Etcd) {
+    assert!(
+        Path::new(ETCDCTL).exists(),
+        "{ETCDCTL} is missing: this test runs etcdctl 3.4; install it with `apt-get install -y etcd-client`"
+    );
+    let peer_url = format!("http://127.0.0.1:{}", free_port());
+    (start_etcd(&peer_url), start_etcd(&peer_url))
+}
+
+#[test]
+fn oxcdctl_prints_what_etcdctl_prints_against_etcd() {
+    let (a, b) = two_servers();
+    let mismatches = compare_session(SESSION, &a, &b);
     assert!(
         mismatches.is_empty(),
         "oxcdctl differs from etcdctl:\n\n{}",
@@ -498,6 +509,54 @@ fn oxcdctl_prints_what_etcdctl_prints_against_etcd() {
         )
     );
     drop((a, b));
+}
+
+/// Every user, role and auth command (`testdata/etcdctl-auth-session.txt`), with their errors, and
+/// requests as users whose grants change.
+#[test]
+fn oxcdctl_auth_commands_print_what_etcdctl_prints() {
+    let (a, b) = two_servers();
+    let mut mismatches = compare_session(AUTH_SESSION, &a, &b);
+    // `auth status` is etcdctl 3.5's: compared with the etcdctl that comes with the
+    // reference etcd, when it is 3.5.
+    let etcdctl35 = oxcd_testkit::reference::etcd_binary().with_file_name("etcdctl");
+    if oxcd_testkit::reference::etcd_version().starts_with("3.5") && etcdctl35.exists() {
+        let bin = etcdctl35.to_string_lossy().into_owned();
+        let lines = [
+            "auth status",
+            "auth status -w json",
+            "auth status -w fields",
+            "auth status -w table",
+            "auth status -w protobuf",
+            "auth status extra",
+        ];
+        for line in lines {
+            let step = Step {
+                line: line.to_string(),
+                env: Vec::new(),
+                args: shell_words(line),
+                stdin: Vec::new(),
+            };
+            let want = normalize(run(&bin, &a.addr, &step), &a.addr, true, &step);
+            let got = normalize(run(OXCDCTL, &a.addr, &step), &a.addr, false, &step);
+            if want != got {
+                mismatches.push(format!(
+                    "{line}\n== etcdctl 3.5\n{}== oxcdctl\n{}",
+                    show(&want),
+                    show(&got)
+                ));
+            }
+        }
+        eprintln!(
+            "auth status compared with etcdctl 3.5 in {} forms",
+            lines.len()
+        );
+    }
+    assert!(
+        mismatches.is_empty(),
+        "oxcdctl differs from etcdctl:\n\n{}",
+        mismatches.join("\n\n")
+    );
 }
 
 /// What a watching CLI printed before it exited or was stopped.

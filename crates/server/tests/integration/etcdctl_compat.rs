@@ -14,10 +14,12 @@ use common::{InProc, free_port};
 
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 
-/// The session: etcdctl arguments and optional stdin.
-/// The session (see the file's header).
+/// The session (see the file's header): etcdctl arguments and optional stdin.
 fn script() -> Vec<(String, String)> {
-    let text = include_str!("../../../../testdata/etcdctl-session.txt");
+    parse_script(include_str!("../../../../testdata/etcdctl-session.txt"))
+}
+
+fn parse_script(text: &str) -> Vec<(String, String)> {
     text.lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| match l.split_once(" <<< ") {
@@ -290,6 +292,33 @@ async fn etcdctl_session_matches_real_etcd() {
     let mismatches = compare_with_real_etcd(&script).await;
     eprintln!(
         "{} etcdctl commands compared, {} mismatches",
+        script.len(),
+        mismatches.len()
+    );
+    assert!(
+        mismatches.is_empty(),
+        "etcdctl output differs:\n{}",
+        mismatches.join("\n")
+    );
+}
+
+/// Every user, role and auth command with their errors, then requests as users whose
+/// grants change (`testdata/etcdctl-auth-session.txt`). Protobuf output is left out here:
+/// its headers hold the cluster and member ids, which differ between the two servers (the
+/// oxcdctl test compares it between two etcd servers with the same ids).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcdctl_auth_session_matches_real_etcd() {
+    let mut script = parse_script(include_str!(
+        "../../../../testdata/etcdctl-auth-session.txt"
+    ));
+    script.retain(|(args, _)| !args.contains("-w protobuf"));
+    if oxcd_testkit::reference::etcd_version().starts_with("3.4") {
+        // etcd 3.4 grants a range ending before its key; 3.5 (oxcd's reference) refuses.
+        script.retain(|(args, _)| args != "role grant-permission r3 read z a");
+    }
+    let mismatches = compare_with_real_etcd(&script).await;
+    eprintln!(
+        "{} etcdctl auth commands compared, {} mismatches",
         script.len(),
         mismatches.len()
     );
