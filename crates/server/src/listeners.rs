@@ -1,6 +1,7 @@
 //! The member's sockets as axum serves them: every listen URL bound (plain or TLS,
 //! with the system's largest accept backlog, see `oxcd_transport::listen`), client
-//! connections passed through the `:authority` fix ([`crate::authority`]).
+//! connections passed through the `:authority` fix ([`crate::authority`]) and, with
+//! `--client-cert-auth`, labelled with their certificate's common name ([`ClientAddr`]).
 
 use std::sync::Arc;
 
@@ -33,19 +34,55 @@ pub fn bind(
 
 /// A client listener: connections go through [`AuthorityFix`], their writes are
 /// coalesced ([`CoalescedWrites`]).
-pub struct ClientListener(pub Listener);
+pub struct ClientListener {
+    /// The socket.
+    pub listener: Listener,
+    /// Whether a client certificate's CN names the caller (`--client-cert-auth`: the
+    /// TLS layer has verified every client certificate against the trusted CA).
+    pub cert_names_user: bool,
+}
+
+/// Where a client connection comes from, and the user its verified certificate names
+/// (etcd's CN auth: the caller of requests that carry no token).
+#[derive(Debug, Clone)]
+pub struct ClientAddr {
+    /// The remote address.
+    pub addr: Addr,
+    /// The leaf certificate's common name, when [`ClientListener::cert_names_user`].
+    pub common_name: Option<Arc<str>>,
+}
 
 impl axum::serve::Listener for ClientListener {
     type Io = CoalescedWrites<AuthorityFix<Conn>>;
-    type Addr = Addr;
+    type Addr = ClientAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let (c, a) = self.0.accept().await;
-        (CoalescedWrites::new(AuthorityFix::new(c)), a)
+        let (c, addr) = self.listener.accept().await;
+        let common_name = if self.cert_names_user {
+            c.peer_certificates()
+                .and_then(|chain| chain.first())
+                .and_then(|leaf| oxcd_transport::tls::common_name(leaf.as_ref()))
+                .map(Arc::from)
+        } else {
+            None
+        };
+        let io = CoalescedWrites::new(AuthorityFix::new(c));
+        (io, ClientAddr { addr, common_name })
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.0.local_addr().clone())
+        Ok(ClientAddr {
+            addr: self.listener.local_addr().clone(),
+            common_name: None,
+        })
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, ClientListener>>
+    for ClientAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, ClientListener>) -> ClientAddr {
+        stream.remote_addr().clone()
     }
 }
 

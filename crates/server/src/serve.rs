@@ -148,8 +148,15 @@ pub async fn run_with(
         if let Addr::Tcp(a) = addr {
             bound.push(a);
         }
-        let server = axum::serve(ClientListener(l), router.clone())
-            .with_graceful_shutdown(until_stopped(stop_rx.clone()));
+        let listener = ClientListener {
+            listener: l,
+            cert_names_user: settings.client_tls.client_cert_auth,
+        };
+        let app = router
+            .clone()
+            .into_make_service_with_connect_info::<listeners::ClientAddr>();
+        let server =
+            axum::serve(listener, app).with_graceful_shutdown(until_stopped(stop_rx.clone()));
         servers.push(tokio::spawn(async move { server.await }));
     }
     let metrics_router = http::routes(member.clone());

@@ -1,8 +1,12 @@
 //! Who a request is made for, as etcd reads it: the user of the auth token in the
 //! request's metadata (`token`, or `authorization` as etcd's gateway sends it), with the
-//! auth revision at the time. Nobody while auth is off or when the request carries no
-//! token (the checks then answer etcd's "user name is empty").
+//! auth revision at the time; with `--client-cert-auth` and no token, the common name of
+//! the connection's verified client certificate (etcd's CN auth), unless the request
+//! came through a gateway (`grpcgateway-accept` metadata: the certificate is the
+//! gateway's). Nobody while auth is off or when the request carries neither (the checks
+//! then answer etcd's "user name is empty").
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use oxcd_api::errors::EtcdError;
@@ -10,10 +14,22 @@ use oxcd_api::oxcdpb::RequestAuth;
 use tonic::Request;
 
 use crate::auth::tokens;
+use crate::listeners::ClientAddr;
 use crate::member::Member;
 
 /// The metadata keys a token travels in: etcd's clients, then its gateway.
 const TOKEN_KEYS: [&str; 2] = ["token", "authorization"];
+/// The metadata etcd's gateway adds to what it forwards.
+const GATEWAY_KEY: &str = "grpcgateway-accept";
+
+/// What a request presents to say who makes it.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    /// Its auth token, if any.
+    pub token: Option<String>,
+    /// Its connection's certificate's common name, where CN auth applies.
+    pub common_name: Option<Arc<str>>,
+}
 
 /// The caller of `req` (see the module doc); an unknown or expired token is etcd's
 /// "invalid auth token".
@@ -25,29 +41,43 @@ pub async fn caller<T>(
     if !member.auth.enabled() {
         return Ok(None);
     }
-    caller_of(member, token(req)).await
+    caller_of(member, &credentials(req)).await
 }
 
-/// The token `req` carries, if any (checked by [`caller_of`]).
-pub fn token<T>(req: &Request<T>) -> Option<String> {
-    let value = TOKEN_KEYS.iter().find_map(|k| req.metadata().get(*k))?;
-    // A value that is not text is no token anyone issued: it stays invalid.
-    Some(value.to_str().unwrap_or("\u{fffd}").to_string())
+/// The credentials `req` presents (checked by [`caller_of`]).
+pub fn credentials<T>(req: &Request<T>) -> Credentials {
+    let token = TOKEN_KEYS
+        .iter()
+        .find_map(|k| req.metadata().get(*k))
+        .map(|v| {
+            // A value that is not text is no token anyone issued: it stays invalid.
+            v.to_str().unwrap_or("\u{fffd}").to_string()
+        });
+    let common_name = if token.is_none() && req.metadata().get(GATEWAY_KEY).is_none() {
+        req.extensions()
+            .get::<axum::extract::ConnectInfo<ClientAddr>>()
+            .and_then(|c| c.0.common_name.clone())
+    } else {
+        None
+    };
+    Credentials { token, common_name }
 }
 
-/// The caller a request carrying `token` is made for (a stream keeps its token and asks
-/// again at each request on it, as etcd does).
+/// The caller a request presenting `creds` is made for (a stream keeps its credentials
+/// and asks again at each request on it, as etcd does).
 pub async fn caller_of(
     member: &Member,
-    token: Option<String>,
+    creds: &Credentials,
 ) -> Result<Option<RequestAuth>, EtcdError> {
     if !member.auth.enabled() {
         return Ok(None);
     }
-    let Some(token) = token else {
-        return Ok(None);
+    let Some(token) = creds.token.as_deref() else {
+        return Ok(creds.common_name.as_ref().map(|cn| RequestAuth {
+            username: cn.to_string(),
+            revision: member.auth.revision(),
+        }));
     };
-    let token = token.as_str();
     // A token made by an entry this member has not applied yet (the client logged in
     // through another member): wait for it, as etcd does.
     if let Some(index) = tokens::index_of(token)

@@ -75,8 +75,8 @@ impl StreamingService<WatchRequest> for Streams {
 
     fn call(&mut self, req: Request<Streaming<WatchRequest>>) -> Self::Future {
         let (out, outgoing) = outbox();
-        let token = crate::services::caller::token(&req);
-        let stream = WatchStream::new(self.0.clone(), self.0.watch_hub.clone(), out, token);
+        let creds = crate::services::caller::credentials(&req);
+        let stream = WatchStream::new(self.0.clone(), self.0.watch_hub.clone(), out, creds);
         tokio::spawn(stream.run(req.into_inner()));
         ready(Ok(Response::new(outgoing)))
     }

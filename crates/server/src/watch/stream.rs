@@ -34,7 +34,7 @@ use super::{Feed, Subscription, WatchHub};
 use crate::auth::Access;
 use crate::member::Member;
 use crate::services::GRPC_OVERHEAD_BYTES;
-use crate::services::caller::caller_of;
+use crate::services::caller::{Credentials, caller_of};
 
 /// The id etcd answers with when no watcher was created (and for stream-wide progress).
 const NO_WATCH: i64 = -1;
@@ -49,17 +49,17 @@ pub struct WatchStream {
     next_auto_id: i64,
     feed: Subscription,
     out: Outbox,
-    /// The auth token the stream was opened with: each create is checked against it.
-    token: Option<String>,
+    /// The credentials the stream was opened with: each create is checked against them.
+    creds: Credentials,
 }
 
 impl WatchStream {
-    /// A stream of `member` opened with `token`, answering through `out`.
+    /// A stream of `member` opened with `creds`, answering through `out`.
     pub fn new(
         member: Arc<Member>,
         hub: Arc<WatchHub>,
         out: Outbox,
-        token: Option<String>,
+        creds: Credentials,
     ) -> WatchStream {
         let feed = hub.subscribe();
         WatchStream {
@@ -70,7 +70,7 @@ impl WatchStream {
             next_auto_id: 0,
             feed,
             out,
-            token,
+            creds,
         }
     }
 
@@ -217,7 +217,7 @@ impl WatchStream {
         if !self.member.auth.enabled() {
             return Ok(());
         }
-        let caller = caller_of(&self.member, self.token.clone()).await?;
+        let caller = caller_of(&self.member, &self.creds).await?;
         self.member
             .auth
             .check(caller.as_ref(), &c.key, &c.range_end, Access::Read)

@@ -196,6 +196,14 @@ impl ServerCertVerifier for SkipServerVerify {
     }
 }
 
+/// The subject's common name, as Go reads it (the last CN attribute), if it has one that
+/// is not empty: the user a client certificate names when etcd's CN auth applies.
+pub fn common_name(der: &[u8]) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let cn = cert.subject().iter_common_name().last()?.as_str().ok()?;
+    (!cn.is_empty()).then(|| cn.to_string())
+}
+
 /// etcd's SAN check of a peer's client certificate (`checkSAN`): a certificate that
 /// names IP addresses or hosts must name the address the connection comes from (a
 /// host name counts if it resolves to it). One naming neither passes.
