@@ -17,6 +17,7 @@
 //! not have taken effect and is checked both ways; a history is accepted only if one
 //! order of its operations explains every response.
 
+pub mod auth;
 pub mod checker;
 pub mod cluster;
 pub mod expiries;

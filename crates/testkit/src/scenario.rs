@@ -33,6 +33,9 @@ pub struct Scenario {
     pub tls: bool,
     /// Lease clients and a watcher instead of the KV workload ([`crate::leases`]).
     pub leases: bool,
+    /// Auth on: the workload runs as root beside users whose grants change
+    /// ([`crate::auth`]).
+    pub auth: bool,
     /// Keep the data, logs and history of a run that passed too.
     pub keep: bool,
 }
@@ -46,6 +49,7 @@ pub const NAMES: &[&str] = &[
     "kill-snapshot",
     "kill-tls",
     "kill-leases",
+    "kill-auth",
 ];
 
 fn workload(clients: usize, write_percent: u64, seed: u64) -> WorkloadConfig {
@@ -75,6 +79,7 @@ pub fn custom(faults: Vec<Fault>, seed: u64) -> Scenario {
         compact: false,
         tls: false,
         leases: false,
+        auth: false,
         keep: false,
     }
 }
@@ -157,6 +162,15 @@ pub fn named(name: &str, seed: u64) -> Option<Scenario> {
             leases: true,
             ..base
         },
+        // The seeds' scenario: auth on, users writing while their grants change and
+        // members are killed with -9 and restarted, again and again (etcd 3.4 let
+        // members disagree about the data after such restarts, issue 11651).
+        "kill-auth" => Scenario {
+            workload: workload(6, 60, seed),
+            plan: plan(vec![Fault::Kill], Target::Index, (300, 2000)),
+            auth: true,
+            ..base
+        },
         _ => return None,
     };
     Some(Scenario {
@@ -186,6 +200,9 @@ pub struct Report {
     pub data: PathBuf,
     /// The workload's lease work.
     pub leases: LeaseCounts,
+    /// With auth on: the permission decisions checked, and what the settled cluster
+    /// showed; or what broke.
+    pub auth: Option<Result<(crate::auth::DecisionSummary, crate::auth::Settled), String>>,
 }
 
 /// What the workload's clients did with leases.
@@ -250,7 +267,14 @@ pub async fn run(
         .tempdir_in(out)
         .map_err(|e| e.to_string())?;
     match run_in(s, binary, duration, out, dir.path()).await {
-        Ok(report) if report.result.is_ok() && report.watch.is_ok() && !s.keep => Ok(report),
+        Ok(report)
+            if report.result.is_ok()
+                && report.watch.is_ok()
+                && !report.auth.as_ref().is_some_and(|a| a.is_err())
+                && !s.keep =>
+        {
+            Ok(report)
+        }
         Ok(report) => {
             let _ = dir.keep();
             Ok(report)
@@ -323,7 +347,25 @@ async fn run_in(
     .await?;
     let start = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
-    let opts = cluster.connect_options();
+    let mut opts = cluster.connect_options();
+    if s.auth {
+        crate::auth::setup(&cluster.client_urls()[0], &opts).await?;
+        opts = Some(crate::auth::login(
+            &opts,
+            "root",
+            crate::auth::ROOT_PASSWORD,
+        ));
+    }
+    let users = s.auth.then(|| {
+        crate::auth::start(
+            &cluster.client_urls(),
+            &cluster.connect_options(),
+            s.workload.clients,
+            s.workload.seed,
+            start,
+            stop.clone(),
+        )
+    });
     let clients = workload::start(
         &cluster.client_urls(),
         opts.clone(),
@@ -342,10 +384,33 @@ async fn run_in(
     let faults = faults::run(&mut cluster, &s.plan, start + duration).await;
     stop.store(true, Ordering::Relaxed);
     let mut history = clients.await.map_err(|e| e.to_string())?;
+    let changes = match users {
+        Some(users) => {
+            let (ops, changes) = users.finish().await;
+            history.extend(ops);
+            history.sort_by_key(|o| (o.invoke, o.client));
+            for (i, o) in history.iter_mut().enumerate() {
+                o.id = i;
+            }
+            Some(changes)
+        }
+        None => None,
+    };
     if let Some(c) = compacting {
         let _ = c.await;
     }
     cluster.recover().await?;
+    let auth = match &changes {
+        Some(changes) => Some(match crate::auth::decisions::check(changes, &history) {
+            Ok(summary) => {
+                crate::auth::finish(&cluster.client_urls(), &cluster.connect_options(), &history)
+                    .await
+                    .map(|settled| (summary, settled))
+            }
+            Err(e) => Err(e),
+        }),
+        None => None,
+    };
     let watched = watching.finish(&cluster.client_urls(), opts.clone()).await;
     let snapshots = cluster
         .members
@@ -397,6 +462,7 @@ async fn run_in(
     let data = dir.to_path_buf();
     let leases = LeaseCounts::of(&history);
     Ok(Report {
+        auth,
         leases,
         ok,
         failed,

@@ -42,7 +42,7 @@ pub const LEASE_TTL: i64 = 3;
 const KEEPALIVE_EVERY: Duration = Duration::from_millis(800);
 
 /// Errors that prove the request never reached a server (nothing was sent).
-fn never_sent(e: &str) -> bool {
+pub(crate) fn never_sent(e: &str) -> bool {
     e.contains("tcp connect error") || e.contains("Connection refused")
 }
 
@@ -203,7 +203,7 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-async fn execute(c: &mut Client, op: &Op) -> Result<Response, etcd_client::Error> {
+pub(crate) async fn execute(c: &mut Client, op: &Op) -> Result<Response, etcd_client::Error> {
     Ok(match op {
         Op::Put { key, value } => Response::Write {
             rev: rev_of(c.put(key.as_str(), value.as_str(), None).await?.header()),

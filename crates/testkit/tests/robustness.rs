@@ -95,6 +95,29 @@ async fn kill_tls() {
     run("kill-tls", 16).await;
 }
 
+/// The seeds' scenario: auth decisions consistent with the grant changes, acknowledged
+/// user writes kept, every member's hashes equal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_auth() {
+    let r = run("kill-auth", 17).await;
+    match &r.auth {
+        Some(Ok((d, settled))) => {
+            eprintln!("kill-auth: {d:?}; {settled:?}");
+            assert!(d.changes > 5, "the admin barely changed grants");
+            assert!(
+                d.writes_granted > 0 && d.writes_denied > 0 && d.reads_denied > 0,
+                "users were both granted and denied"
+            );
+            assert!(settled.verified_writes > 0);
+        }
+        Some(Err(e)) => panic!(
+            "kill-auth: auth decisions: VIOLATION: {e}; data in {}",
+            r.data.display()
+        ),
+        None => panic!("kill-auth ran without auth"),
+    }
+}
+
 /// Runs kill-leases with `seed` for `secs` and checks that it did lease work.
 async fn lease_run(seed: u64, secs: u64) {
     let s = scenario::named("kill-leases", seed).expect("named scenario");

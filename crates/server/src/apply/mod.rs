@@ -89,8 +89,9 @@ pub enum Applied {
     LeaseRevoke(oxcd_api::etcdserverpb::LeaseRevokeResponse),
     /// Keepalives: each lease's granted TTL (0: not found), in request order.
     LeaseRenew(Vec<i64>),
-    /// An auth change was applied (or was no change).
-    Auth,
+    /// An auth change was applied (or was no change), at this store revision (its
+    /// answer's header revision, as etcd's: the revision when it applied).
+    Auth(i64),
     /// A user logged in: every member now knows the token (a simple one).
     Authenticated(String),
 }
@@ -243,7 +244,7 @@ fn change_auth(
     change: impl FnOnce(&mut AuthState, &mut Changes) -> Result<(), EtcdError>,
 ) -> Result<Applied, ApplyError> {
     ctx.auth.apply(ctx.tx, change)??;
-    Ok(Applied::Auth)
+    Ok(Applied::Auth(ctx.mvcc.rev()))
 }
 
 /// Runs one write request. Every check runs before the request's first change, so a

@@ -54,7 +54,7 @@ impl AuthService {
     /// The header of an applied auth change.
     fn changed(&self, applied: Applied) -> Result<Option<ResponseHeader>, Status> {
         match applied {
-            Applied::Auth => Ok(self.header()),
+            Applied::Auth(rev) => Ok(Some(self.member.header(rev))),
             other => Err(Status::internal(format!(
                 "unexpected apply result {other:?}"
             ))),

@@ -154,6 +154,32 @@ async fn main() -> ExitCode {
         "leases: {} granted, {} puts with a lease, {} revoked, {} expired with keys",
         l.granted, l.puts, l.revoked, l.expired
     );
+    let auth_ok = match &report.auth {
+        None => true,
+        Some(Ok((d, settled))) => {
+            println!(
+                "auth: {} grant changes ({} settled by a read); users' writes {} granted, {} denied; reads {} granted, {} denied; {} refused as auth-store-old",
+                d.changes,
+                d.settled_by_read,
+                d.writes_granted,
+                d.writes_denied,
+                d.reads_granted,
+                d.reads_denied,
+                d.old_revision
+            );
+            println!(
+                "auth: {} acknowledged user writes found at their revision; every member's HashKV {} and state hash (auth included) {} equal",
+                settled.verified_writes, settled.hash_kv, settled.state_hash
+            );
+            println!("auth decisions: ok");
+            true
+        }
+        Some(Err(e)) => {
+            println!("auth decisions: VIOLATION: {e}");
+            println!("data and logs kept in {}", report.data.display());
+            false
+        }
+    };
     let watch_ok = match &report.watch {
         Ok(w) => {
             println!(
@@ -190,7 +216,7 @@ async fn main() -> ExitCode {
             if args.keep {
                 println!("data, logs and history kept in {}", report.data.display());
             }
-            if watch_ok {
+            if watch_ok && auth_ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
