@@ -75,6 +75,8 @@ pub enum Command {
     WatchLatency(WatchLatencyArgs),
     /// Benchmark lease keep-alive round trips.
     LeaseKeepalive(LeaseArgs),
+    /// Benchmark logins (Auth.Authenticate) of one user.
+    Authenticate(AuthenticateArgs),
     /// Start a 3-member etcd and a 3-member oxcd on loopback, one after the other, run
     /// the same matrix on each and write a markdown report with the ratios.
     Compare(crate::compare::CompareArgs),
@@ -111,6 +113,22 @@ pub struct PutArgs {
     /// keys while the space allows), 100 per stream, streams spread over the connections.
     #[arg(long, default_value_t = 0)]
     pub watchers: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AuthenticateArgs {
+    /// The user to log in as.
+    #[arg(long)]
+    pub name: String,
+    /// Its password.
+    #[arg(long)]
+    pub password: String,
+    /// Total number of logins.
+    #[arg(long, default_value_t = 1_000)]
+    pub total: u64,
+    /// Maximum logins per second (0: unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
 }
 
 #[derive(Debug, Clone, Args)]

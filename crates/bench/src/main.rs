@@ -13,7 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use oxcd_bench::cli::{Cli, Command};
 use oxcd_bench::stats::Report;
-use oxcd_bench::workloads::{kv, lease, txn, watch};
+use oxcd_bench::workloads::{auth, kv, lease, txn, watch};
 use oxcd_bench::{compare, conns};
 
 async fn workload(cli: &Cli) -> Result<Report, String> {
@@ -28,6 +28,7 @@ async fn workload(cli: &Cli) -> Result<Report, String> {
         Command::Watch(a) => watch::watch(a, clients, &conns).await,
         Command::WatchLatency(a) => watch::watch_latency(a, &conns).await,
         Command::LeaseKeepalive(a) => lease::keepalive(a, clients, &conns).await,
+        Command::Authenticate(a) => Ok(auth::authenticate(a, clients, &conns).await),
         Command::Compare(_) => Err("compare is not a workload".into()),
     }
 }

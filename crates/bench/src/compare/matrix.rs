@@ -7,11 +7,11 @@ use serde::Serialize;
 
 use super::cluster::{Cluster, TlsFiles, dir_size};
 use crate::cli::{
-    Global, KeyArgs, LeaseArgs, PutArgs, RangeArgs, TxnMixedArgs, TxnPutArgs, WatchArgs,
-    WatchLatencyArgs,
+    AuthenticateArgs, Global, KeyArgs, LeaseArgs, PutArgs, RangeArgs, TxnMixedArgs, TxnPutArgs,
+    WatchArgs, WatchLatencyArgs,
 };
 use crate::stats::Report;
-use crate::workloads::{kv, lease, txn, watch};
+use crate::workloads::{auth, kv, lease, txn, watch};
 
 /// One workload's result on one system.
 #[derive(Debug, Clone, Serialize)]
@@ -42,6 +42,17 @@ pub struct Outcome {
 }
 
 fn global(endpoints: &[String], clients: usize, conns: usize, tls: Option<&TlsFiles>) -> Global {
+    global_as(endpoints, clients, conns, tls, None)
+}
+
+/// [`global`] logged in as `user` (`name:password`).
+fn global_as(
+    endpoints: &[String],
+    clients: usize,
+    conns: usize,
+    tls: Option<&TlsFiles>,
+    user: Option<&str>,
+) -> Global {
     Global {
         endpoints: endpoints.to_vec(),
         conns,
@@ -49,7 +60,7 @@ fn global(endpoints: &[String], clients: usize, conns: usize, tls: Option<&TlsFi
         // One connection lands on one member: the leader, on both systems, so the
         // single-client figures do not depend on where each election happened to land.
         target_leader: conns == 1,
-        user: None,
+        user: user.map(str::to_string),
         // Generous: dialing is not what these cases measure, and a TLS handshake to a
         // member busy starting up can take seconds on a loaded machine.
         dial_timeout: 10,
@@ -83,6 +94,8 @@ enum Work {
     Watch(WatchArgs),
     WatchLatency(WatchLatencyArgs),
     LeaseKeepalive(LeaseArgs),
+    /// Logins.
+    Authenticate(AuthenticateArgs),
     /// New connections: each request dials (TLS handshake included) and makes one
     /// serializable range.
     Connect {
@@ -239,6 +252,7 @@ async fn run_work(
         Work::Watch(a) => watch::watch(a, clients, conns).await?,
         Work::WatchLatency(a) => watch::watch_latency(a, conns).await?,
         Work::LeaseKeepalive(a) => lease::keepalive(a, clients, conns).await?,
+        Work::Authenticate(a) => auth::authenticate(a, clients, conns).await,
         Work::Connect { .. } => return Err("Connect runs through connect_rate".into()),
     })
 }
@@ -329,16 +343,89 @@ fn tls_cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
     ]
 }
 
+/// The user the auth cases run as: read and write on every key through a role of its
+/// own (not root, whose requests skip the permission check), with a simple token.
+const BENCH_USER: &str = "bench";
+const BENCH_PASSWORD: &str = "benchpw";
+
+/// The cases run again with auth on, as [`BENCH_USER`]: writes and linearizable reads
+/// under load (each checked against the user's grants), and logins (passwords hashed at
+/// both systems' default bcrypt cost, 10).
+fn auth_cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
+    let s = |n| scaled(n, scale);
+    vec![
+        (
+            "auth: put, 1000 clients / 100 conns",
+            1000,
+            100,
+            many_puts(s(100_000)),
+        ),
+        (
+            "auth: range linearizable, 1000 clients / 100 conns",
+            1000,
+            100,
+            range(s(100_000), "l"),
+        ),
+        (
+            "auth: authenticate (bcrypt cost 10), 20 clients / 4 conns",
+            20,
+            4,
+            Work::Authenticate(AuthenticateArgs {
+                name: BENCH_USER.into(),
+                password: BENCH_PASSWORD.into(),
+                total: s(400),
+                rate: 0,
+            }),
+        ),
+    ]
+}
+
 /// Runs the workload matrix alone (no load, no resources): a further round of it.
 pub async fn run_workloads(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
     seed_range_key(cluster).await?;
-    run_cases(cluster, cases(scale)).await
+    run_cases(cluster, cases(scale), None).await
 }
 
 /// Runs the TLS cases on a cluster that serves TLS.
 pub async fn run_tls(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
     seed_range_key(cluster).await?;
-    run_cases(cluster, tls_cases(scale)).await
+    run_cases(cluster, tls_cases(scale), None).await
+}
+
+/// Turns auth on (root, and [`BENCH_USER`] with its role) and runs the auth cases.
+pub async fn run_auth(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
+    seed_range_key(cluster).await?;
+    let endpoints = cluster.endpoints();
+    let admin = crate::conns::open(&global(&endpoints, 1, 1, cluster.tls.as_ref())).await?;
+    let c = &admin[0];
+    fn failed(what: &'static str) -> impl Fn(oxcd_client::Error) -> String {
+        move |e| format!("auth setup: {what}: {e}")
+    }
+    c.user_add("root", "rootpw", false)
+        .await
+        .map_err(failed("root"))?;
+    c.role_add("root").await.map_err(failed("root role"))?;
+    c.user_grant_role("root", "root")
+        .await
+        .map_err(failed("root's role"))?;
+    c.user_add(BENCH_USER, BENCH_PASSWORD, false)
+        .await
+        .map_err(failed("user"))?;
+    c.role_add(BENCH_USER).await.map_err(failed("role"))?;
+    c.role_grant_permission(
+        BENCH_USER,
+        b"\0",
+        b"\0",
+        oxcd_client::PermissionType::ReadWrite,
+    )
+    .await
+    .map_err(failed("grant"))?;
+    c.user_grant_role(BENCH_USER, BENCH_USER)
+        .await
+        .map_err(failed("user's role"))?;
+    c.auth_enable().await.map_err(failed("enable"))?;
+    let user = format!("{BENCH_USER}:{BENCH_PASSWORD}");
+    run_cases(cluster, auth_cases(scale), Some(&user)).await
 }
 
 async fn seed_range_key(cluster: &Cluster) -> Result<(), String> {
@@ -360,6 +447,7 @@ async fn seed_range_key(cluster: &Cluster) -> Result<(), String> {
 async fn run_cases(
     cluster: &Cluster,
     cases: Vec<(&'static str, usize, usize, Work)>,
+    user: Option<&str>,
 ) -> Result<Vec<Case>, String> {
     let endpoints = cluster.endpoints();
     let mut out = Vec::new();
@@ -370,9 +458,8 @@ async fn run_cases(
                 Ok(connect_rate(&endpoints, cluster.tls.as_ref(), *total, clients).await)
             }
             _ => {
-                let conns =
-                    crate::conns::open(&global(&endpoints, clients, n_conns, cluster.tls.as_ref()))
-                        .await?;
+                let g = global_as(&endpoints, clients, n_conns, cluster.tls.as_ref(), user);
+                let conns = crate::conns::open(&g).await?;
                 run_work(&work, clients, &conns).await
             }
         };

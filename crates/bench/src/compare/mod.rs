@@ -41,6 +41,9 @@ pub struct CompareArgs {
     /// Skip the cases with client and peer TLS.
     #[arg(long)]
     pub skip_tls: bool,
+    /// Skip the cases with auth on (run in every round, on a cluster of their own).
+    #[arg(long)]
+    pub skip_auth: bool,
     /// Runs the workload matrix this many times, the systems' order alternating (etcd
     /// first in odd rounds); load, resources and TLS cases in the first round only. The
     /// report adds every round's ratios and their median.
@@ -118,6 +121,7 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
     let mut md = report::markdown(&date, &settings, a, &outcomes);
+    report::auth_cost_table(&mut md, &rounds);
     if rounds.len() > 1 {
         report::rounds_table(&mut md, &rounds);
         let path = out.with_extension("rounds.json");
@@ -168,7 +172,26 @@ async fn measure(
         .await?;
         outcome.cases.extend(cases);
     }
+    if !a.skip_auth {
+        outcome
+            .cases
+            .extend(auth_cases(name, binary, a, settings).await?);
+    }
     Ok(outcome)
+}
+
+/// The auth cases, on a fresh cluster.
+async fn auth_cases(
+    name: &str,
+    binary: &Path,
+    a: &CompareArgs,
+    settings: &Settings,
+) -> Result<Vec<matrix::Case>, String> {
+    eprintln!("== {name} with auth on");
+    on_fresh_cluster(binary, &a.dir.join(name), settings, async |c| {
+        matrix::run_auth(c, a.scale).await
+    })
+    .await
 }
 
 /// A later round on one system: the workload matrix alone, on a fresh cluster.
@@ -180,10 +203,14 @@ async fn workloads_again(
     round: usize,
 ) -> Result<Vec<matrix::Case>, String> {
     eprintln!("== {name}, round {}", round + 1);
-    on_fresh_cluster(binary, &a.dir.join(name), settings, async |c| {
+    let mut cases = on_fresh_cluster(binary, &a.dir.join(name), settings, async |c| {
         matrix::run_workloads(c, a.scale).await
     })
-    .await
+    .await?;
+    if !a.skip_auth {
+        cases.extend(auth_cases(name, binary, a, settings).await?);
+    }
+    Ok(cases)
 }
 
 /// Starts `binary` as a new 3-member cluster in the emptied `dir`, runs `work` on it once

@@ -226,6 +226,66 @@ pub fn rounds_table(md: &mut String, rounds: &[Round]) {
     }
 }
 
+/// The rows measured with auth off and again with auth on.
+const AUTH_PAIRS: [(&str, &str); 2] = [
+    (
+        "put, 1000 clients / 100 conns",
+        "auth: put, 1000 clients / 100 conns",
+    ),
+    (
+        "range linearizable, 1000 clients / 100 conns",
+        "auth: range linearizable, 1000 clients / 100 conns",
+    ),
+];
+
+/// The cost of auth on each system: its req/s with auth on over its req/s with auth off
+/// (1.00x: auth costs nothing), every round and the median.
+pub fn auth_cost_table(md: &mut String, rounds: &[Round]) {
+    let on_off = |r: &Round, system: &str, off: &str, on: &str| {
+        let (off, on) = (r.case(system, off)?, r.case(system, on)?);
+        (off.qps > 0.0).then(|| on.qps / off.qps)
+    };
+    let x = |v: f64| {
+        if v.is_finite() {
+            format!("{v:.2}x")
+        } else {
+            "-".to_string()
+        }
+    };
+    let mut rows = Vec::new();
+    for (off, on) in AUTH_PAIRS {
+        let mut cells = Vec::new();
+        for system in ["etcd", "oxcd"] {
+            let per: Vec<f64> = rounds
+                .iter()
+                .filter_map(|r| on_off(r, system, off, on))
+                .collect();
+            let list = per.iter().map(|v| x(*v)).collect::<Vec<_>>().join(", ");
+            cells.push(format!("{list} | {}", x(median(per))));
+        }
+        if !cells.iter().all(|c| c.starts_with(" |")) {
+            rows.push(format!("| {off} | {} |", cells.join(" | ")));
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "
+The cost of auth: req/s with auth on (a user with a role granting every key, a \
+         simple token) over req/s with auth off, each system against itself.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| workload | etcd on/off per round | median | oxcd on/off per round | median |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---|---:|");
+    for r in rows {
+        let _ = writeln!(md, "{r}");
+    }
+}
+
 /// The watch rows' delivery: events per second (from the first put to the last event
 /// counted) and events received of those expected, for each case that reports them.
 fn events_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Option<&Outcome>) {

@@ -1,6 +1,7 @@
 //! The workloads: each turns its flags into requests for [`crate::driver`] (or, for
 //! streams, runs its own loop) and returns a [`crate::stats::Report`].
 
+pub mod auth;
 pub mod kv;
 pub mod lease;
 pub mod skim;
