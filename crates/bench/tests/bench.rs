@@ -148,6 +148,91 @@ fn workloads_against_a_real_member() {
     }
 }
 
+/// `--user` logs every connection in; `authenticate` counts logins; a wrong password is
+/// etcd's error, not a run of failures.
+#[test]
+fn user_flag_logs_in_and_logins_are_counted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_member, url) = start_member(dir.path());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let opts = oxcd_client::ConnectOptions::default();
+        let c = oxcd_client::Client::connect(std::slice::from_ref(&url), &opts)
+            .await
+            .expect("connect");
+        c.user_add("root", "rootpw", false).await.expect("root");
+        c.role_add("root").await.expect("root role");
+        c.user_grant_role("root", "root").await.expect("grant");
+        c.auth_enable().await.expect("auth on");
+    });
+    let run = |rest: &[&str]| {
+        let mut args = vec![
+            "--endpoints",
+            url.as_str(),
+            "--clients",
+            "4",
+            "--conns",
+            "2",
+        ];
+        args.extend_from_slice(rest);
+        args.push("--json");
+        json(&args)
+    };
+    let put = run(&["--user", "root:rootpw", "put", "--total", "50"]);
+    assert_eq!(
+        (put["ok"].as_u64(), put["failed"].as_u64()),
+        (Some(50), Some(0)),
+        "{put}"
+    );
+    let logins = run(&[
+        "authenticate",
+        "--name",
+        "root",
+        "--password",
+        "rootpw",
+        "--total",
+        "8",
+    ]);
+    assert_eq!(logins["ok"], 8, "{logins}");
+    let bad = run(&[
+        "authenticate",
+        "--name",
+        "root",
+        "--password",
+        "x",
+        "--total",
+        "2",
+    ]);
+    assert_eq!(bad["failed"], 2, "{bad}");
+    let out = Command::new(BENCH)
+        .args([
+            "--endpoints",
+            url.as_str(),
+            "--user",
+            "root:wrong",
+            "put",
+            "--total",
+            "5",
+        ])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("etcdserver: authentication failed, invalid user ID or password"),
+        "{err}"
+    );
+    let out = Command::new(BENCH)
+        .args(["--endpoints", url.as_str(), "put", "--total", "5", "--json"])
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("user name is empty"),
+        "without --user every put is refused: {text}"
+    );
+}
+
 #[test]
 fn a_missing_ca_file_is_a_clear_error() {
     let out = Command::new(BENCH)
@@ -200,6 +285,9 @@ fn compare_runs_etcd_and_oxcd_and_writes_the_report() {
         "| put, 1 client / 1 conn (to the leader) |",
         "| CPU per request, µs |",
         "| range linearizable, 1000 clients / 100 conns |",
+        "| auth: put, 1000 clients / 100 conns |",
+        "| auth: authenticate (bcrypt cost 10), 20 clients / 4 conns |",
+        "The cost of auth",
         "peak RSS of the largest member",
         "follower restart until it serves the keys",
     ] {
