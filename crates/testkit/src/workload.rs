@@ -42,7 +42,7 @@ pub const LEASE_TTL: i64 = 3;
 const KEEPALIVE_EVERY: Duration = Duration::from_millis(800);
 
 /// Errors that prove the request never reached a server (nothing was sent).
-pub(crate) fn never_sent(e: &str) -> bool {
+fn never_sent(e: &str) -> bool {
     e.contains("tcp connect error") || e.contains("Connection refused")
 }
 
@@ -365,6 +365,29 @@ async fn cas(
     })
 }
 
+/// What became of `op` given its answer (`Err` when the client gave up waiting): an
+/// answer is `Ok`; a failed read, a request never sent, or an error `refused` says took
+/// no effect is `Failed`; any other failed write is `Indeterminate`.
+pub(crate) fn outcome_of<E>(
+    op: &Op,
+    res: Result<Result<Response, etcd_client::Error>, E>,
+    refused: &dyn Fn(&Op, &str) -> bool,
+) -> Outcome {
+    match res {
+        Ok(Ok(resp)) => Outcome::Ok(resp),
+        Ok(Err(e)) => {
+            let e = e.to_string();
+            if !op.is_write() || never_sent(&e) || refused(op, &e) {
+                Outcome::Failed(e)
+            } else {
+                Outcome::Indeterminate(e)
+            }
+        }
+        Err(_) if op.is_write() => Outcome::Indeterminate("client timeout".into()),
+        Err(_) => Outcome::Failed("client timeout".into()),
+    }
+}
+
 /// Runs client `id` against `url` until `stop`; returns its operations (ids unset).
 async fn client_loop(
     id: usize,
@@ -409,29 +432,14 @@ async fn client_loop(
         }
         let res = tokio::time::timeout(cfg.op_timeout, execute(c, &op)).await;
         let complete = now();
-        let outcome = match res {
-            Ok(Ok(resp)) => {
-                st.remember(&resp, &op);
-                Outcome::Ok(resp)
-            }
-            Ok(Err(e)) => {
-                let e = e.to_string();
-                if !op.is_write() || never_sent(&e) || lease_refused(&op, &e) {
-                    Outcome::Failed(e)
-                } else {
-                    Outcome::Indeterminate(e)
-                }
-            }
-            Err(_) => {
-                // The connection may be stuck on a paused or cut member: start afresh.
-                client = None;
-                if op.is_write() {
-                    Outcome::Indeterminate("client timeout".into())
-                } else {
-                    Outcome::Failed("client timeout".into())
-                }
-            }
-        };
+        if res.is_err() {
+            // The connection may be stuck on a paused or cut member: start afresh.
+            client = None;
+        }
+        let outcome = outcome_of(&op, res, &lease_refused);
+        if let Outcome::Ok(resp) = &outcome {
+            st.remember(resp, &op);
+        }
         st.after_lease_op(&op, &outcome);
         if matches!(outcome, Outcome::Failed(_)) {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -40,8 +40,16 @@ fn perm_json(p: &Permission) -> String {
         .done()
 }
 
-fn strings_json(v: &[String]) -> Vec<String> {
-    v.iter().map(|s| json_string(s)).collect()
+/// A response of a header and a list of names, as Go's encoding/json writes it.
+fn names_json(h: &Option<ResponseHeader>, field: &str, names: &[String]) -> Out {
+    let names = names.iter().map(|s| json_string(s)).collect();
+    Out::text(
+        Obj::default()
+            .raw("header", header(h))
+            .list(field, names)
+            .done()
+            + "\n",
+    )
 }
 
 /// A permission's range as `role get` prints it, the tab included.
@@ -92,13 +100,7 @@ impl Printer {
                 let roles: String = r.roles.iter().map(|role| format!(" {role}")).collect();
                 Out::text(format!("User: {name}\nRoles:{roles}\n"))
             }
-            Format::Json => Out::text(
-                Obj::default()
-                    .raw("header", header(&r.header))
-                    .list("roles", strings_json(&r.roles))
-                    .done()
-                    + "\n",
-            ),
+            Format::Json => names_json(&r.header, "roles", &r.roles),
             Format::Protobuf => pb(r),
             Format::Fields | Format::Table => return Err(self.format.unsupported()),
         })
@@ -108,13 +110,7 @@ impl Printer {
     pub fn user_list(&self, r: &AuthUserListResponse) -> Result<Out, String> {
         Ok(match self.format {
             Format::Simple => Out::text(r.users.iter().map(|u| format!("{u}\n")).collect()),
-            Format::Json => Out::text(
-                Obj::default()
-                    .raw("header", header(&r.header))
-                    .list("users", strings_json(&r.users))
-                    .done()
-                    + "\n",
-            ),
+            Format::Json => names_json(&r.header, "users", &r.users),
             Format::Protobuf => pb(r),
             Format::Fields | Format::Table => return Err(self.format.unsupported()),
         })
@@ -168,13 +164,7 @@ impl Printer {
     pub fn role_list(&self, r: &AuthRoleListResponse) -> Result<Out, String> {
         Ok(match self.format {
             Format::Simple => Out::text(r.roles.iter().map(|u| format!("{u}\n")).collect()),
-            Format::Json => Out::text(
-                Obj::default()
-                    .raw("header", header(&r.header))
-                    .list("roles", strings_json(&r.roles))
-                    .done()
-                    + "\n",
-            ),
+            Format::Json => names_json(&r.header, "roles", &r.roles),
             Format::Fields => {
                 let roles: String = r
                     .roles

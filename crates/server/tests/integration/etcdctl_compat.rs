@@ -29,12 +29,8 @@ fn parse_script(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Runs etcdctl; returns stdout, the `Error:` and health lines of stderr, exit code.
-fn run(endpoint: &str, args: &str, stdin: &str) -> (String, String, i32) {
-    run_with(endpoint, &[], args, stdin)
-}
-
-/// [`run`] with more global flags (`--cacert` ...).
+/// Runs etcdctl with more global flags (`--cacert` ...) than `--endpoints`; returns
+/// stdout, the `Error:` and health lines of stderr, exit code.
 fn run_with(endpoint: &str, global: &[String], args: &str, stdin: &str) -> (String, String, i32) {
     let mut words: Vec<String> = args
         .split(' ')
@@ -167,33 +163,9 @@ async fn etcdctl_session_over_tls_matches_real_etcd() {
         .issue(&Spec::client("stranger", "root"))
         .expect("stranger");
     let p = |f: &Path| f.display().to_string();
-    let server_flags = vec![
-        format!("--cert-file={}", p(&server.cert)),
-        format!("--key-file={}", p(&server.key)),
-        format!("--trusted-ca-file={}", p(&ca.cert)),
-        "--client-cert-auth".to_string(),
-    ];
-    let ctl = |c: &oxcd_testkit::pki::CertFiles| {
-        vec![
-            format!("--cacert={}", p(&ca.cert)),
-            format!("--cert={}", p(&c.cert)),
-            format!("--key={}", p(&c.key)),
-        ]
-    };
+    let ctl = |c: &oxcd_testkit::pki::CertFiles| etcdctl_tls_flags(&ca, c);
     let good = ctl(&client);
-    let etcd = start_etcd_with(&dir.path().join("etcd"), "https", &server_flags, &good);
-    let url = format!("https://127.0.0.1:{}", free_port());
-    let (cert, key, ca_file) = (server.cert.clone(), server.key.clone(), ca.cert.clone());
-    let oxcd = InProc::start(dir.path().join("oxcd"), move |s| {
-        s.listen_client_urls = vec![url.clone()];
-        s.advertise_client_urls = vec![url];
-        s.client_tls.cert_file = Some(cert);
-        s.client_tls.key_file = Some(key);
-        s.client_tls.trusted_ca_file = Some(ca_file);
-        s.client_tls.client_cert_auth = true;
-    })
-    .await;
-    let ox_ep = format!("https://{}", oxcd.addr);
+    let (etcd, oxcd, ox_ep) = tls_servers(dir.path(), &ca, &server, &good).await;
     let mut script = script();
     let refusals = [
         (vec![format!("--cacert={}", p(&ca.cert))], "get foo"),
@@ -201,8 +173,6 @@ async fn etcdctl_session_over_tls_matches_real_etcd() {
         (Vec::new(), "get foo"),
         (vec![format!("--cacert={}", p(&ca.cert))], "endpoint health"),
     ];
-    let mut mismatches = Vec::new();
-    let mut compared = 0;
     // The session's commands succeed on both servers, so a long command timeout only
     // keeps a loaded machine from turning a slow answer into a mismatch; the refusals
     // keep etcdctl's 5 s default, which they wait out.
@@ -217,30 +187,8 @@ async fn etcdctl_session_over_tls_matches_real_etcd() {
             .iter()
             .map(|(g, a)| (g.clone(), a.to_string(), String::new())),
     );
-    for (global, args, stdin) in steps {
-        let (ep1, ep2, a, s, g) = (
-            etcd.endpoint.clone(),
-            ox_ep.clone(),
-            args.clone(),
-            stdin.clone(),
-            global.clone(),
-        );
-        let (want, got) = tokio::task::spawn_blocking(move || {
-            (run_with(&ep1, &g, &a, &s), run_with(&ep2, &g, &a, &s))
-        })
-        .await
-        .expect("join");
-        compared += 1;
-        let want = (
-            mask(&want.0, &etcd.endpoint),
-            mask(&want.1, &etcd.endpoint),
-            want.2,
-        );
-        let got = (mask(&got.0, &ox_ep), mask(&got.1, &ox_ep), got.2);
-        if want != got {
-            mismatches.push(format!("etcdctl {args}\n  etcd: {want:?}\n  oxcd: {got:?}"));
-        }
-    }
+    let compared = steps.len();
+    let mismatches = compare_steps(&etcd.endpoint, &ox_ep, steps).await;
     eprintln!(
         "{compared} etcdctl commands compared over TLS, {} mismatches",
         mismatches.len()
@@ -265,38 +213,8 @@ async fn etcdctl_cn_auth_matches_real_etcd() {
     let server = ca.issue(&Spec::member("server")).expect("server");
     let issue = |name: &str| ca.issue(&Spec::client(name, name)).expect("client cert");
     let (root, alice, ghost) = (issue("root"), issue("alice"), issue("ghost"));
-    let p = |f: &Path| f.display().to_string();
-    let server_flags = vec![
-        format!("--cert-file={}", p(&server.cert)),
-        format!("--key-file={}", p(&server.key)),
-        format!("--trusted-ca-file={}", p(&ca.cert)),
-        "--client-cert-auth".to_string(),
-    ];
-    let as_cert = |c: &oxcd_testkit::pki::CertFiles| {
-        vec![
-            format!("--cacert={}", p(&ca.cert)),
-            format!("--cert={}", p(&c.cert)),
-            format!("--key={}", p(&c.key)),
-        ]
-    };
-    let etcd = start_etcd_with(
-        &dir.path().join("etcd"),
-        "https",
-        &server_flags,
-        &as_cert(&root),
-    );
-    let url = format!("https://127.0.0.1:{}", free_port());
-    let (cert, key, ca_file) = (server.cert.clone(), server.key.clone(), ca.cert.clone());
-    let oxcd = InProc::start(dir.path().join("oxcd"), move |s| {
-        s.listen_client_urls = vec![url.clone()];
-        s.advertise_client_urls = vec![url];
-        s.client_tls.cert_file = Some(cert);
-        s.client_tls.key_file = Some(key);
-        s.client_tls.trusted_ca_file = Some(ca_file);
-        s.client_tls.client_cert_auth = true;
-    })
-    .await;
-    let ox_ep = format!("https://{}", oxcd.addr);
+    let as_cert = |c: &oxcd_testkit::pki::CertFiles| etcdctl_tls_flags(&ca, c);
+    let (etcd, oxcd, ox_ep) = tls_servers(dir.path(), &ca, &server, &as_cert(&root)).await;
     let (r, a, g) = (as_cert(&root), as_cert(&alice), as_cert(&ghost));
     let with = |mut v: Vec<String>, extra: &str| {
         v.push(extra.to_string());
@@ -335,32 +253,14 @@ async fn etcdctl_cn_auth_matches_real_etcd() {
         (a.clone(), "user list"),
         (g.clone(), "get a1"),
     ];
-    let mut mismatches = Vec::new();
-    for (global, args) in &steps {
-        let (ep1, ep2, a, g) = (
-            etcd.endpoint.clone(),
-            ox_ep.clone(),
-            args.to_string(),
-            global.clone(),
-        );
-        let (want, got) = tokio::task::spawn_blocking(move || {
-            (run_with(&ep1, &g, &a, ""), run_with(&ep2, &g, &a, ""))
-        })
-        .await
-        .expect("join");
-        let want = (
-            mask(&want.0, &etcd.endpoint),
-            mask(&want.1, &etcd.endpoint),
-            want.2,
-        );
-        let got = (mask(&got.0, &ox_ep), mask(&got.1, &ox_ep), got.2);
-        if want != got {
-            mismatches.push(format!("etcdctl {args}\n  etcd: {want:?}\n  oxcd: {got:?}"));
-        }
-    }
+    let steps: Vec<(Vec<String>, String, String)> = steps
+        .into_iter()
+        .map(|(g, a)| (g, a.to_string(), String::new()))
+        .collect();
+    let compared = steps.len();
+    let mismatches = compare_steps(&etcd.endpoint, &ox_ep, steps).await;
     eprintln!(
-        "{} etcdctl commands compared with CN auth, {} mismatches",
-        steps.len(),
+        "{compared} etcdctl commands compared with CN auth, {} mismatches",
         mismatches.len()
     );
     assert!(
@@ -371,6 +271,81 @@ async fn etcdctl_cn_auth_matches_real_etcd() {
     oxcd.stop().await;
 }
 
+/// etcdctl's flags to talk TLS with `ca`'s servers as `client`.
+fn etcdctl_tls_flags(
+    ca: &oxcd_testkit::pki::Ca,
+    client: &oxcd_testkit::pki::CertFiles,
+) -> Vec<String> {
+    vec![
+        format!("--cacert={}", ca.cert.display()),
+        format!("--cert={}", client.cert.display()),
+        format!("--key={}", client.key.display()),
+    ]
+}
+
+/// An etcd and an oxcd serving clients over TLS with `server`'s certificate, verifying
+/// client certificates against `ca` (`--client-cert-auth`); `ctl` is what etcdctl needs
+/// to reach etcd while it starts. Returns both, and oxcd's endpoint.
+async fn tls_servers(
+    dir: &Path,
+    ca: &oxcd_testkit::pki::Ca,
+    server: &oxcd_testkit::pki::CertFiles,
+    ctl: &[String],
+) -> (common::etcd::Etcd, InProc, String) {
+    let flags = vec![
+        format!("--cert-file={}", server.cert.display()),
+        format!("--key-file={}", server.key.display()),
+        format!("--trusted-ca-file={}", ca.cert.display()),
+        "--client-cert-auth".to_string(),
+    ];
+    let etcd = start_etcd_with(&dir.join("etcd"), "https", &flags, ctl);
+    let url = format!("https://127.0.0.1:{}", free_port());
+    let (cert, key, ca_file) = (server.cert.clone(), server.key.clone(), ca.cert.clone());
+    let oxcd = InProc::start(dir.join("oxcd"), move |s| {
+        s.listen_client_urls = vec![url.clone()];
+        s.advertise_client_urls = vec![url];
+        s.client_tls.cert_file = Some(cert);
+        s.client_tls.key_file = Some(key);
+        s.client_tls.trusted_ca_file = Some(ca_file);
+        s.client_tls.client_cert_auth = true;
+    })
+    .await;
+    let ox_ep = format!("https://{}", oxcd.addr);
+    (etcd, oxcd, ox_ep)
+}
+
+/// Runs each step (global flags, arguments, stdin) through etcdctl against etcd and
+/// against oxcd; the steps whose masked outcomes differ.
+async fn compare_steps(
+    etcd_ep: &str,
+    ox_ep: &str,
+    steps: Vec<(Vec<String>, String, String)>,
+) -> Vec<String> {
+    let mut mismatches = Vec::new();
+    for (global, args, stdin) in steps {
+        let (ep1, ep2, a, s) = (
+            etcd_ep.to_string(),
+            ox_ep.to_string(),
+            args.clone(),
+            stdin.clone(),
+        );
+        let (want, got) = tokio::task::spawn_blocking(move || {
+            (
+                run_with(&ep1, &global, &a, &s),
+                run_with(&ep2, &global, &a, &s),
+            )
+        })
+        .await
+        .expect("join");
+        let want = (mask(&want.0, etcd_ep), mask(&want.1, etcd_ep), want.2);
+        let got = (mask(&got.0, ox_ep), mask(&got.1, ox_ep), got.2);
+        if want != got {
+            mismatches.push(format!("etcdctl {args}\n  etcd: {want:?}\n  oxcd: {got:?}"));
+        }
+    }
+    mismatches
+}
+
 /// Runs `script` through etcdctl against a fresh etcd and a fresh oxcd; returns the
 /// commands whose output differed.
 async fn compare_with_real_etcd(script: &[(String, String)]) -> Vec<String> {
@@ -378,28 +353,11 @@ async fn compare_with_real_etcd(script: &[(String, String)]) -> Vec<String> {
     let etcd = start_etcd(&dir.path().join("etcd"));
     let oxcd = InProc::start(dir.path().join("oxcd"), |_| {}).await;
     let ox_ep = oxcd.addr.to_string();
-    let mut mismatches = Vec::new();
-    for (args, stdin) in script {
-        let (ep1, ep2, a, s) = (
-            etcd.endpoint.clone(),
-            ox_ep.clone(),
-            args.to_string(),
-            stdin.to_string(),
-        );
-        let (want, got) =
-            tokio::task::spawn_blocking(move || (run(&ep1, &a, &s), run(&ep2, &a, &s)))
-                .await
-                .expect("join");
-        let want = (
-            mask(&want.0, &etcd.endpoint),
-            mask(&want.1, &etcd.endpoint),
-            want.2,
-        );
-        let got = (mask(&got.0, &ox_ep), mask(&got.1, &ox_ep), got.2);
-        if want != got {
-            mismatches.push(format!("etcdctl {args}\n  etcd: {want:?}\n  oxcd: {got:?}"));
-        }
-    }
+    let steps = script
+        .iter()
+        .map(|(a, s)| (Vec::new(), a.clone(), s.clone()))
+        .collect();
+    let mismatches = compare_steps(&etcd.endpoint, &ox_ep, steps).await;
     oxcd.stop().await;
     mismatches
 }

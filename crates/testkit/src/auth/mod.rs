@@ -22,7 +22,7 @@ use etcd_client::{Client, ConnectOptions, GetOptions, Permission};
 
 use crate::history::{Op, Operation, Outcome};
 use crate::rng::Rng;
-use crate::workload::{execute, never_sent};
+use crate::workload::{execute, outcome_of};
 
 pub use decisions::{Change, DecisionSummary};
 
@@ -209,26 +209,11 @@ async fn user_loop(
         let invoke = now();
         let res = tokio::time::timeout(OP_TIMEOUT, execute(c, &op)).await;
         let complete = now();
-        let outcome = match res {
-            Ok(Ok(resp)) => Outcome::Ok(resp),
-            Ok(Err(e)) => {
-                let e = e.to_string();
-                if decisions::refused(&e) || !op.is_write() || never_sent(&e) {
-                    Outcome::Failed(e)
-                } else {
-                    client = None;
-                    Outcome::Indeterminate(e)
-                }
-            }
-            Err(_) => {
-                client = None;
-                if op.is_write() {
-                    Outcome::Indeterminate("client timeout".into())
-                } else {
-                    Outcome::Failed("client timeout".into())
-                }
-            }
-        };
+        let gave_up = res.is_err();
+        let outcome = outcome_of(&op, res, &|_, e| decisions::refused(e));
+        if gave_up || matches!(outcome, Outcome::Indeterminate(_)) {
+            client = None;
+        }
         if matches!(outcome, Outcome::Failed(_)) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
