@@ -19,6 +19,7 @@
 //!   etcd refreshes its range permission cache), so a check reads them under the same
 //!   lock as the rest of the state.
 
+pub mod jwt;
 pub mod perms;
 pub(crate) mod table;
 pub mod tokens;
