@@ -5,6 +5,7 @@
 mod common;
 
 mod auth;
+mod auth_jwt;
 mod auth_parity;
 mod bootstrap_checks;
 mod cli;
