@@ -6,6 +6,7 @@ mod common;
 
 mod auth;
 mod auth_jwt;
+mod auth_jwt_parity;
 mod auth_parity;
 mod bootstrap_checks;
 mod cli;
