@@ -3,9 +3,10 @@
 //! and roles set up, Authenticate with a wrong and a right password, the token's header
 //! and claims, reads and writes inside and outside the grant, the token the other server
 //! made, forged and tampered tokens, old tokens after an auth change, a token past its
-//! ttl, auth disabled), a session on verify-only servers (public key only), and the
-//! start-up refusals for bad options and key files. Every answer must be the same but
-//! for the ids and term in headers and the tokens' times and signatures.
+//! ttl, auth disabled), a session on verify-only servers (public key only), one with
+//! an empty `--auth-token` (no tokens at all), and the start-up refusals for bad
+//! options and key files. Every answer must be the same but for the ids and term in
+//! headers and the tokens' times and signatures.
 
 use crate::common;
 
@@ -385,6 +386,35 @@ async fn verify_only_servers_answer_as_etcd_does() {
         outs.push(s.out);
     }
     assert_same_answers("verify-only JWT", &outs[0], &outs[1]);
+    oxcd.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_auth_token_answers_as_etcd_does() {
+    if !etcd_35() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = start_etcd_jwt(&dir.path().join("etcd"), "");
+    let oxcd = InProc::start(dir.path().join("oxcd"), |s| s.auth_token = String::new()).await;
+    let signed = signer("HS256", "hs.key")
+        .sign("root", 8, SystemTime::now())
+        .expect("signed");
+    let mut outs = Vec::new();
+    for endpoint in [
+        etcd.endpoint.clone(),
+        oxcd.endpoint().replace("http://", ""),
+    ] {
+        let mut s = Session::open(&endpoint).await;
+        s.set_up().await;
+        s.authenticate("root", "root", "rootpw").await;
+        s.authenticate("root, wrong password", "root", "nope").await;
+        s.get("a JWT", &signed, "k").await;
+        s.get("a simple token", "abcdefghijklmnop.12", "k").await;
+        s.put("no token", "", "k").await;
+        outs.push(s.out);
+    }
+    assert_same_answers("no-token-provider", &outs[0], &outs[1]);
     oxcd.stop().await;
 }
 
