@@ -108,6 +108,12 @@ etcd_errors! {
     RawUserNotFound => Unknown, "auth: user not found";
     RawPermissionDenied => Unknown, "auth: permission denied";
     RawInvalidAuthToken => Unknown, "auth: invalid auth token";
+    /// Authenticate on a member given only a JWT public key (etcd's ErrVerifyOnly,
+    /// unconverted: code Unknown).
+    JwtVerifyOnly => Unknown, "auth: token signing attempted with verify-only key";
+    /// Authenticate when the JWT key is on another curve than the ES* method's
+    /// (golang-jwt's ErrInvalidKey, code Unknown).
+    JwtInvalidKey => Unknown, "key is invalid";
 }
 
 impl EtcdError {
@@ -154,7 +160,8 @@ mod tests {
             );
             if *e != EtcdError::DeadlineExceeded {
                 let m = e.message();
-                let raw = e.code() == Code::Unknown && m.starts_with("auth: ");
+                let raw = e.code() == Code::Unknown
+                    && (m.starts_with("auth: ") || *e == EtcdError::JwtInvalidKey);
                 assert!(m.starts_with("etcdserver: ") || raw, "{e:?}");
             }
         }

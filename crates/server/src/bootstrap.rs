@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::apply_loop::ApplyLoop;
 use crate::auth::AuthStore;
+use crate::auth::provider::TokenProvider;
 use crate::lease::Lessor;
 use crate::member::{Identity, Limits, Member};
 use crate::members::Cluster;
@@ -70,6 +71,9 @@ pub fn start(
     dialer: PeerDialer,
     faults: Option<PeerFaults>,
 ) -> Result<Started, StartError> {
+    // Before anything is created: a bad --auth-token leaves no data dir behind.
+    let (tokens, _) = TokenProvider::from_flag(&s.auth_token, s.auth_token_ttl)
+        .map_err(|e| StartError::Other(e.to_string()))?;
     let lock = DirLock::acquire(&s.data_dir.join("member"))?;
     let backend = Arc::new(Backend::open(&s.backend_path())?);
     let store = Arc::new(Store::open(backend)?);
@@ -80,11 +84,7 @@ pub fn start(
         &store,
         Lessor::min_ttl_for(s.heartbeat, election_ticks),
     )?);
-    let auth = Arc::new(AuthStore::load(
-        store.backend(),
-        s.auth_token_ttl,
-        s.bcrypt_cost,
-    )?);
+    let auth = Arc::new(AuthStore::load(store.backend(), tokens, s.bcrypt_cost)?);
     let cfg = NodeConfig {
         id: cluster.me,
         cluster_id: cluster.cluster_id,

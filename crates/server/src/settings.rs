@@ -75,6 +75,9 @@ pub struct Settings {
     /// etcd setting). The robustness suite gives each member its own loopback address so
     /// that its partitioning proxy can tell which member a connection comes from.
     pub peer_source_ip: Option<std::net::IpAddr>,
+    /// `--auth-token`: `simple`, `jwt,<options>` or empty (read by
+    /// [`crate::auth::provider::TokenProvider::from_flag`]).
+    pub auth_token: String,
     /// `--auth-token-ttl`: how long a simple token lives after its last use.
     pub auth_token_ttl: Duration,
     /// `--bcrypt-cost` (etcd's default where bcrypt would refuse it).

@@ -92,8 +92,13 @@ pub enum Applied {
     /// An auth change was applied (or was no change), at this store revision (its
     /// answer's header revision, as etcd's: the revision when it applied).
     Auth(i64),
-    /// A user logged in: every member now knows the token (a simple one).
-    Authenticated(String),
+    /// A user logged in.
+    Authenticated {
+        /// The simple token every member now knows (None without simple tokens).
+        simple_token: Option<String>,
+        /// The auth revision the entry applied at: a JWT's `revision` claim.
+        auth_revision: u64,
+    },
 }
 
 /// Why applying failed.
@@ -207,12 +212,21 @@ pub fn apply(
             Ok(applied)
         }
         Op::Authenticate(a) => {
-            auth::authenticate(&ctx.auth.state(), a)?;
-            let token = format!("{}.{}", a.simple_token, ctx.index);
-            ctx.auth
-                .tokens
-                .assign(token.clone(), &a.name, std::time::Instant::now());
-            Ok(Applied::Authenticated(token))
+            let auth_revision = {
+                let state = ctx.auth.state();
+                auth::authenticate(&state, a)?;
+                state.revision
+            };
+            let simple_token = ctx.auth.tokens.record_simple(
+                &a.simple_token,
+                ctx.index,
+                &a.name,
+                std::time::Instant::now(),
+            );
+            Ok(Applied::Authenticated {
+                simple_token,
+                auth_revision,
+            })
         }
         Op::AuthUserAdd(r) => change_auth(ctx, |s, c| auth::user_add(s, c, r)),
         Op::AuthUserDelete(r) => {

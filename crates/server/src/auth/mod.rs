@@ -19,7 +19,9 @@
 //!   etcd refreshes its range permission cache), so a check reads them under the same
 //!   lock as the rest of the state.
 
+pub mod jwt;
 pub mod perms;
+pub mod provider;
 pub(crate) mod table;
 pub mod tokens;
 
@@ -36,6 +38,7 @@ use oxcd_storage::backend::Backend;
 use oxcd_storage::batch::BatchTx;
 
 use perms::UserPerms;
+use provider::TokenProvider;
 use tokens::SimpleTokens;
 
 /// etcd's name of the all-powerful user and role.
@@ -161,14 +164,15 @@ impl Changes {
     }
 }
 
-/// The auth store: the replicated state's mirror and this member's simple tokens.
+/// The auth store: the replicated state's mirror and this member's tokens.
 #[derive(Debug)]
 pub struct AuthStore {
     state: RwLock<AuthState>,
     /// `state.enabled`, readable without the lock: every request asks it.
     on: AtomicBool,
-    /// Simple tokens, recorded when Authenticate entries are applied.
-    pub tokens: SimpleTokens,
+    /// This member's tokens (`--auth-token`); simple ones are recorded when
+    /// Authenticate entries are applied.
+    pub tokens: TokenProvider,
     /// `--bcrypt-cost`: the cost new passwords are hashed at.
     pub bcrypt_cost: u32,
 }
@@ -183,21 +187,29 @@ impl AuthStore {
     /// An empty store whose simple tokens live `token_ttl` after their last use and
     /// whose new passwords are hashed at `bcrypt_cost`.
     pub fn new(token_ttl: Duration, bcrypt_cost: u32) -> AuthStore {
+        AuthStore::with_tokens(
+            TokenProvider::Simple(SimpleTokens::new(token_ttl)),
+            bcrypt_cost,
+        )
+    }
+
+    /// An empty store with `tokens`, whose new passwords are hashed at `bcrypt_cost`.
+    pub fn with_tokens(tokens: TokenProvider, bcrypt_cost: u32) -> AuthStore {
         AuthStore {
             state: RwLock::default(),
             on: AtomicBool::new(false),
-            tokens: SimpleTokens::new(token_ttl),
+            tokens,
             bcrypt_cost,
         }
     }
 
-    /// The store as `backend` holds it.
+    /// The store as `backend` holds it, with `tokens`.
     pub fn load(
         backend: &Backend,
-        token_ttl: Duration,
+        tokens: TokenProvider,
         bcrypt_cost: u32,
     ) -> Result<AuthStore, MvccError> {
-        let store = AuthStore::new(token_ttl, bcrypt_cost);
+        let store = AuthStore::with_tokens(tokens, bcrypt_cost);
         store.reload(backend)?;
         Ok(store)
     }

@@ -2,6 +2,10 @@ use super::*;
 use crate::apply::auth as ops;
 use oxcd_api::etcdserverpb::{AuthRoleAddRequest, AuthUserAddRequest, AuthUserGrantRoleRequest};
 
+fn simple() -> TokenProvider {
+    TokenProvider::Simple(SimpleTokens::new(DEFAULT_TOKEN_TTL))
+}
+
 fn backend(dir: &std::path::Path) -> Backend {
     Backend::open(&dir.join("db")).expect("backend")
 }
@@ -10,7 +14,7 @@ fn backend(dir: &std::path::Path) -> Backend {
 fn changes_raise_the_revision_and_survive_a_reload() {
     let dir = tempfile::tempdir().expect("tempdir");
     let b = backend(dir.path());
-    let store = AuthStore::load(&b, DEFAULT_TOKEN_TTL, DEFAULT_BCRYPT_COST).expect("load");
+    let store = AuthStore::load(&b, simple(), DEFAULT_BCRYPT_COST).expect("load");
     assert_eq!(
         (store.revision(), store.enabled()),
         (1, false),
@@ -54,7 +58,7 @@ fn changes_raise_the_revision_and_survive_a_reload() {
     );
     tx.commit(9, 1, true).expect("commit");
     assert!(store.state().is_root(ROOT));
-    let again = AuthStore::load(&b, DEFAULT_TOKEN_TTL, DEFAULT_BCRYPT_COST).expect("reload");
+    let again = AuthStore::load(&b, simple(), DEFAULT_BCRYPT_COST).expect("reload");
     assert_eq!(*again.state(), *store.state());
 }
 
@@ -62,7 +66,7 @@ fn changes_raise_the_revision_and_survive_a_reload() {
 fn permissions_follow_the_revision() {
     let dir = tempfile::tempdir().expect("tempdir");
     let b = backend(dir.path());
-    let store = AuthStore::load(&b, DEFAULT_TOKEN_TTL, DEFAULT_BCRYPT_COST).expect("load");
+    let store = AuthStore::load(&b, simple(), DEFAULT_BCRYPT_COST).expect("load");
     let tx = b.begin_batch().expect("batch");
     let run = |f: &dyn Fn(&mut AuthState, &mut Changes) -> Result<(), EtcdError>| {
         store.apply(&tx, f).expect("backend").expect("accepted")

@@ -120,6 +120,7 @@ pub fn load(
     if !has_wal(&cfg.wal_dir()) {
         cfg.verify_bootstrap()?;
     }
+    check_auth_token(&cfg, &mut warnings)?;
     Ok(Loaded {
         config: cfg,
         warnings,
@@ -297,22 +298,6 @@ fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigE
             "--bcrypt-cost={cost} is outside bcrypt's 4..31: the default cost 10 is used (as etcd)"
         ));
     }
-    // etcd's token types: "simple", or "jwt,<options>" (not built yet); anything else
-    // makes etcd fail at start with its auth store's error.
-    match cfg
-        .get(key::AUTH_TOKEN)
-        .split(',')
-        .next()
-        .unwrap_or_default()
-    {
-        "simple" => {}
-        "jwt" => {
-            return Err(err(
-                "--auth-token=jwt,... is not supported yet by oxcd (JWT tokens are not built); use simple",
-            ));
-        }
-        _ => return Err(err("auth: invalid auth options")),
-    }
     if cfg.get(key::METRICS) == "extensive" {
         return Err(err(
             "--metrics=\"extensive\" is not supported yet by oxcd (no gRPC histograms); remove it or set it to \"basic\"",
@@ -331,6 +316,17 @@ fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigE
             )));
         }
     }
+    Ok(())
+}
+
+/// `--auth-token` and its JWT key files, read as etcd reads them when it makes its
+/// server (after the bootstrap checks), with its start-up errors; oxcd reads them here,
+/// before anything is created, and again when the member starts.
+fn check_auth_token(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
+    let (_, token_warnings) =
+        crate::auth::provider::TokenProvider::from_flag(cfg.get(key::AUTH_TOKEN), Duration::ZERO)
+            .map_err(|e| err(e.to_string()))?;
+    warnings.extend(token_warnings);
     Ok(())
 }
 
@@ -814,6 +810,7 @@ impl Config {
                 .get(key::EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION),
             peer_source_ip: None,
             // etcd: zero is its default TTL; a cost bcrypt refuses is its default cost.
+            auth_token: self.get(key::AUTH_TOKEN).to_string(),
             auth_token_ttl: Duration::from_secs(match self.get(key::AUTH_TOKEN_TTL) {
                 0 => 300,
                 ttl => ttl,

@@ -209,8 +209,79 @@ fn auth_flags_as_etcd_reads_them() {
     let l = load_with(&["--auth-token-ttl", "60", "--bcrypt-cost", "4"], &[]).expect("load");
     let s = l.config.settings();
     assert_eq!((s.auth_token_ttl.as_secs(), s.bcrypt_cost), (60, 4));
-    let e = load_with(&["--auth-token", "jwt,pub-key=a,priv-key=b"], &[]).expect_err("jwt");
-    assert!(e.to_string().contains("not supported yet"), "{e}");
     let e = load_with(&["--auth-token", "magic"], &[]).expect_err("unknown type");
     assert!(e.to_string().contains("auth: invalid auth options"), "{e}");
+    let s = load_with(&["--auth-token", ""], &[])
+        .expect("etcd's nop provider")
+        .config
+        .settings();
+    assert_eq!(s.auth_token, "");
+}
+
+/// A test key under `testdata/jwt`.
+fn jwt_key(name: &str) -> String {
+    format!("{}/../../testdata/jwt/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn jwt_auth_token_read_and_refused_as_etcd() {
+    let (private, public) = (jwt_key("rs-priv.pem"), jwt_key("rs-pub.pem"));
+    let spec = format!("jwt,pub-key={public},priv-key={private},sign-method=RS256,ttl=10m");
+    let l = load_with(&["--auth-token", &spec], &[]).expect("load");
+    assert_eq!(l.config.settings().auth_token, spec);
+    let verify_only = format!("jwt,pub-key={public},sign-method=RS512,color=blue");
+    let l = load_with(&[], &[("ETCD_AUTH_TOKEN", &verify_only)]).expect("from the environment");
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w == "unknown JWT options: [color]"),
+        "{:?}",
+        l.warnings
+    );
+    let refusals = [
+        (
+            "jwt,sign-method=RS256,priv-key=/nonexistent/k.pem".to_string(),
+            "auth: invalid auth options (open /nonexistent/k.pem: no such file or directory)",
+        ),
+        (
+            "jwt,priv-key=/x".to_string(),
+            "auth: invalid auth options (open /x: no such file or directory)",
+        ),
+        (
+            format!("jwt,sign-method=RS1024,priv-key={private}"),
+            "auth: invalid auth options (auth: invalid auth signature method)",
+        ),
+        (
+            format!("jwt,sign-method=RS256,priv-key={private},ttl=forever"),
+            "auth: invalid auth options (time: invalid duration \"forever\")",
+        ),
+        (format!("jwt,sign-method=RS256,priv-key={private},bad"), ""),
+        (
+            format!("jwt,sign-method=RS256,priv-key={private},ttl=1s,ttl=2s"),
+            "",
+        ),
+        (
+            "jwt,sign-method=RS256".to_string(),
+            "auth: missing key data",
+        ),
+        (
+            format!("jwt,sign-method=RS256,priv-key={}", jwt_key("hs.key")),
+            "invalid key: Key must be a PEM encoded PKCS1 or PKCS8 key",
+        ),
+        (
+            format!("jwt,sign-method=ES256,pub-key={public}"),
+            "key is not a valid ECDSA public key",
+        ),
+    ];
+    for (spec, want) in refusals {
+        let e = load_with(&["--auth-token", &spec], &[]).expect_err(&spec);
+        if want.is_empty() {
+            assert!(
+                e.0.starts_with("auth: invalid auth options ("),
+                "{spec}: {e}"
+            );
+        } else {
+            assert_eq!(e.0, want, "{spec}");
+        }
+    }
 }

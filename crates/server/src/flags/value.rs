@@ -219,7 +219,8 @@ fn go_duration_ok(v: &str) -> bool {
 }
 
 /// Go's time.ParseDuration for non-negative values (ns, us, µs, ms, s, m, h; decimals;
-/// a leading `+`). `None` for anything Go refuses, and for negative durations.
+/// a leading `+`). `None` for anything Go refuses (syntax, overflow), and for negative
+/// durations.
 pub fn parse_duration(v: &str) -> Option<std::time::Duration> {
     let v = v.strip_prefix('+').unwrap_or(v);
     if v == "0" {
@@ -258,6 +259,10 @@ pub fn parse_duration(v: &str) -> Option<std::time::Duration> {
         };
         total += num * scale;
         rest = &rest[u..];
+    }
+    // Go refuses what overflows its int64 nanoseconds (and from_secs_f64 would panic).
+    if total >= 9_223_372_036.854_776 {
+        return None;
     }
     Some(std::time::Duration::from_secs_f64(total))
 }
@@ -590,6 +595,8 @@ mod tests {
         );
         assert_eq!(parse_duration("5"), None);
         assert_eq!(parse_duration(""), None);
+        assert_eq!(parse_duration("99999999999h"), None, "overflows Go's int64");
+        assert_eq!(parse_duration("9999999999999999999999999999999999s"), None);
         assert!(go_duration_ok("-1s"));
         assert!(!go_duration_ok("1x"));
         assert_eq!(parse_bool("T"), Some(true));

@@ -3,9 +3,11 @@
 //! barrier, from its auth store. Passwords are hashed here, on the blocking pool, before
 //! the proposal (bcrypt never runs in the apply loop, and the log never holds a
 //! password); Authenticate checks the password here too and proposes only the success,
-//! retrying if the auth store changed meanwhile, as etcd does.
+//! retrying if the auth store changed meanwhile, as etcd does, and signs JWTs once the
+//! success is applied.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use base64::Engine as _;
 use oxcd_api::errors::EtcdError;
@@ -16,6 +18,8 @@ use oxcd_api::oxcdpb::{AuthenticateOp, RequestAuth};
 use tonic::{Request, Response, Status};
 
 use crate::apply::Applied;
+use crate::auth::jwt::SignError;
+use crate::auth::provider::TokenProvider;
 use crate::auth::{no_password, tokens};
 use crate::member::Member;
 use crate::services::caller::{caller, name};
@@ -74,6 +78,28 @@ impl AuthService {
         let caller = self.reader(req).await?;
         self.member.auth.state().check_admin(name(&caller))?;
         Ok(())
+    }
+
+    /// A JWT for `name` at auth revision `revision`, signed on the blocking pool (RSA
+    /// takes milliseconds); etcd's errors (code Unknown) when it cannot be made.
+    async fn sign(&self, name: &str, revision: u64) -> Result<String, Status> {
+        let member = self.member.clone();
+        let name = name.to_string();
+        let signed = tokio::task::spawn_blocking(move || match &member.auth.tokens {
+            TokenProvider::Jwt(jwt) => Some(jwt.sign(&name, revision, SystemTime::now())),
+            _ => None,
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?;
+        match signed {
+            Some(Ok(token)) => Ok(token),
+            Some(Err(SignError::VerifyOnly)) => Err(EtcdError::JwtVerifyOnly.into()),
+            Some(Err(SignError::InvalidKey)) => Err(EtcdError::JwtInvalidKey.into()),
+            Some(Err(SignError::Failed(e))) => Err(Status::unknown(e)),
+            None => Err(Status::internal(
+                "no token was recorded for an Authenticate",
+            )),
+        }
     }
 
     /// `password` hashed with bcrypt and base64-encoded, as etcd 3.5's `hashedPassword`.
@@ -140,6 +166,12 @@ impl Auth for AuthService {
         }))
     }
 
+    /// etcd's Authenticate: the password is checked, the success proposed; once it is
+    /// applied, a simple token is the one every member recorded, and a JWT is signed
+    /// here, with the auth revision the entry applied at. (etcd signs JWTs inside its
+    /// apply loop, on every member, each signature thrown away but the proposer's; oxcd
+    /// signs once, on the blocking pool, outside the apply loop.) If the auth store
+    /// changed between the check and the apply, the password is checked again.
     async fn authenticate(
         &self,
         req: Request<AuthenticateRequest>,
@@ -148,20 +180,41 @@ impl Auth for AuthService {
         let r = req.into_inner();
         for _ in 0..AUTHENTICATE_TRIES {
             let checked = self.check_password(&r.name, r.password.clone()).await?;
-            let prefix = tokens::new_prefix().map_err(|e| Status::internal(e.to_string()))?;
+            // etcd's token prefix: random letters for simple tokens, none otherwise.
+            let prefix = match &self.member.auth.tokens {
+                TokenProvider::Simple(_) => {
+                    tokens::new_prefix().map_err(|e| Status::internal(e.to_string()))?
+                }
+                _ => String::new(),
+            };
             let op = Op::Authenticate(AuthenticateOp {
                 name: r.name.clone(),
                 simple_token: prefix,
             });
-            let token = match self.member.propose(op).await? {
-                Applied::Authenticated(token) => token,
+            let (simple_token, auth_revision) = match self.member.propose(op).await? {
+                Applied::Authenticated {
+                    simple_token,
+                    auth_revision,
+                } => (simple_token, auth_revision),
                 other => {
                     return Err(Status::internal(format!(
                         "unexpected apply result {other:?}"
                     )));
                 }
             };
+            // What etcd's apply of the entry answers when no token can be made.
+            match &self.member.auth.tokens {
+                TokenProvider::Nop => return Err(EtcdError::AuthFailed.into()),
+                TokenProvider::Jwt(jwt) if jwt.verify_only() => {
+                    return Err(EtcdError::JwtVerifyOnly.into());
+                }
+                _ => {}
+            }
             if checked == self.member.auth.revision() {
+                let token = match simple_token {
+                    Some(token) => token,
+                    None => self.sign(&r.name, auth_revision).await?,
+                };
                 return Ok(Response::new(AuthenticateResponse {
                     header: self.header(),
                     token,

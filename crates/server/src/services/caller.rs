@@ -1,18 +1,20 @@
 //! Who a request is made for, as etcd reads it: the user of the auth token in the
 //! request's metadata (`token`, or `authorization` as etcd's gateway sends it), with the
-//! auth revision at the time; with `--client-cert-auth` and no token, the common name of
-//! the connection's verified client certificate (etcd's CN auth), unless the request
-//! came through a gateway (`grpcgateway-accept` metadata: the certificate is the
-//! gateway's). Nobody while auth is off or when the request carries neither (the checks
-//! then answer etcd's "user name is empty").
+//! auth revision at the time (a JWT's: the one it was signed with); with
+//! `--client-cert-auth` and no token, the common name of the connection's verified
+//! client certificate (etcd's CN auth), unless the request came through a gateway
+//! (`grpcgateway-accept` metadata: the certificate is the gateway's). Nobody while auth
+//! is off or when the request carries neither (the checks then answer etcd's "user name
+//! is empty").
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::oxcdpb::RequestAuth;
 use tonic::Request;
 
+use crate::auth::provider::TokenProvider;
 use crate::auth::tokens;
 use crate::listeners::ClientAddr;
 use crate::member::Member;
@@ -64,7 +66,10 @@ pub fn credentials<T>(req: &Request<T>) -> Credentials {
 }
 
 /// The caller a request presenting `creds` is made for (a stream keeps its credentials
-/// and asks again at each request on it, as etcd does).
+/// and asks again at each request on it, as etcd does): for a simple token, its recorded
+/// user and the current auth revision; for a JWT, the user and auth revision it was
+/// signed with, so a token made before an auth change is refused as etcd refuses it
+/// ("revision of auth store is old"); for a certificate, its CN and the current revision.
 pub async fn caller_of(
     member: &Member,
     creds: &Credentials,
@@ -78,22 +83,27 @@ pub async fn caller_of(
             revision: member.auth.revision(),
         }));
     };
-    // A token made by an entry this member has not applied yet (the client logged in
-    // through another member): wait for it, as etcd does.
-    if let Some(index) = tokens::index_of(token)
-        && index > member.applied_index()
-    {
-        member.wait_applied(index).await?;
-    }
-    let username = member
-        .auth
-        .tokens
-        .user(token, Instant::now())
-        .ok_or(EtcdError::InvalidAuthToken)?;
-    Ok(Some(RequestAuth {
-        username,
-        revision: member.auth.revision(),
-    }))
+    let (username, revision) = match &member.auth.tokens {
+        TokenProvider::Simple(simple) => {
+            // A token made by an entry this member has not applied yet (the client
+            // logged in through another member): wait for it, as etcd does.
+            if let Some(index) = tokens::index_of(token)
+                && index > member.applied_index()
+            {
+                member.wait_applied(index).await?;
+            }
+            let user = simple
+                .user(token, Instant::now())
+                .ok_or(EtcdError::InvalidAuthToken)?;
+            (user, member.auth.revision())
+        }
+        // Nothing to wait for: a JWT carries its user and revision.
+        TokenProvider::Jwt(jwt) => jwt
+            .verify(token, SystemTime::now())
+            .ok_or(EtcdError::InvalidAuthToken)?,
+        TokenProvider::Nop => return Err(EtcdError::InvalidAuthToken),
+    };
+    Ok(Some(RequestAuth { username, revision }))
 }
 
 /// The caller's name, if any.

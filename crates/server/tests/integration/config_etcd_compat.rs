@@ -1148,6 +1148,10 @@ fn tls_settings_from_flags_variables_and_file() {
 #[test]
 fn unbuilt_features_are_refused_from_every_source() {
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let es512 = format!(
+        "jwt,sign-method=ES512,priv-key={}/../../testdata/jwt/es512-priv.pem",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let cases: &[Case] = &[
         (&["--enable-pprof"], &[], "--enable-pprof"),
         (&["--enable-v2"], &[], "--enable-v2"),
@@ -1162,7 +1166,7 @@ fn unbuilt_features_are_refused_from_every_source() {
             &[],
             "--auto-compaction-mode",
         ),
-        (&["--auth-token", "jwt"], &[], "--auth-token"),
+        (&["--auth-token", &es512], &[], "--auth-token"),
         (&["--discovery-srv", "example.com"], &[], "--discovery-srv"),
         (
             &["--log-outputs", "/var/log/etcd.log"],

@@ -5,6 +5,8 @@
 mod common;
 
 mod auth;
+mod auth_jwt;
+mod auth_jwt_parity;
 mod auth_parity;
 mod bootstrap_checks;
 mod cli;
