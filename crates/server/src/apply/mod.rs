@@ -98,6 +98,8 @@ pub enum Applied {
         simple_token: Option<String>,
         /// The auth revision the entry applied at: a JWT's `revision` claim.
         auth_revision: u64,
+        /// The store revision it applied at (the answer's header revision, as etcd's).
+        rev: i64,
     },
 }
 
@@ -226,6 +228,7 @@ pub fn apply(
             Ok(Applied::Authenticated {
                 simple_token,
                 auth_revision,
+                rev: ctx.mvcc.rev(),
             })
         }
         Op::AuthUserAdd(r) => change_auth(ctx, |s, c| auth::user_add(s, c, r)),

@@ -191,11 +191,12 @@ impl Auth for AuthService {
                 name: r.name.clone(),
                 simple_token: prefix,
             });
-            let (simple_token, auth_revision) = match self.member.propose(op).await? {
+            let (simple_token, auth_revision, rev) = match self.member.propose(op).await? {
                 Applied::Authenticated {
                     simple_token,
                     auth_revision,
-                } => (simple_token, auth_revision),
+                    rev,
+                } => (simple_token, auth_revision, rev),
                 other => {
                     return Err(Status::internal(format!(
                         "unexpected apply result {other:?}"
@@ -216,7 +217,7 @@ impl Auth for AuthService {
                     None => self.sign(&r.name, auth_revision).await?,
                 };
                 return Ok(Response::new(AuthenticateResponse {
-                    header: self.header(),
+                    header: Some(self.member.header(rev)),
                     token,
                 }));
             }

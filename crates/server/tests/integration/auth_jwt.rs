@@ -227,7 +227,8 @@ async fn a_jwt_expires_at_its_ttl_and_forged_ones_never_work() {
     let dir = tempfile::tempdir().expect("tempdir");
     let m = InProc::start(dir.path().join("m"), |s| {
         s.bcrypt_cost = 4;
-        s.auth_token = spec("RS256", Some("rs-priv.pem"), None, "2s");
+        // Long enough that a slow login still leaves the fresh token seconds to live.
+        s.auth_token = spec("RS256", Some("rs-priv.pem"), None, "5s");
     })
     .await;
     set_up_auth(&m).await;
@@ -279,8 +280,8 @@ async fn a_jwt_expires_at_its_ttl_and_forged_ones_never_work() {
         );
     }
 
-    // exp is the whole second 2 s after it was made: 3 s later it has passed.
-    tokio::time::sleep(Duration::from_secs(3).saturating_sub(made.elapsed())).await;
+    // exp is the whole second 5 s after it was made: 6 s later it has passed.
+    tokio::time::sleep(Duration::from_secs(6).saturating_sub(made.elapsed())).await;
     is(
         get(&m, &token, "dir/a").await.expect_err("expired"),
         Code::Unauthenticated,

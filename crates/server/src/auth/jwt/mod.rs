@@ -174,16 +174,32 @@ impl std::fmt::Debug for JwtTokens {
     }
 }
 
+/// Key files larger than this are refused (a key is a few KiB; `/dev/zero` is not).
+const MAX_KEY_FILE: u64 = 1 << 20;
+
 /// The bytes of key file `path`; Go's `open <path>: <reason>` when unreadable.
 fn read_key_file(path: &str) -> Result<Vec<u8>, OptionsError> {
-    std::fs::read(path).map_err(|e| {
+    use std::io::Read;
+    let failed = |e: std::io::Error| {
         let op = if std::path::Path::new(path).is_dir() {
             "read"
         } else {
             "open"
         };
         OptionsError::invalid(format!("{op} {path}: {}", go_errno_text(&e)))
-    })
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(failed)?
+        .take(MAX_KEY_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_KEY_FILE {
+        return Err(OptionsError::invalid(format!(
+            "{path}: larger than {MAX_KEY_FILE} bytes: not a key file"
+        )));
+    }
+    Ok(bytes)
 }
 
 /// An I/O error's text as Go's syscall errors read ("no such file or directory").
@@ -428,6 +444,19 @@ fn rsa_keys(private: &[u8], public: &[u8]) -> Result<(Signing, Option<DecodingKe
     let decoding = |k: &rsa::RsaPublicKey| {
         DecodingKey::from_rsa_raw_components(&k.n().to_bytes_be(), &k.e().to_bytes_be())
     };
+    // The verifier refuses larger moduli: such a key would sign tokens no member takes.
+    let bits = |k: &rsa::RsaPublicKey| rsa::traits::PublicKeyParts::n(k).bits();
+    let too_large = private
+        .as_ref()
+        .map(|k| k.to_public_key())
+        .iter()
+        .chain(public.iter())
+        .any(|k| bits(k) > MAX_RSA_BITS);
+    if too_large {
+        return Err(OptionsError::new(format!(
+            "RSA keys over {MAX_RSA_BITS} bits are not supported yet by oxcd"
+        )));
+    }
     match (private, public) {
         (None, None) => Err(OptionsError::new(MISSING_KEY)),
         (None, Some(public)) => Ok((Signing::VerifyOnly, Some(decoding(&public)))),
@@ -448,6 +477,9 @@ fn rsa_keys(private: &[u8], public: &[u8]) -> Result<(Signing, Option<DecodingKe
         }
     }
 }
+
+/// The largest RSA modulus the verifier takes.
+const MAX_RSA_BITS: usize = 4096;
 
 /// etcd's `ecKey`, as [`rsa_keys`]; a key on another curve than `curve` (the
 /// method's) is accepted, as etcd accepts it, and then signs and verifies nothing.

@@ -1,3 +1,6 @@
+//! Unit tests of JWT options, keys, signing and verification, with the test keys under
+//! `testdata/jwt`.
+
 use super::*;
 
 use std::time::Duration;
@@ -492,4 +495,23 @@ fn pem_blocks_as_go_finds_them() {
     let mismatched = "-----BEGIN X-----\naGVsbG8=\n-----END Z-----\n";
     assert_eq!(keys::pem_block(mismatched.as_bytes()), None);
     assert_eq!(keys::pem_block(b"not pem"), None);
+}
+
+#[test]
+fn rsa_keys_the_verifier_cannot_take_are_refused_at_start() {
+    let e = refused(&[
+        ("sign-method", "RS256"),
+        ("priv-key", &key("rs-5000-priv.pem")),
+    ]);
+    assert!(
+        e.to_string()
+            .contains("RSA keys over 4096 bits are not supported yet"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_key_file_that_is_no_key_file_is_refused_without_reading_it_all() {
+    let e = refused(&[("sign-method", "HS256"), ("priv-key", "/dev/zero")]);
+    assert!(e.to_string().contains("not a key file"), "{e}");
 }
