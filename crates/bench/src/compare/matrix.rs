@@ -452,16 +452,21 @@ async fn run_cases(
     let endpoints = cluster.endpoints();
     let mut out = Vec::new();
     for (name, clients, n_conns, work) in cases {
+        // Connections are opened (and logged in, with auth on: a bcrypt check each)
+        // before the CPU count starts; logins have a case of their own.
+        let conns = match &work {
+            Work::Connect { .. } => Vec::new(),
+            _ => {
+                let g = global_as(&endpoints, clients, n_conns, cluster.tls.as_ref(), user);
+                crate::conns::open(&g).await?
+            }
+        };
         let cpu_before = cpu_times(cluster);
         let result = match &work {
             Work::Connect { total } => {
                 Ok(connect_rate(&endpoints, cluster.tls.as_ref(), *total, clients).await)
             }
-            _ => {
-                let g = global_as(&endpoints, clients, n_conns, cluster.tls.as_ref(), user);
-                let conns = crate::conns::open(&g).await?;
-                run_work(&work, clients, &conns).await
-            }
+            _ => run_work(&work, clients, &conns).await,
         };
         let case = match result {
             Ok(r) => {
