@@ -38,10 +38,12 @@ impl TokenProvider {
         for part in parts {
             let pair: Vec<&str> = part.split('=').collect();
             let [name, value] = pair.as_slice() else {
-                return Err(invalid(format!("invalid token option {spec:?}")));
+                return Err(OptionsError::invalid(format!(
+                    "invalid token option {spec:?}"
+                )));
             };
             if opts.insert(name.to_string(), value.to_string()).is_some() {
-                return Err(invalid(format!(
+                return Err(OptionsError::invalid(format!(
                     "invalid token option {spec:?}: duplicate parameter {name:?}"
                 )));
             }
@@ -56,7 +58,9 @@ impl TokenProvider {
                 Ok((TokenProvider::Jwt(jwt), warning.into_iter().collect()))
             }
             "" => Ok((TokenProvider::Nop, Vec::new())),
-            other => Err(invalid(format!("unknown token type {other:?}"))),
+            other => Err(OptionsError::invalid(format!(
+                "unknown token type {other:?}"
+            ))),
         }
     }
 
@@ -93,13 +97,6 @@ impl TokenProvider {
         if let TokenProvider::Simple(t) = self {
             t.clear();
         }
-    }
-}
-
-fn invalid(detail: String) -> OptionsError {
-    OptionsError {
-        error: super::jwt::INVALID_OPTIONS.into(),
-        detail: Some(detail),
     }
 }
 

@@ -236,7 +236,8 @@ pub fn parse_duration(v: &str) -> Option<std::time::Duration> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
         let num_text = &rest[..n];
-        if num_text.is_empty() || num_text == "." {
+        // Go takes one number then its unit: "1..s" or "1.2.3s" has none between.
+        if num_text.is_empty() || num_text == "." || num_text.matches('.').count() > 1 {
             return None;
         }
         let num: f64 = if num_text.ends_with('.') {
@@ -595,6 +596,12 @@ mod tests {
         );
         assert_eq!(parse_duration("5"), None);
         assert_eq!(parse_duration(""), None);
+        assert_eq!(parse_duration("1..s"), None, "Go: missing unit");
+        assert_eq!(parse_duration("1.2.3s"), None);
+        assert_eq!(
+            parse_duration("1.s"),
+            Some(std::time::Duration::from_secs(1))
+        );
         assert_eq!(parse_duration("99999999999h"), None, "overflows Go's int64");
         assert_eq!(parse_duration("9999999999999999999999999999999999s"), None);
         assert!(go_duration_ok("-1s"));

@@ -104,7 +104,8 @@ impl OptionsError {
         }
     }
 
-    fn invalid(detail: impl Into<String>) -> OptionsError {
+    /// etcd's "auth: invalid auth options", with what was wrong.
+    pub(crate) fn invalid(detail: impl Into<String>) -> OptionsError {
         OptionsError {
             error: INVALID_OPTIONS.into(),
             detail: Some(detail.into()),
