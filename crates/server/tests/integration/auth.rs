@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::InProc;
 use common::cluster::{cluster_of, configure, leader_index, restart_all, three_tweaked};
-use etcd_client::{Client, ConnectOptions, Permission, Txn, TxnOp};
+use etcd_client::{Client, ConnectOptions, Txn, TxnOp};
 use oxcd_api::etcdserverpb::auth_client::AuthClient;
 use oxcd_api::etcdserverpb::kv_client::KvClient;
 use oxcd_api::etcdserverpb::{AuthenticateRequest, RangeRequest};
@@ -92,24 +92,7 @@ async fn auth_reaches_every_member_survives_restarts_and_holds_users_to_their_gr
     members.remove(away).stop().await;
 
     let mut admin = members[0].client().await;
-    admin.user_add("root", "rootpw", None).await.expect("root");
-    admin.role_add("root").await.expect("root role");
-    admin.user_grant_role("root", "root").await.expect("grant");
-    admin.role_add("reader").await.expect("role");
-    let prefix = Permission::read_write("dir/").with_prefix();
-    admin
-        .role_grant_permission("reader", prefix)
-        .await
-        .expect("permission");
-    admin
-        .user_add("alice", "secret", None)
-        .await
-        .expect("alice");
-    admin
-        .user_grant_role("alice", "reader")
-        .await
-        .expect("grant");
-    admin.auth_enable().await.expect("enable");
+    common::root_and_alice(&mut admin, "reader").await;
     let e = admin.put("x", "1", None).await.expect_err("no token");
     assert!(
         e.to_string().contains("etcdserver: user name is empty"),

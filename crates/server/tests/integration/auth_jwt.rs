@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::InProc;
 use common::cluster::three_tweaked;
-use etcd_client::{Client, ConnectOptions, Permission};
+use etcd_client::{Client, ConnectOptions};
 use oxcd_api::etcdserverpb::auth_client::AuthClient;
 use oxcd_api::etcdserverpb::kv_client::KvClient;
 use oxcd_api::etcdserverpb::{
@@ -91,21 +91,7 @@ const OLD_REVISION: &str = "etcdserver: revision of auth store is old";
 /// auth on.
 async fn set_up_auth(m: &InProc) {
     let mut admin = m.client().await;
-    admin.user_add("root", "rootpw", None).await.expect("root");
-    admin.role_add("root").await.expect("root role");
-    admin.user_grant_role("root", "root").await.expect("grant");
-    admin.role_add("dir").await.expect("role");
-    let perm = Permission::read_write("dir/").with_prefix();
-    admin
-        .role_grant_permission("dir", perm)
-        .await
-        .expect("permission");
-    admin
-        .user_add("alice", "secret", None)
-        .await
-        .expect("alice");
-    admin.user_grant_role("alice", "dir").await.expect("grant");
-    admin.auth_enable().await.expect("enable");
+    common::root_and_alice(&mut admin, "dir").await;
 }
 
 /// Each member's `--auth-token` for a cluster using `method`: the third member gets only

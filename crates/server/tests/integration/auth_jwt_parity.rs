@@ -11,7 +11,7 @@
 use crate::common;
 
 use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -30,19 +30,7 @@ fn key(name: &str) -> String {
     format!("{}/../../testdata/jwt/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Formats an answer with its header masked.
-macro_rules! answer {
-    ($r:expr) => {
-        match $r {
-            Ok(r) => {
-                let mut r = r.into_inner();
-                mask(&mut r.header);
-                format!("{r:?}")
-            }
-            Err(s) => format!("error {:?}: {}", s.code(), s.message()),
-        }
-    };
-}
+use common::etcd::answer;
 
 fn with<T>(msg: T, token: &str) -> tonic::Request<T> {
     let mut req = tonic::Request::new(msg);
@@ -421,25 +409,8 @@ async fn an_empty_auth_token_answers_as_etcd_does() {
 /// etcd's error when it refuses to start with `--auth-token token`, or None if it
 /// started (it is then stopped).
 fn etcd_start_error(dir: &std::path::Path, token: &str) -> Option<String> {
-    let (c, p) = (common::free_port(), common::free_port());
-    let client = format!("http://127.0.0.1:{c}");
-    let peer = format!("http://127.0.0.1:{p}");
-    let mut child = Command::new(oxcd_testkit::reference::etcd_binary())
-        .arg("--data-dir")
-        .arg(dir)
-        .args([
-            "--listen-client-urls",
-            &client,
-            "--advertise-client-urls",
-            &client,
-        ])
-        .args([
-            "--listen-peer-urls",
-            &peer,
-            "--initial-advertise-peer-urls",
-            &peer,
-        ])
-        .args(["--initial-cluster", &format!("default={peer}")])
+    let (mut cmd, _, _) = common::etcd::command(dir, "http");
+    let mut child = cmd
         .args(["--auth-token", token])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

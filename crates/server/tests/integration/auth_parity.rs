@@ -39,19 +39,7 @@ struct Session {
     out: Vec<String>,
 }
 
-/// Formats an answer with its header masked.
-macro_rules! answer {
-    ($r:expr) => {
-        match $r {
-            Ok(r) => {
-                let mut r = r.into_inner();
-                mask(&mut r.header);
-                format!("{r:?}")
-            }
-            Err(s) => format!("error {:?}: {}", s.code(), s.message()),
-        }
-    };
-}
+use common::etcd::answer;
 
 /// `s` with every run of digits as `#` (hashes and seconds left differ by nature).
 fn digits_masked(s: &str) -> String {

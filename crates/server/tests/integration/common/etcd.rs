@@ -35,26 +35,9 @@ pub fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String
         Path::new(ETCDCTL).exists(),
         "this test needs etcdctl 3.4: apt-get install -y etcd-client"
     );
-    let (c, p) = (free_port(), free_port());
-    let client = format!("{scheme}://127.0.0.1:{c}");
-    let peer = format!("http://127.0.0.1:{p}");
-    let child = Command::new(oxcd_testkit::reference::etcd_binary())
-        .arg("--data-dir")
-        .arg(dir)
+    let (mut cmd, client, c) = command(dir, scheme);
+    let child = cmd
         .args(flags)
-        .args([
-            "--listen-client-urls",
-            &client,
-            "--advertise-client-urls",
-            &client,
-        ])
-        .args([
-            "--listen-peer-urls",
-            &peer,
-            "--initial-advertise-peer-urls",
-            &peer,
-        ])
-        .args(["--initial-cluster", &format!("default={peer}")])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -75,6 +58,31 @@ pub fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String
         std::thread::sleep(Duration::from_millis(100));
     }
     panic!("etcd did not become healthy");
+}
+
+/// The command that starts a one-member etcd in `dir` serving clients on a `scheme` URL
+/// at a free loopback port (more flags may follow); with that URL and its port.
+pub fn command(dir: &Path, scheme: &str) -> (Command, String, u16) {
+    let (c, p) = (free_port(), free_port());
+    let client = format!("{scheme}://127.0.0.1:{c}");
+    let peer = format!("http://127.0.0.1:{p}");
+    let mut cmd = Command::new(oxcd_testkit::reference::etcd_binary());
+    cmd.arg("--data-dir")
+        .arg(dir)
+        .args([
+            "--listen-client-urls",
+            &client,
+            "--advertise-client-urls",
+            &client,
+        ])
+        .args([
+            "--listen-peer-urls",
+            &peer,
+            "--initial-advertise-peer-urls",
+            &peer,
+        ])
+        .args(["--initial-cluster", &format!("default={peer}")]);
+    (cmd, client, c)
 }
 
 /// Whether `etcdctl endpoint health` succeeds against `endpoint`.
@@ -126,3 +134,19 @@ pub fn mask(h: &mut Option<oxcd_api::etcdserverpb::ResponseHeader>) {
         h.raft_term = 0;
     }
 }
+
+/// An answer (a tonic `Result<Response<_>, Status>`) as text to compare, its header
+/// masked ([`mask`]): what the raw gRPC parity sessions record at each step.
+macro_rules! answer {
+    ($r:expr) => {
+        match $r {
+            Ok(r) => {
+                let mut r = r.into_inner();
+                $crate::common::etcd::mask(&mut r.header);
+                format!("{r:?}")
+            }
+            Err(s) => format!("error {:?}: {}", s.code(), s.message()),
+        }
+    };
+}
+pub(crate) use answer;

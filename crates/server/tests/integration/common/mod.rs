@@ -277,3 +277,23 @@ pub async fn first_write_after(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Through `admin` (auth off): root (password `rootpw`) with the root role, `role` with
+/// read and write on `dir/` granted to alice (password `secret`); then auth on.
+pub async fn root_and_alice(admin: &mut etcd_client::Client, role: &str) {
+    admin.user_add("root", "rootpw", None).await.expect("root");
+    admin.role_add("root").await.expect("root role");
+    admin.user_grant_role("root", "root").await.expect("grant");
+    admin.role_add(role).await.expect("role");
+    let perm = etcd_client::Permission::read_write("dir/").with_prefix();
+    admin
+        .role_grant_permission(role, perm)
+        .await
+        .expect("permission");
+    admin
+        .user_add("alice", "secret", None)
+        .await
+        .expect("alice");
+    admin.user_grant_role("alice", role).await.expect("grant");
+    admin.auth_enable().await.expect("enable");
+}
