@@ -10,7 +10,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::InProc;
-use common::cluster::{cluster_of, configure, leader_index, restart_all, three_tweaked};
+use common::cluster::OneAway;
 use etcd_client::{Client, ConnectOptions, Txn, TxnOp};
 use oxcd_api::etcdserverpb::auth_client::AuthClient;
 use oxcd_api::etcdserverpb::kv_client::KvClient;
@@ -27,29 +27,10 @@ fn denied(e: etcd_client::Error) -> bool {
     e.to_string().contains("etcdserver: permission denied")
 }
 
-/// Each member's Maintenance.Hash (as root) once all have applied the same log.
+/// Each member's state hash, asked as root.
 async fn state_hashes(members: &[InProc]) -> Vec<u32> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut hashes = Vec::new();
-        let mut revs = Vec::new();
-        for m in members {
-            let mut c = as_user(m, "root", "rootpw").await;
-            // A linearizable read first: the member has applied everything committed.
-            let rev = c
-                .get("dir/a", None)
-                .await
-                .expect("get")
-                .header()
-                .map(|h| h.revision());
-            revs.push(rev);
-            hashes.push(c.hash().await.expect("hash").hash());
-        }
-        if revs.windows(2).all(|w| w[0] == w[1]) || Instant::now() > deadline {
-            return hashes;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let root = ConnectOptions::new().with_user("root", "rootpw");
+    common::cluster::state_hashes(members, Some(root)).await
 }
 
 /// What alice may and may not do on `m`.
@@ -80,17 +61,8 @@ async fn alice_is_held_to_her_grant(m: &InProc) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_reaches_every_member_survives_restarts_and_holds_users_to_their_grants() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let tweak = |s: &mut oxcd_server::settings::Settings| {
-        s.snapshot_count = 20;
-        s.snapshot_catchup_entries = 5;
-    };
-    let (mut members, peers) = three_tweaked(dir.path(), tweak).await;
-    let cluster = cluster_of(&peers);
-    let leader = leader_index(&members).await;
-    let away = (leader + 1) % 3;
-    let away_dir = members[away].data_dir.clone();
-    members.remove(away).stop().await;
-
+    let mut cluster = OneAway::start(dir.path()).await;
+    let members = &cluster.members;
     let mut admin = members[0].client().await;
     common::root_and_alice(&mut admin, "reader").await;
     let e = admin.put("x", "1", None).await.expect_err("no token");
@@ -106,13 +78,8 @@ async fn auth_reaches_every_member_survives_restarts_and_holds_users_to_their_gr
     }
 
     // Back after the log it missed was compacted: the auth state comes by snapshot.
-    members.push(
-        InProc::start(away_dir, move |s| {
-            tweak(s);
-            configure(s, away, &cluster)
-        })
-        .await,
-    );
+    cluster.bring_back().await;
+    let members = &cluster.members;
     let back = members.len() - 1;
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut root_back = loop {
@@ -153,15 +120,14 @@ async fn auth_reaches_every_member_survives_restarts_and_holds_users_to_their_gr
             .await
             .expect("another member knows the token");
     }
-    for m in &members {
+    for m in members {
         alice_is_held_to_her_grant(m).await;
     }
-    let hashes = state_hashes(&members).await;
+    let hashes = state_hashes(members).await;
     assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
 
     // Every member restarts: users, roles, grants and the flag are still there.
-    let names: Vec<usize> = (0..3).filter(|i| *i != away).chain([away]).collect();
-    let members = restart_all(members, &peers, &names, tweak).await;
+    let members = cluster.restart_all().await;
     for m in &members {
         alice_is_held_to_her_grant(m).await;
     }

@@ -9,7 +9,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::InProc;
-use common::cluster::{cluster_of, configure, leader_index, restart_all, three, three_tweaked};
+use common::cluster::{OneAway, leader_index, state_hashes, three};
 use etcd_client::{EventType, LeaseTimeToLiveOptions, PutOptions, WatchOptions};
 
 /// Seconds `id` has left by `m`'s clock (-1: gone).
@@ -103,16 +103,8 @@ async fn keepalives_through_a_follower_keep_a_lease_whose_time_left_survives_a_l
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_reach_a_member_by_snapshot_and_survive_a_restart_of_every_member() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let tweak = |s: &mut oxcd_server::settings::Settings| {
-        s.snapshot_count = 20;
-        s.snapshot_catchup_entries = 5;
-    };
-    let (mut members, peers) = three_tweaked(dir.path(), tweak).await;
-    let cluster = cluster_of(&peers);
-    let leader = leader_index(&members).await;
-    let lagging = (leader + 1) % 3;
-    let lagging_dir = members[lagging].data_dir.clone();
-    members.remove(lagging).stop().await;
+    let mut cluster = OneAway::start(dir.path()).await;
+    let members = &cluster.members;
     let mut c = members[0].client().await;
     let mut ids = Vec::new();
     for i in 0..5 {
@@ -133,13 +125,8 @@ async fn leases_reach_a_member_by_snapshot_and_survive_a_restart_of_every_member
         c.put(format!("filler{i}"), "x", None).await.expect("put");
     }
     // Back after the log it missed was compacted: it gets a snapshot.
-    members.push(
-        InProc::start(lagging_dir, move |s| {
-            tweak(s);
-            configure(s, lagging, &cluster)
-        })
-        .await,
-    );
+    cluster.bring_back().await;
+    let members = &cluster.members;
     let back = members.len() - 1;
     let deadline = Instant::now() + Duration::from_secs(20);
     let opts = || Some(LeaseTimeToLiveOptions::new().with_keys());
@@ -178,7 +165,7 @@ async fn leases_reach_a_member_by_snapshot_and_survive_a_restart_of_every_member
     };
     let mut expected = ids.clone();
     expected.sort_unstable();
-    for m in &members {
+    for m in members {
         assert_eq!(
             listed(m).await,
             expected,
@@ -186,12 +173,10 @@ async fn leases_reach_a_member_by_snapshot_and_survive_a_restart_of_every_member
         );
     }
     // Same data, same hash (leases included), on every member.
-    let hashes = state_hashes(&members).await;
+    let hashes = state_hashes(members, None).await;
     assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
     // Every member restarts: the leases and their keys are still there.
-    let mut names: Vec<usize> = (0..3).filter(|i| *i != lagging).collect();
-    names.push(lagging);
-    let members = restart_all(members, &peers, &names, tweak).await;
+    let members = cluster.restart_all().await;
     for m in &members {
         assert_eq!(listed(m).await, expected);
         let t = m
@@ -203,36 +188,10 @@ async fn leases_reach_a_member_by_snapshot_and_survive_a_restart_of_every_member
         assert_eq!(t.keys().len(), 3);
         assert!(t.ttl() > 3500);
     }
-    let after = state_hashes(&members).await;
+    let after = state_hashes(&members, None).await;
     assert!(after.windows(2).all(|w| w[0] == w[1]), "{after:?}");
     for m in members {
         m.stop().await;
-    }
-}
-
-/// Each member's Maintenance.Hash once they have all applied the same log.
-async fn state_hashes(members: &[InProc]) -> Vec<u32> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut hashes = Vec::new();
-        let mut revs = Vec::new();
-        for m in members {
-            let mut c = m.client().await;
-            // A linearizable read first: the member has applied everything committed.
-            let rev = c
-                .get("filler0", None)
-                .await
-                .expect("get")
-                .header()
-                .expect("h")
-                .revision();
-            revs.push(rev);
-            hashes.push(c.hash().await.expect("hash").hash());
-        }
-        if hashes.windows(2).all(|w| w[0] == w[1]) || Instant::now() > deadline {
-            return hashes;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

@@ -1,6 +1,6 @@
 //! Three in-process members on real sockets and the real peer transport.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use oxcd_server::peer::transport::PeerFaults;
@@ -143,4 +143,80 @@ pub async fn restart_all(
         })
     });
     futures::future::join_all(starts).await
+}
+
+/// Snapshots every 20 entries, keeping 5 to catch up from: a member away for a few dozen
+/// writes comes back by snapshot.
+pub fn quick_snapshots(s: &mut Settings) {
+    s.snapshot_count = 20;
+    s.snapshot_catchup_entries = 5;
+}
+
+/// Three members with [`quick_snapshots`], one follower of which is stopped.
+pub struct OneAway {
+    /// The running members.
+    pub members: Vec<InProc>,
+    /// Everyone's peer ports.
+    pub peers: Vec<u16>,
+    /// The stopped member's index in the cluster.
+    pub away: usize,
+    away_dir: PathBuf,
+}
+
+impl OneAway {
+    /// Starts three members in `dir` and stops a follower.
+    pub async fn start(dir: &Path) -> OneAway {
+        let (mut members, peers) = three_tweaked(dir, quick_snapshots).await;
+        let away = (leader_index(&members).await + 1) % 3;
+        let away_dir = members[away].data_dir.clone();
+        members.remove(away).stop().await;
+        OneAway {
+            members,
+            peers,
+            away,
+            away_dir,
+        }
+    }
+
+    /// Starts the stopped member again from its data dir, last in `members`.
+    pub async fn bring_back(&mut self) {
+        let (away, cluster) = (self.away, cluster_of(&self.peers));
+        let back = InProc::start(self.away_dir.clone(), move |s| {
+            quick_snapshots(s);
+            configure(s, away, &cluster)
+        })
+        .await;
+        self.members.push(back);
+    }
+
+    /// Stops every member and starts them all again together (see [`restart_all`]).
+    pub async fn restart_all(self) -> Vec<InProc> {
+        let away = self.away;
+        let names: Vec<usize> = (0..3).filter(|i| *i != away).chain([away]).collect();
+        restart_all(self.members, &self.peers, &names, quick_snapshots).await
+    }
+}
+
+/// Each member's Maintenance.Hash once they agree (a linearizable read on each first:
+/// it has applied everything committed), or as they are after 10 s; connected with
+/// `opts` (a user, with auth on).
+pub async fn state_hashes(
+    members: &[InProc],
+    opts: Option<etcd_client::ConnectOptions>,
+) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut hashes = Vec::new();
+        for m in members {
+            let mut c = etcd_client::Client::connect([m.endpoint()], opts.clone())
+                .await
+                .expect("connect");
+            c.get("settle", None).await.expect("linearizable read");
+            hashes.push(c.hash().await.expect("hash").hash());
+        }
+        if hashes.windows(2).all(|w| w[0] == w[1]) || Instant::now() > deadline {
+            return hashes;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
