@@ -148,16 +148,32 @@ pub async fn run_with(
         if let Addr::Tcp(a) = addr {
             bound.push(a);
         }
+        let cert_names_user = settings.client_tls.client_cert_auth;
         let listener = ClientListener {
             listener: l,
-            cert_names_user: settings.client_tls.client_cert_auth,
+            cert_names_user,
         };
-        let app = router
-            .clone()
-            .into_make_service_with_connect_info::<listeners::ClientAddr>();
-        let server =
-            axum::serve(listener, app).with_graceful_shutdown(until_stopped(stop_rx.clone()));
-        servers.push(tokio::spawn(async move { server.await }));
+        let until = until_stopped(stop_rx.clone());
+        // Requests carry their connection's certificate name only where CN auth applies:
+        // elsewhere they pay nothing for it.
+        let server = if cert_names_user {
+            let app = router
+                .clone()
+                .into_make_service_with_connect_info::<listeners::ClientAddr>();
+            tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(until)
+                    .await
+            })
+        } else {
+            let app = router.clone();
+            tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(until)
+                    .await
+            })
+        };
+        servers.push(server);
     }
     let metrics_router = http::routes(member.clone());
     for (l, url) in metrics_listeners
