@@ -3,10 +3,9 @@
 
 use oxcd_api::errors::EtcdError;
 
-use super::{Command, Run, bad_args};
+use super::{Command, Run, bad_args, printed};
 use crate::output::Out;
 use crate::session::Ctx;
-use crate::{Fail, exit};
 
 /// `auth`: prints its help.
 pub const GROUP: Command = Command {
@@ -101,8 +100,6 @@ fn status(mut ctx: Ctx) -> Run {
         }
         let s = ctx.session()?;
         let resp = s.client().await?.auth_status().await?;
-        s.printer
-            .auth_status(&resp)
-            .map_err(|e| Fail::new(exit::BAD_FEATURE, e))
+        printed(s.printer.auth_status(&resp))
     })
 }

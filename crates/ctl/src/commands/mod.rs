@@ -35,6 +35,11 @@ fn bad_args(msg: &str) -> Fail {
     Fail::new(crate::exit::BAD_ARGS, msg)
 }
 
+/// What a printer made of an answer, or etcdctl's refusal of the output format for it.
+fn printed(r: Result<Out, String>) -> Result<Out, Fail> {
+    r.map_err(|e| Fail::new(crate::exit::BAD_FEATURE, e))
+}
+
 /// A request that failed while the command ran: etcdctl's error exit, whatever the error.
 fn failed(e: oxcd_client::Error) -> Fail {
     Fail::new(crate::exit::ERROR, e.to_string())

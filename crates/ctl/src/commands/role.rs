@@ -4,12 +4,11 @@
 
 use oxcd_client::{PermissionType, prefix_end};
 
-use super::{Command, Run, bad_args};
+use super::{Command, Run, bad_args, printed};
+use crate::Fail;
 use crate::args::boolean;
-use crate::output::Out;
 use crate::output::auth::Done;
 use crate::session::Ctx;
-use crate::{Fail, exit};
 
 /// `role`: prints its help.
 pub const GROUP: Command = Command {
@@ -99,10 +98,6 @@ pub const REVOKE_PERMISSION: Command = Command {
     persistent: &[],
     run: Some(revoke_permission),
 };
-
-fn printed(r: Result<Out, String>) -> Result<Out, Fail> {
-    r.map_err(|e| Fail::new(exit::BAD_FEATURE, e))
-}
 
 const EXCLUSIVE: &str = "--from-key and --prefix flags are mutually exclusive";
 

@@ -3,7 +3,7 @@
 
 use std::io::Read;
 
-use super::{Command, Run, bad_args};
+use super::{Command, Run, bad_args, printed};
 use crate::args::{boolean, string};
 use crate::output::auth::Done;
 use crate::session::Ctx;
@@ -118,10 +118,6 @@ pub const REVOKE_ROLE: Command = Command {
     persistent: &[],
     run: Some(revoke_role),
 };
-
-fn printed(r: Result<crate::output::Out, String>) -> Result<crate::output::Out, Fail> {
-    r.map_err(|e| Fail::new(exit::BAD_FEATURE, e))
-}
 
 /// A password read as Go's `fmt.Scanf("%s")` reads one (`--interactive=false`): the first
 /// word of stdin's first line, or nothing.
