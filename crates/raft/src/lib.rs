@@ -1,9 +1,10 @@
 //! oxcd-raft: the raft-rs driver. Knows nothing of MVCC or the etcd API.
 //!
 //! Owns: the raft log as raft-rs sees it ([`log_store::LogStore`], an in-memory copy of the
-//! WAL's entries), its durable form ([`persist`]: WAL records), and the single thread that
-//! runs the Ready loop ([`node::RaftNode`]): proposals, ticks, peer messages, ReadIndex
-//! batching, log compaction, and the leader and term it publishes
+//! WAL's entries), its durable form ([`persist`]: WAL records, written to a
+//! [`disk::LogDisk`]), the raft core ([`node::core::Core`]: proposals, ticks, peer
+//! messages, ReadIndex batching, log compaction, the Ready handling) and the single
+//! thread that drives it in a member ([`node::start`]), publishing the leader and term
 //! ([`node::RaftHandle::leadership`]) for components that act only on the leader.
 //!
 //! Invariants:
@@ -12,9 +13,12 @@
 //! - Committed entries reach the state machine in log order exactly once per process
 //!   life, starting after the applied index the state machine reported at start.
 //! - The log is compacted only up to an index the state machine has made durable.
-//! - Transport and time are abstract: the caller provides a [`node::Transport`]; the loop
-//!   ticks on its own clock (`--heartbeat-interval`).
+//! - Transport, disk and time are the core's owner's: the core sends through a
+//!   [`node::Transport`], writes to a [`disk::LogDisk`] and hands events to a
+//!   [`node::EventSink`]; it ticks when told. The raft thread ticks on the wall clock
+//!   (`--heartbeat-interval`); a simulation runs many cores in one thread, seeded.
 
+pub mod disk;
 pub mod log_store;
 pub mod logger;
 pub mod node;

@@ -97,6 +97,8 @@ pub fn start(
         applied: store.consistent_index(),
         max_wals: s.max_wals,
         catch_up_entries: s.snapshot_catchup_entries,
+        fixed_election_timeout: false,
+        incarnation: oxcd_raft::node::incarnation(),
     };
     let raft_slot = Arc::new(OnceLock::new());
     let transport: Box<dyn Transport> = if cluster.members.len() > 1 {

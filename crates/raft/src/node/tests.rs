@@ -1,6 +1,9 @@
 use super::*;
 use std::sync::mpsc::channel;
 
+use crate::persist;
+use raft::prelude::{ConfState, SnapshotMetadata};
+
 fn cfg(dir: &std::path::Path, applied: u64) -> NodeConfig {
     NodeConfig {
         id: 1,
@@ -14,6 +17,8 @@ fn cfg(dir: &std::path::Path, applied: u64) -> NodeConfig {
         applied,
         max_wals: 5,
         catch_up_entries: CATCH_UP_ENTRIES,
+        fixed_election_timeout: false,
+        incarnation: incarnation(),
     }
 }
 

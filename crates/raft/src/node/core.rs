@@ -1,0 +1,530 @@
+//! The raft core: one member's `RawNode`, its log and what surrounds them, driven by
+//! its owner — the raft thread in a member ([`super::start`]), a seeded scheduler in the
+//! simulation. It reads no clock (time passes when its owner calls [`Core::tick`]),
+//! never waits, and reaches the world only through its [`LogDisk`], [`Transport`] and
+//! [`EventSink`], so several cores can run in one thread and replay exactly.
+//!
+//! A turn ([`Core::turn`]): one ReadIndex for all reads that arrived, then the Ready —
+//! send messages, hand committed entries to the state machine, append new entries and
+//! the hard state to the disk with one sync, answer reads, advance.
+//!
+//! Invariants:
+//! - Nothing that depends on a record is sent or acknowledged before the record is
+//!   synced (`Ready::must_sync`).
+//! - Committed entries and snapshots reach the [`EventSink`] in log order, once.
+//! - The log is compacted only up to an index the state machine reported applied.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::SyncSender;
+
+use raft::prelude::{Entry, Message, Snapshot, SnapshotMetadata};
+use raft::{Config, RawNode};
+
+use super::{Event, NodeConfig, RaftStatus};
+use crate::RaftError;
+use crate::disk::LogDisk;
+use crate::log_store::LogStore;
+use crate::persist;
+
+/// Sends raft messages to peers. Must not block for long: queue and return.
+pub trait Transport: Send + 'static {
+    /// Sends messages (in order per destination).
+    fn send(&mut self, msgs: Vec<Message>);
+}
+
+impl Transport for Box<dyn Transport> {
+    fn send(&mut self, msgs: Vec<Message>) {
+        (**self).send(msgs)
+    }
+}
+
+/// A transport for a member with no peers.
+#[derive(Debug, Default)]
+pub struct NoPeers;
+
+impl Transport for NoPeers {
+    fn send(&mut self, msgs: Vec<Message>) {
+        if !msgs.is_empty() {
+            tracing::warn!(
+                count = msgs.len(),
+                "raft: dropping messages: no peers configured"
+            );
+        }
+    }
+}
+
+/// Where the core hands what the state machine must do, in order.
+pub trait EventSink: Send + 'static {
+    /// Hands over one event; an error means the state machine is gone.
+    fn emit(&mut self, ev: Event) -> Result<(), RaftError>;
+}
+
+impl EventSink for SyncSender<Event> {
+    fn emit(&mut self, ev: Event) -> Result<(), RaftError> {
+        self.send(ev).map_err(|_| RaftError::Stopped)
+    }
+}
+
+impl EventSink for Vec<Event> {
+    fn emit(&mut self, ev: Event) -> Result<(), RaftError> {
+        self.push(ev);
+        Ok(())
+    }
+}
+
+/// Called once with the outcome of a command.
+pub type Done<T> = Box<dyn FnOnce(Result<T, RaftError>) + Send>;
+
+/// What the core is asked to do.
+pub enum Command {
+    /// Propose `data`; `done` learns whether raft took it into the log.
+    Propose {
+        /// The entry's data.
+        data: Vec<u8>,
+        /// Told whether raft accepted it.
+        done: Done<()>,
+    },
+    /// A linearizable read: `done` gets the commit index to wait for.
+    ReadIndex {
+        /// Told the read index.
+        done: Done<u64>,
+    },
+    /// A message from a peer.
+    Step(Message),
+    /// The state machine applied everything up to this index.
+    Applied(u64),
+    /// Compact the log up to this index, which the state machine made durable.
+    Compact(u64),
+    /// Hand leadership to this member.
+    TransferLeader(u64),
+    /// A message to this member could not be delivered.
+    Unreachable(u64),
+    /// How sending a snapshot to `to` ended.
+    SnapshotSent {
+        /// The member it was sent to.
+        to: u64,
+        /// Whether it was delivered.
+        ok: bool,
+    },
+    /// Start an election now.
+    Campaign,
+    /// Stop after a final sync.
+    Stop,
+}
+
+/// The context of a ReadIndex request: this member's id, this start of it, and a
+/// counter. The leader keys pending reads by context and ignores a second request with a
+/// context it already holds, then answers it once — so contexts must be unique across
+/// the cluster and across restarts: a member restarted while the leader still held its
+/// old read would otherwise take that read's (older) index for a new read. The
+/// simulation found it (seed 1000050, five members).
+fn read_ctx(member: u64, incarnation: u64, counter: u64) -> Vec<u8> {
+    let mut ctx = Vec::with_capacity(24);
+    ctx.extend_from_slice(&member.to_le_bytes());
+    ctx.extend_from_slice(&incarnation.to_le_bytes());
+    ctx.extend_from_slice(&counter.to_le_bytes());
+    ctx
+}
+
+/// The counter of a context [`read_ctx`] made for this start of `member` (None: not
+/// ours).
+fn parse_read_ctx(member: u64, incarnation: u64, ctx: &[u8]) -> Option<u64> {
+    let word = |i: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(
+            ctx.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
+    (word(0)? == member && word(1)? == incarnation).then_some(word(2)?)
+}
+
+/// A snapshot carrying only its position: the data travels separately, from the backend.
+pub(crate) fn snapshot_of(meta: SnapshotMetadata) -> Snapshot {
+    let mut s = Snapshot::default();
+    s.set_metadata(meta);
+    s
+}
+
+/// One member's raft: the node, its log, its disk, and the reads waiting on it.
+pub struct Core<D: LogDisk, T: Transport, E: EventSink> {
+    node: RawNode<LogStore>,
+    log: LogStore,
+    disk: D,
+    transport: T,
+    events: E,
+    status: Arc<RaftStatus>,
+    max_wals: usize,
+    catch_up_entries: u64,
+    pending_reads: Vec<Done<u64>>,
+    reads_in_flight: HashMap<u64, Vec<Done<u64>>>,
+    incarnation: u64,
+    next_read_ctx: u64,
+    applied: u64,
+}
+
+impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
+    /// A core over `log` (rebuilt from `disk`), publishing its figures in `status`. A
+    /// snapshot the disk installed but the state machine did not (a crash in between) is
+    /// handed to `events` first. A member alone in its configuration campaigns at once.
+    pub fn new(
+        cfg: &NodeConfig,
+        disk: D,
+        log: LogStore,
+        transport: T,
+        mut events: E,
+        status: Arc<RaftStatus>,
+    ) -> Result<Self, RaftError> {
+        let (snap_start, pending_install) = {
+            let core = log.rl();
+            let pending = (cfg.applied < core.start.0)
+                .then(|| core.snapshot.clone())
+                .flatten();
+            (core.start.0, pending)
+        };
+        let applied = cfg.applied.max(snap_start);
+        let election_tick = cfg.election_ticks.max(2);
+        let mut raft_cfg = Config {
+            id: cfg.id,
+            election_tick,
+            heartbeat_tick: 1,
+            applied,
+            max_size_per_msg: 1 << 20,
+            max_inflight_msgs: 256,
+            check_quorum: true,
+            pre_vote: cfg.pre_vote,
+            read_only_option: raft::ReadOnlyOption::Safe,
+            ..Default::default()
+        };
+        if cfg.fixed_election_timeout {
+            // raft-rs draws the timeout from [min, max) with a generator of its own: a
+            // range of one value is the only way to keep it out of a replayed run.
+            raft_cfg.min_election_tick = election_tick;
+            raft_cfg.max_election_tick = election_tick + 1;
+        }
+        raft_cfg.validate()?;
+        let node = RawNode::new(&raft_cfg, log.clone(), &crate::logger::raft_logger())?;
+        {
+            let core = log.rl();
+            status.term.store(core.hard_state.term, Ordering::Release);
+            status
+                .commit
+                .store(core.hard_state.commit, Ordering::Release);
+            status
+                .last_index
+                .store(core.last_index(), Ordering::Release);
+            status.applied.store(applied, Ordering::Release);
+        }
+        if let Some(snap) = pending_install {
+            events.emit(Event::Snapshot(snap))?;
+        }
+        let single_voter = log.rl().conf_state.voters == [cfg.id];
+        let mut core = Core {
+            node,
+            log,
+            disk,
+            transport,
+            events,
+            status,
+            max_wals: cfg.max_wals,
+            catch_up_entries: cfg.catch_up_entries,
+            pending_reads: Vec::new(),
+            reads_in_flight: HashMap::new(),
+            incarnation: cfg.incarnation,
+            next_read_ctx: 1,
+            applied,
+        };
+        if single_voter {
+            // Alone in the cluster: no reason to wait an election timeout.
+            let _ = core.node.campaign();
+        }
+        Ok(core)
+    }
+
+    /// One tick of the logical clock (`--heartbeat-interval`).
+    pub fn tick(&mut self) {
+        self.node.tick();
+    }
+
+    /// Handles one command; true means stop.
+    pub fn handle(&mut self, cmd: Command) -> Result<bool, RaftError> {
+        match cmd {
+            Command::Propose { data, done } => match self.node.propose(Vec::new(), data) {
+                Ok(()) => done(Ok(())),
+                Err(raft::Error::ProposalDropped) => done(Err(RaftError::ProposalDropped)),
+                Err(e) => done(Err(RaftError::Raft(e))),
+            },
+            Command::ReadIndex { done } => self.pending_reads.push(done),
+            Command::Step(m) => {
+                if let Err(e) = self.node.step(m) {
+                    tracing::debug!("raft: step: {e}");
+                }
+            }
+            Command::Applied(index) => {
+                // A state machine restored from a snapshot may be ahead of what this
+                // member has seen committed; raft learns it as the commit index catches up.
+                let index = index.min(self.node.raft.raft_log.committed);
+                if index > self.applied {
+                    self.applied = index;
+                    self.node.advance_apply_to(index);
+                }
+            }
+            Command::Compact(index) => self.compact(index)?,
+            Command::TransferLeader(to) => self.node.transfer_leader(to),
+            Command::Unreachable(id) => self.node.report_unreachable(id),
+            Command::SnapshotSent { to, ok } => {
+                let status = if ok {
+                    raft::SnapshotStatus::Finish
+                } else {
+                    raft::SnapshotStatus::Failure
+                };
+                self.node.report_snapshot(to, status);
+            }
+            Command::Campaign => {
+                let _ = self.node.campaign();
+            }
+            Command::Stop => return Ok(true),
+        }
+        Ok(false)
+    }
+
+    /// Issues one ReadIndex for the reads that arrived, then handles the Ready.
+    pub fn turn(&mut self) -> Result<(), RaftError> {
+        // Without a leader a read cannot be confirmed: keep it until one is elected
+        // (the caller's timeout bounds the wait).
+        if !self.pending_reads.is_empty() && self.status.leader() != 0 {
+            let ctx = self.next_read_ctx;
+            self.next_read_ctx += 1;
+            self.reads_in_flight
+                .insert(ctx, std::mem::take(&mut self.pending_reads));
+            self.node
+                .read_index(read_ctx(self.node.raft.id, self.incarnation, ctx));
+        }
+        self.on_ready()
+    }
+
+    /// Makes everything buffered durable (before stopping).
+    pub fn sync(&mut self) -> Result<(), RaftError> {
+        self.disk.sync()
+    }
+
+    /// The raft-rs node, for reading its state.
+    pub fn raw(&self) -> &RawNode<LogStore> {
+        &self.node
+    }
+
+    /// The log as raft-rs reads it.
+    pub fn log(&self) -> &LogStore {
+        &self.log
+    }
+
+    /// The disk.
+    pub fn disk(&self) -> &D {
+        &self.disk
+    }
+
+    /// The disk, to change it (a simulated crash).
+    pub fn disk_mut(&mut self) -> &mut D {
+        &mut self.disk
+    }
+
+    /// The transport, to collect what was sent.
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// The event sink, to collect what was handed over.
+    pub fn events_mut(&mut self) -> &mut E {
+        &mut self.events
+    }
+
+    /// Takes the disk out of a core that will not be used again.
+    pub fn into_disk(self) -> D {
+        self.disk
+    }
+
+    fn compact(&mut self, index: u64) -> Result<(), RaftError> {
+        let (meta, drop_to) = {
+            let core = self.log.rl();
+            if index <= core.start.0 || index > self.applied {
+                return Ok(());
+            }
+            let Some(term) = core.term_of(index) else {
+                return Ok(());
+            };
+            let mut meta = SnapshotMetadata {
+                index,
+                term,
+                ..Default::default()
+            };
+            meta.set_conf_state(core.conf_state.clone());
+            (meta, index.saturating_sub(self.catch_up_entries))
+        };
+        self.disk
+            .mark_snapshot(index, &persist::encode_snapshot_meta(&meta));
+        self.disk.sync()?;
+        {
+            let mut core = self.log.wl();
+            core.compact(drop_to);
+            core.snapshot = Some(snapshot_of(meta));
+        }
+        let removed = self.disk.purge(index, self.max_wals)?;
+        tracing::info!(index, removed_segments = removed, "raft: compacted log");
+        Ok(())
+    }
+
+    fn emit(&mut self, ev: Event) -> Result<(), RaftError> {
+        self.events.emit(ev)
+    }
+
+    fn emit_committed(&mut self, committed: Vec<Entry>) -> Result<(), RaftError> {
+        if committed.is_empty() {
+            return Ok(());
+        }
+        self.emit(Event::Committed(committed))
+    }
+
+    fn on_ready(&mut self) -> Result<(), RaftError> {
+        if !self.node.has_ready() {
+            return Ok(());
+        }
+        let mut rd = self.node.ready();
+        // The leader is published with the term below, once the term is durable: a
+        // Status read in between saw a leader at term 0 (CI, 2026-11-26).
+        let soft_state = rd.ss().map(|ss| (ss.leader_id, ss.raft_state));
+        if !rd.messages().is_empty() {
+            self.transport.send(rd.take_messages());
+        }
+        let mut installed_snapshot = None;
+        if !rd.snapshot().is_empty() {
+            let snap = rd.snapshot().clone();
+            let meta = snap.get_metadata().clone();
+            self.disk
+                .install_snapshot(meta.index, &persist::encode_snapshot_meta(&meta));
+            self.disk.sync()?;
+            {
+                let mut core = self.log.wl();
+                core.apply_snapshot(&meta);
+                core.snapshot = Some(snap.clone());
+            }
+            tracing::info!(
+                index = meta.index,
+                term = meta.term,
+                "raft: installed a snapshot from the leader"
+            );
+            installed_snapshot = Some(meta.index);
+            self.emit(Event::Snapshot(snap))?;
+        }
+        self.emit_committed(rd.take_committed_entries())?;
+        for e in rd.entries() {
+            self.disk.append_entry(e.index, &persist::encode_entry(e));
+        }
+        // Ready::must_sync (etcd's MustSync): new entries, a snapshot, a new term or a
+        // vote must be durable before anything that depends on them is sent; a hard
+        // state that only moved the commit index is written with the next sync (on
+        // restart the commit index is recomputed from the leader), so a commit-only
+        // Ready costs no sync.
+        if let Some(hs) = rd.hs() {
+            self.disk.set_hard_state(&persist::encode_hard_state(hs));
+        }
+        if rd.must_sync() {
+            self.disk.sync()?;
+        }
+        {
+            let mut core = self.log.wl();
+            core.append(rd.entries())?;
+            if let Some(hs) = rd.hs() {
+                core.hard_state = hs.clone();
+            }
+            self.status
+                .term
+                .store(core.hard_state.term, Ordering::Release);
+            self.status
+                .last_index
+                .store(core.last_index(), Ordering::Release);
+        }
+        if let Some((leader, role)) = soft_state {
+            let old = self.status.leader.swap(leader, Ordering::AcqRel);
+            if old != leader {
+                tracing::info!(
+                    leader = format!("{leader:x}"),
+                    ?role,
+                    "raft: leader changed"
+                );
+                if old != 0 {
+                    // Reads in flight asked the old leader: they will not be answered.
+                    self.fail_in_flight_reads(|| RaftError::LeaderChanged);
+                }
+            }
+        }
+        self.status.publish_leadership();
+        for rs in rd.take_read_states() {
+            let ctx = parse_read_ctx(self.node.raft.id, self.incarnation, &rs.request_ctx);
+            if let Some(waiters) = ctx.and_then(|c| self.reads_in_flight.remove(&c)) {
+                for w in waiters {
+                    w(Ok(rs.index));
+                }
+            }
+        }
+        if !rd.persisted_messages().is_empty() {
+            self.transport.send(rd.take_persisted_messages());
+        }
+        // advance_append: the state machine reports what it applied itself (Command::Applied).
+        let mut light = self.node.advance_append(rd);
+        if let Some(index) = installed_snapshot {
+            self.snapshot_applied(index);
+        }
+        if let Some(commit) = light.commit_index() {
+            let hs = {
+                let mut core = self.log.wl();
+                core.hard_state.commit = commit;
+                core.hard_state.clone()
+            };
+            // Synced with the next batch: a lost commit index is recomputed on restart.
+            self.disk.set_hard_state(&persist::encode_hard_state(&hs));
+        }
+        self.status
+            .commit
+            .store(self.log.rl().hard_state.commit, Ordering::Release);
+        if !light.messages().is_empty() {
+            self.transport.send(light.take_messages());
+        }
+        self.emit_committed(light.take_committed_entries())
+    }
+
+    /// Raft counts a snapshot as applied once it is durable, as `RawNode::advance` would:
+    /// the state machine installs it in order, before any later entry, and raft must
+    /// never look below it for entries (an election reads `applied + 1..=commit`, and the
+    /// log now starts after the snapshot). The state machine's own reports for indexes
+    /// below it are then ignored.
+    fn snapshot_applied(&mut self, index: u64) {
+        if index > self.applied {
+            self.applied = index;
+            self.node.advance_apply_to(index);
+        }
+    }
+
+    fn fail_in_flight_reads(&mut self, err: impl Fn() -> RaftError) {
+        for (_, ws) in self.reads_in_flight.drain() {
+            for w in ws {
+                w(Err(err()));
+            }
+        }
+    }
+
+    /// Fails every waiting read and every proposal or read among `leftover` commands.
+    pub fn fail_all(&mut self, err: RaftError, leftover: impl IntoIterator<Item = Command>) {
+        let msg = err.to_string();
+        for w in self.pending_reads.drain(..) {
+            w(Err(RaftError::Decode(msg.clone())));
+        }
+        self.fail_in_flight_reads(|| RaftError::Decode(msg.clone()));
+        for cmd in leftover {
+            match cmd {
+                Command::Propose { done, .. } => done(Err(RaftError::Stopped)),
+                Command::ReadIndex { done } => done(Err(RaftError::Stopped)),
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The in-memory log a member starts with: empty for a new member, or rebuilt from what
+//! its disk replayed (the WAL's, or a simulated disk's, [`Replay`]).
+//!
+//! Invariants: the rebuilt log holds the newest snapshot mark, the entries after it and
+//! the newest hard state; its commit index is at least the snapshot's index and the
+//! state machine's applied index (both committed); a state machine ahead of the log's
+//! last entry is refused.
+
+use oxcd_storage::wal::Replay;
+use raft::prelude::ConfState;
+
+use super::NodeConfig;
+use super::core::snapshot_of;
+use crate::RaftError;
+use crate::log_store::LogCore;
+use crate::persist::{self, WalMetadata};
+
+/// The log and WAL metadata of a member created from `cfg`.
+pub fn fresh(cfg: &NodeConfig) -> (LogCore, WalMetadata) {
+    let cs = ConfState {
+        voters: cfg.voters.clone(),
+        ..Default::default()
+    };
+    let meta = WalMetadata {
+        member_id: cfg.id,
+        cluster_id: cfg.cluster_id,
+        initial_conf: cs.clone(),
+        members: cfg.members.clone(),
+    };
+    let core = LogCore {
+        conf_state: cs,
+        ..Default::default()
+    };
+    (core, meta)
+}
+
+/// The log that `replay` (of the disk called `where_` in errors) holds, for a member
+/// started from `cfg`.
+pub fn recover(
+    cfg: &NodeConfig,
+    mut replay: Replay,
+    where_: &str,
+) -> Result<(LogCore, WalMetadata), RaftError> {
+    let meta = WalMetadata::decode(&replay.metadata)?;
+    if meta.member_id != cfg.id {
+        return Err(RaftError::Decode(format!(
+            "WAL in {where_} belongs to member {:x}, not {:x}",
+            meta.member_id, cfg.id
+        )));
+    }
+    let mut core = LogCore {
+        conf_state: meta.initial_conf.clone(),
+        ..Default::default()
+    };
+    if let Some((_, b)) = &replay.snapshot {
+        let sm = persist::decode_snapshot_meta(b)?;
+        core.apply_snapshot(&sm);
+        core.snapshot = Some(snapshot_of(sm));
+    }
+    if let Some(b) = &replay.hard_state {
+        core.hard_state = persist::decode_hard_state(b)?;
+        // A snapshot is committed state; the hard state synced with it may be older.
+        core.hard_state.commit = core.hard_state.commit.max(core.start.0);
+        if core.hard_state.term < core.start.1 {
+            core.hard_state.term = core.start.1;
+            core.hard_state.vote = 0;
+        }
+    }
+    // Each record's bytes are dropped as soon as it is decoded, and the decoded entries
+    // move into the log: one copy of the log in memory at a time.
+    let raw = std::mem::take(&mut replay.entries);
+    let mut entries = Vec::with_capacity(raw.len());
+    for (index, data) in raw {
+        entries.push(persist::decode_entry(index, &data)?);
+    }
+    core.append_owned(entries)?;
+    // The state machine may have applied (durably) entries whose commit index was not
+    // yet synced in a hard state: they were committed, so the commit index is at least it.
+    if cfg.applied > core.hard_state.commit {
+        if cfg.applied > core.last_index() {
+            return Err(RaftError::Decode(format!(
+                "the backend has applied index {} but the WAL in {where_} ends at {}: the WAL is missing entries",
+                cfg.applied,
+                core.last_index()
+            )));
+        }
+        core.hard_state.commit = cfg.applied;
+    }
+    Ok((core, meta))
+}
