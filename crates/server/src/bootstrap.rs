@@ -84,7 +84,10 @@ pub fn start(
         &store,
         Lessor::min_ttl_for(s.heartbeat, election_ticks),
     )?);
-    let auth = Arc::new(AuthStore::load(store.backend(), tokens, s.bcrypt_cost)?);
+    let auth = Arc::new(
+        AuthStore::load(store.backend(), tokens, s.bcrypt_cost)?
+            .with_password_cache(s.auth_password_cache_ttl),
+    );
     let cfg = NodeConfig {
         id: cluster.me,
         cluster_id: cluster.cluster_id,

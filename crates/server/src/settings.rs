@@ -82,6 +82,9 @@ pub struct Settings {
     pub auth_token_ttl: Duration,
     /// `--bcrypt-cost` (etcd's default where bcrypt would refuse it).
     pub bcrypt_cost: u32,
+    /// `--auth-password-cache-ttl` (oxcd's own): how long a password checked good is
+    /// taken without bcrypt (zero: always bcrypt, as etcd).
+    pub auth_password_cache_ttl: Duration,
 }
 
 impl Settings {

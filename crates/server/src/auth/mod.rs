@@ -20,6 +20,7 @@
 //!   lock as the rest of the state.
 
 pub mod jwt;
+pub mod password_cache;
 pub mod perms;
 pub mod provider;
 pub(crate) mod table;
@@ -37,6 +38,7 @@ use oxcd_mvcc::MvccError;
 use oxcd_storage::backend::Backend;
 use oxcd_storage::batch::BatchTx;
 
+use password_cache::PasswordCache;
 use perms::UserPerms;
 use provider::TokenProvider;
 use tokens::SimpleTokens;
@@ -175,6 +177,8 @@ pub struct AuthStore {
     pub tokens: TokenProvider,
     /// `--bcrypt-cost`: the cost new passwords are hashed at.
     pub bcrypt_cost: u32,
+    /// Passwords this member checked good lately (`--auth-password-cache-ttl`).
+    pub passwords: PasswordCache,
 }
 
 impl Default for AuthStore {
@@ -200,7 +204,14 @@ impl AuthStore {
             on: AtomicBool::new(false),
             tokens,
             bcrypt_cost,
+            passwords: PasswordCache::default(),
         }
+    }
+
+    /// The store with good passwords remembered for `ttl` (zero: never).
+    pub fn with_password_cache(mut self, ttl: Duration) -> AuthStore {
+        self.passwords = PasswordCache::new(ttl);
+        self
     }
 
     /// The store as `backend` holds it, with `tokens`.

@@ -819,6 +819,7 @@ impl Config {
                 .ok()
                 .filter(|cost| (4..=31).contains(cost))
                 .unwrap_or(10),
+            auth_password_cache_ttl: self.get(key::AUTH_PASSWORD_CACHE_TTL).unwrap_or_default(),
         }
     }
 

@@ -178,6 +178,9 @@ flags! {
     AUTH_TOKEN = ("auth-token", "simple", Str, Supported),
     BCRYPT_COST = ("bcrypt-cost", "10", Uint, Supported),
     AUTH_TOKEN_TTL = ("auth-token-ttl", "300", Uint, Supported),
+    // oxcd's own: how long a password checked good with bcrypt is taken without it
+    // (auth/password_cache.rs); `0s` checks bcrypt every time, as etcd.
+    AUTH_PASSWORD_CACHE_TTL = ("auth-password-cache-ttl", "5m0s", Duration, Supported),
     // Profiling, monitoring, logging
     ENABLE_PPROF = ("enable-pprof", "false", Bool, NotYet),
     // oxcd has no HTTP/JSON gateway: `false` is what it does anyway.

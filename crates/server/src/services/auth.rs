@@ -126,14 +126,23 @@ impl AuthService {
             }
             (user.password.clone(), state.revision)
         };
-        let ok = tokio::task::spawn_blocking(move || {
-            let hash = String::from_utf8(hash).ok()?;
-            bcrypt::verify(password, &hash).ok()
+        let cache = &self.member.auth.passwords;
+        if cache.verified(name, &hash, &password) {
+            return Ok(revision);
+        }
+        let (ok, hash, password) = tokio::task::spawn_blocking(move || {
+            let ok = std::str::from_utf8(&hash)
+                .ok()
+                .and_then(|h| bcrypt::verify(&password, h).ok());
+            (ok, hash, password)
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?;
         match ok {
-            Some(true) => Ok(revision),
+            Some(true) => {
+                cache.remember(name, &hash, &password);
+                Ok(revision)
+            }
             _ => Err(EtcdError::AuthFailed.into()),
         }
     }
