@@ -14,9 +14,12 @@ use raft::{GetEntriesContext, RaftState, StorageError};
 pub struct LogCore {
     /// Latest hard state.
     pub hard_state: HardState,
-    /// Configuration as of the state machine's applied index at start, updated as conf
-    /// changes are applied.
+    /// The configuration: the state machine's at start (or the snapshot's), then each
+    /// conf change's as the state machine applies it ([`LogCore::apply_conf`]).
     pub conf_state: ConfState,
+    /// Configurations replaced since then: (the index of the change that replaced it,
+    /// the configuration before it), in log order; what [`LogCore::conf_state_at`] reads.
+    pub replaced_confs: Vec<(u64, ConfState)>,
     /// The entry just before the first one held: (index, term).
     pub start: (u64, u64),
     /// Entries `start.0 + 1 ..`, contiguous.
@@ -71,6 +74,29 @@ impl LogCore {
         Ok(())
     }
 
+    /// The state machine applied the conf change at `index`, giving `conf`.
+    pub fn apply_conf(&mut self, index: u64, conf: ConfState) {
+        let before = std::mem::replace(&mut self.conf_state, conf);
+        self.replaced_confs.push((index, before));
+    }
+
+    /// The configuration in force once the entry at `index` is applied (a snapshot at
+    /// `index` carries it).
+    pub fn conf_state_at(&self, index: u64) -> ConfState {
+        self.replaced_confs
+            .iter()
+            .find(|(changed_at, _)| *changed_at > index)
+            .map_or(&self.conf_state, |(_, before)| before)
+            .clone()
+    }
+
+    /// Forgets the configurations replaced at or before `index` (a snapshot there holds
+    /// what followed them).
+    pub fn forget_confs_to(&mut self, index: u64) {
+        self.replaced_confs
+            .retain(|(changed_at, _)| *changed_at > index);
+    }
+
     /// Drops entries up to and including `index` (which must be held).
     pub fn compact(&mut self, index: u64) {
         if index <= self.start.0 || index > self.last_index() {
@@ -87,6 +113,7 @@ impl LogCore {
         self.entries.clear();
         self.start = (meta.index, meta.term);
         self.conf_state = meta.get_conf_state().clone();
+        self.replaced_confs.clear();
         if self.hard_state.commit < meta.index {
             self.hard_state.commit = meta.index;
         }
@@ -216,6 +243,10 @@ mod tests {
         assert!(store.wl().append(&[entry(5, 2)]).is_err(), "gap refused");
         store.wl().compact(1);
         assert_eq!(store.first_index().expect("first"), 2);
+        assert_eq!(
+            store.initial_state().expect("state").conf_state,
+            ConfState::default()
+        );
         assert_eq!(store.term(1).expect("term at start"), 1);
         assert!(matches!(
             store.entries(1, 2, None, GetEntriesContext::empty(false)),
@@ -228,5 +259,27 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn the_configuration_at_an_index_is_the_one_applied_by_then() {
+        let conf = |voters: &[u64]| ConfState {
+            voters: voters.to_vec(),
+            ..Default::default()
+        };
+        let mut core = LogCore {
+            conf_state: conf(&[1]),
+            ..Default::default()
+        };
+        core.apply_conf(5, conf(&[1, 2]));
+        core.apply_conf(9, conf(&[1, 2, 3]));
+        assert_eq!(core.conf_state_at(4), conf(&[1]));
+        assert_eq!(core.conf_state_at(5), conf(&[1, 2]));
+        assert_eq!(core.conf_state_at(8), conf(&[1, 2]));
+        assert_eq!(core.conf_state_at(9), conf(&[1, 2, 3]));
+        assert_eq!(core.conf_state_at(100), conf(&[1, 2, 3]));
+        core.forget_confs_to(5);
+        assert_eq!(core.conf_state_at(6), conf(&[1, 2]));
+        assert_eq!(core.conf_state, conf(&[1, 2, 3]));
     }
 }

@@ -93,6 +93,7 @@ pub fn start(
         cluster_id: cluster.cluster_id,
         voters: cluster.ids(),
         members: cluster.encode(),
+        conf_state: None,
         wal_dir: s.wal_dir(),
         heartbeat: s.heartbeat,
         election_ticks: election_ticks as usize,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::SyncSender;
 
-use raft::prelude::{Entry, Message, Snapshot, SnapshotMetadata};
+use raft::prelude::{ConfChange, ConfState, Entry, Message, Snapshot, SnapshotMetadata};
 use raft::{Config, RawNode};
 
 use super::{Event, NodeConfig, RaftStatus};
@@ -85,6 +85,25 @@ pub enum Command {
         data: Vec<u8>,
         /// Told whether raft accepted it.
         done: Done<()>,
+    },
+    /// Propose a membership change; `done` learns whether raft took it into the log
+    /// (raft takes one at a time: another proposed before the last is applied becomes
+    /// an empty entry).
+    ProposeConfChange {
+        /// The change.
+        cc: ConfChange,
+        /// Told whether raft accepted it.
+        done: Done<()>,
+    },
+    /// The state machine reached the committed conf change at `index` and takes it:
+    /// raft applies it; `done` gets the configuration it gives.
+    ApplyConfChange {
+        /// The entry's index.
+        index: u64,
+        /// The change.
+        cc: ConfChange,
+        /// Told the new configuration, or why raft refused the change.
+        done: Done<ConfState>,
     },
     /// A linearizable read: `done` gets the commit index to wait for.
     ReadIndex {
@@ -254,6 +273,22 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 Err(raft::Error::ProposalDropped) => done(Err(RaftError::ProposalDropped)),
                 Err(e) => done(Err(RaftError::Raft(e))),
             },
+            Command::ProposeConfChange { cc, done } => {
+                match self.node.propose_conf_change(Vec::new(), cc) {
+                    Ok(()) => done(Ok(())),
+                    Err(raft::Error::ProposalDropped) => done(Err(RaftError::ProposalDropped)),
+                    Err(e) => done(Err(RaftError::Raft(e))),
+                }
+            }
+            Command::ApplyConfChange { index, cc, done } => {
+                match self.node.apply_conf_change(&cc) {
+                    Ok(conf) => {
+                        self.log.wl().apply_conf(index, conf.clone());
+                        done(Ok(conf));
+                    }
+                    Err(e) => done(Err(RaftError::Raft(e))),
+                }
+            }
             Command::ReadIndex { done } => self.pending_reads.push(done),
             Command::Step(m) => {
                 if let Err(e) = self.node.step(m) {
@@ -357,7 +392,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 term,
                 ..Default::default()
             };
-            meta.set_conf_state(core.conf_state.clone());
+            meta.set_conf_state(core.conf_state_at(index));
             (meta, index.saturating_sub(self.catch_up_entries))
         };
         self.disk
@@ -366,6 +401,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         {
             let mut core = self.log.wl();
             core.compact(drop_to);
+            core.forget_confs_to(index);
             core.snapshot = Some(snapshot_of(meta));
         }
         let removed = self.disk.purge(index, self.max_wals)?;
@@ -523,6 +559,8 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             match cmd {
                 Command::Propose { done, .. } => done(Err(RaftError::Stopped)),
                 Command::ReadIndex { done } => done(Err(RaftError::Stopped)),
+                Command::ProposeConfChange { done, .. } => done(Err(RaftError::Stopped)),
+                Command::ApplyConfChange { done, .. } => done(Err(RaftError::Stopped)),
                 _ => {}
             }
         }

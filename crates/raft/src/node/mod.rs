@@ -43,6 +43,10 @@ pub struct NodeConfig {
     pub voters: Vec<u64>,
     /// The bootstrap member list, kept in the WAL metadata (ignored when the WAL exists).
     pub members: Vec<u8>,
+    /// The state machine's configuration at `applied`, when it keeps one: it replaces
+    /// the WAL's (which knows only the bootstrap voters and snapshot marks), so conf
+    /// changes applied before `applied` are not lost to raft when they are not replayed.
+    pub conf_state: Option<raft::prelude::ConfState>,
     /// The WAL directory.
     pub wal_dir: PathBuf,
     /// Tick interval (`--heartbeat-interval`).

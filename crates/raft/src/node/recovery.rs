@@ -74,6 +74,13 @@ pub fn recover(
         entries.push(persist::decode_entry(index, &data)?);
     }
     core.append_owned(entries)?;
+    // The state machine's configuration, unless the WAL holds a snapshot it has not
+    // installed yet (whose configuration is newer).
+    if let Some(conf) = &cfg.conf_state
+        && cfg.applied >= core.start.0
+    {
+        core.conf_state = conf.clone();
+    }
     // The state machine may have applied (durably) entries whose commit index was not
     // yet synced in a hard state: they were committed, so the commit index is at least it.
     if cfg.applied > core.hard_state.commit {

@@ -1,8 +1,10 @@
 //! The simulated state machine: it folds every applied entry into a hash, so two members
-//! that applied the same index must hold the same hash. Its durable copy is what a
-//! crash leaves (a backend commit, taken at random moments).
+//! that applied the same index must hold the same hash, and keeps the configuration its
+//! conf changes gave (in the hash too). Its durable copy is what a crash leaves (a
+//! backend commit, taken at random moments).
 
-use raft::prelude::Entry;
+use protobuf::Message as _;
+use raft::prelude::{ConfState, Entry};
 
 /// FNV-1a over `bytes`, continuing from `h`.
 pub fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
@@ -13,8 +15,8 @@ pub fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-/// The state: the applied index and the hash of everything applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The state: the applied index, the hash of everything applied, the configuration.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Machine {
     /// The last index applied.
     pub applied: u64,
@@ -22,6 +24,8 @@ pub struct Machine {
     pub hash: u64,
     /// How many entries with data were applied.
     pub writes: u64,
+    /// The configuration the applied conf changes gave.
+    pub conf: ConfState,
 }
 
 impl Default for Machine {
@@ -30,6 +34,7 @@ impl Default for Machine {
             applied: 0,
             hash: 0xcbf2_9ce4_8422_2325,
             writes: 0,
+            conf: ConfState::default(),
         }
     }
 }
@@ -46,12 +51,28 @@ impl Machine {
         }
     }
 
+    /// Takes the configuration a conf change gave (into the hash too), its lists sorted:
+    /// raft-rs lists members in its hash set's order, which depends on each member's
+    /// history.
+    pub fn set_conf(&mut self, mut conf: ConfState) {
+        conf.voters.sort_unstable();
+        conf.learners.sort_unstable();
+        conf.voters_outgoing.sort_unstable();
+        conf.learners_next.sort_unstable();
+        for id in conf.voters.iter().chain([&0]).chain(&conf.learners) {
+            self.hash = fnv(self.hash, &id.to_le_bytes());
+        }
+        self.conf = conf;
+    }
+
     /// The snapshot data a member sends.
     pub fn encode(&self) -> Vec<u8> {
-        [self.applied, self.hash, self.writes]
+        let mut out: Vec<u8> = [self.applied, self.hash, self.writes]
             .iter()
             .flat_map(|v| v.to_le_bytes())
-            .collect()
+            .collect();
+        out.extend(self.conf.write_to_bytes().unwrap_or_default());
+        out
     }
 
     /// What [`Machine::encode`] made.
@@ -65,6 +86,7 @@ impl Machine {
             applied: word(0)?,
             hash: word(1)?,
             writes: word(2)?,
+            conf: ConfState::parse_from_bytes(b.get(24..)?).ok()?,
         })
     }
 }

@@ -1,14 +1,21 @@
-//! A deterministic simulation of oxcd's raft core: N members' [`Core`]s in one thread,
-//! a seeded scheduler deciding every tick, message, fault and client request. Time is
-//! logical milliseconds. Faults: message delay, loss, duplication and reordering;
-//! partitions; crashes that lose every record not yet synced and the state machine's
-//! work since its last durable commit; restarts from what the disk kept.
+//! A deterministic simulation of oxcd's raft core: members' [`Core`]s in one thread, a
+//! seeded scheduler deciding every tick, message, fault, client request and membership
+//! change. Time is logical milliseconds. Faults: message delay, loss, duplication and
+//! reordering; partitions (one-way too); crashes that lose every record not yet synced
+//! and the state machine's work since its last durable commit; restarts from what the
+//! disk kept. Membership: learners added, promoted and removed, voters added and removed,
+//! while all of that goes on; a new member starts empty and catches up from the log or a
+//! snapshot; a removed member stops (as etcd's peers refuse it).
+//!
+//! The cluster bootstraps as etcd's does: every initial member's log starts with one
+//! committed conf change per initial voter, which the state machine applies like any
+//! other, so a member that joins later learns the first configuration from the log.
 //!
 //! Checked after every step: at most one leader per term; an index committed anywhere
-//! never holds another entry; members that applied the same index hold the same state;
-//! a read index covers everything committed before the read was asked. At the end,
-//! faults heal and the cluster must elect a leader, commit a new entry everywhere and
-//! converge.
+//! never holds another entry; members that applied the same index hold the same state
+//! (configuration included); a read index covers everything committed before the read
+//! was asked. At the end, faults heal and the cluster must elect a leader, commit a new
+//! entry on every member and converge.
 
 pub mod machine;
 pub mod rng;
@@ -17,11 +24,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use oxcd_raft::disk::MemDisk;
+use oxcd_raft::disk::{LogDisk, MemDisk};
 use oxcd_raft::log_store::LogStore;
 use oxcd_raft::node::core::{Command, Core};
 use oxcd_raft::node::{Event, NodeConfig, RaftStatus, Transport, recovery};
+use oxcd_raft::persist;
+use protobuf::Message as _;
 use raft::StateRole;
+use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, HardState};
 use raft::prelude::{Message, MessageType};
 
 use machine::{Machine, fnv};
@@ -30,7 +40,7 @@ use rng::Rng;
 /// What a run does: its size and how often each fault strikes.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// Members.
+    /// Members at bootstrap.
     pub members: u64,
     /// Simulated milliseconds with faults.
     pub millis: u64,
@@ -48,6 +58,8 @@ pub struct Plan {
     pub propose_ppm: u64,
     /// Per millisecond, per million: a client asks a member for a read index.
     pub read_ppm: u64,
+    /// Per millisecond, per million: a membership change is proposed.
+    pub conf_change_ppm: u64,
     /// Entries a state machine applies between log compactions.
     pub compact_every: u64,
 }
@@ -65,13 +77,22 @@ impl Plan {
             partition_ppm: 1_500,
             propose_ppm: 300_000,
             read_ppm: 100_000,
+            conf_change_ppm: 0,
             compact_every: 40,
+        }
+    }
+
+    /// [`Plan::rough`] with membership changes.
+    pub fn reconfiguring(members: u64) -> Plan {
+        Plan {
+            conf_change_ppm: 4_000,
+            ..Plan::rough(members)
         }
     }
 }
 
 /// What a run saw.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Tally {
     /// Entries with data committed.
     pub committed: u64,
@@ -85,6 +106,30 @@ pub struct Tally {
     pub reads: u64,
     /// Messages delivered.
     pub delivered: u64,
+    /// Conf changes applied (by the first member to apply each).
+    pub conf_changes: u64,
+    /// Members added (as learners or voters).
+    pub added: u64,
+    /// Learners promoted.
+    pub promoted: u64,
+    /// Members removed.
+    pub removed: u64,
+}
+
+impl Tally {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &Tally) {
+        self.committed += other.committed;
+        self.leaders += other.leaders;
+        self.crashes += other.crashes;
+        self.snapshots += other.snapshots;
+        self.reads += other.reads;
+        self.delivered += other.delivered;
+        self.conf_changes += other.conf_changes;
+        self.added += other.added;
+        self.promoted += other.promoted;
+        self.removed += other.removed;
+    }
 }
 
 /// Messages a core sent, collected after each turn.
@@ -107,7 +152,6 @@ struct Read {
 }
 
 struct Member {
-    id: u64,
     core: Option<SimCore>,
     /// The disk while the member is down.
     disk: Option<MemDisk>,
@@ -131,15 +175,20 @@ pub struct Sim {
     plan: Plan,
     rng: Rng,
     now: u64,
-    members: Vec<Member>,
+    members: BTreeMap<u64, Member>,
+    removed: HashSet<u64>,
+    next_id: u64,
     net: Vec<InFlight>,
     seq: u64,
-    /// `cut[a][b]`: messages from a to b are lost.
-    cut: Vec<Vec<bool>>,
+    /// (from, to): messages between them are lost.
+    cut: HashSet<(u64, u64)>,
     /// Index → hash of the entry committed there.
     committed: HashMap<u64, u64>,
-    /// Index → the state of a machine that applied up to it.
-    states: HashMap<u64, u64>,
+    /// Index → the state of a machine that applied up to it, who held it first and how
+    /// (for the failure message).
+    states: HashMap<u64, (u64, u64, String)>,
+    /// Conf changes already counted, by index.
+    conf_seen: HashSet<u64>,
     /// Term → its leader.
     leaders: HashMap<u64, u64>,
     reads: Vec<Read>,
@@ -147,24 +196,52 @@ pub struct Sim {
     proposals: u64,
     /// Members that applied the entry proposed after healing.
     applied_final: HashSet<u64>,
-    /// Where the run is: the seed and the step, for failure messages.
-    pub tally: Tally,
+    tally: Tally,
     seed: u64,
 }
 
+/// The log every initial member starts with, as etcd bootstraps: one committed conf
+/// change adding each voter, at term 1.
+fn bootstrap_disk(cfg: &NodeConfig, voters: &[u64]) -> MemDisk {
+    let (_, meta) = recovery::fresh(cfg);
+    let mut disk = MemDisk::new(meta.encode());
+    for (i, id) in voters.iter().enumerate() {
+        let mut cc = ConfChange::default();
+        cc.set_change_type(ConfChangeType::AddNode);
+        cc.node_id = *id;
+        let mut e = Entry::default();
+        e.set_entry_type(EntryType::EntryConfChange);
+        e.index = i as u64 + 1;
+        e.term = 1;
+        e.data = cc.write_to_bytes().unwrap_or_default().into();
+        disk.append_entry(e.index, &persist::encode_entry(&e));
+    }
+    let hs = HardState {
+        term: 1,
+        vote: 0,
+        commit: voters.len() as u64,
+        ..Default::default()
+    };
+    disk.set_hard_state(&persist::encode_hard_state(&hs));
+    let _ = disk.sync();
+    disk
+}
+
 impl Sim {
-    /// A cluster of `plan.members` fresh members, driven by `seed`.
+    /// A cluster of `plan.members` members, driven by `seed`.
     pub fn new(seed: u64, plan: Plan) -> Sim {
-        let n = plan.members as usize;
         let mut sim = Sim {
             rng: Rng::new(seed),
             now: 0,
-            members: Vec::new(),
+            members: BTreeMap::new(),
+            removed: HashSet::new(),
+            next_id: plan.members + 1,
             net: Vec::new(),
             seq: 0,
-            cut: vec![vec![false; n + 1]; n + 1],
+            cut: HashSet::new(),
             committed: HashMap::new(),
             states: HashMap::new(),
+            conf_seen: HashSet::new(),
             leaders: HashMap::new(),
             reads: Vec::new(),
             highest_committed: 0,
@@ -174,12 +251,47 @@ impl Sim {
             seed,
             plan,
         };
-        for id in 1..=sim.plan.members {
-            let cfg = sim.node_config(id, 0);
-            let (_, meta) = recovery::fresh(&cfg);
-            let disk = MemDisk::new(meta.encode());
-            sim.members.push(Member {
-                id,
+        let voters: Vec<u64> = (1..=sim.plan.members).collect();
+        for id in voters.clone() {
+            let cfg = sim.node_config(id, &Machine::default());
+            sim.join(id, bootstrap_disk(&cfg, &voters));
+        }
+        sim
+    }
+
+    fn fail(&self, what: String) -> ! {
+        panic!(
+            "simulation seed {} failed at {} ms: {what}\nreplay: OXCD_SIM_SEED={} cargo test -p oxcd-raft --test simulation a_seed_replays",
+            self.seed, self.now, self.seed
+        );
+    }
+
+    fn node_config(&mut self, id: u64, durable: &Machine) -> NodeConfig {
+        NodeConfig {
+            id,
+            cluster_id: 1,
+            // The configuration comes from the log, as in etcd.
+            voters: Vec::new(),
+            members: Vec::new(),
+            conf_state: Some(durable.conf.clone()),
+            wal_dir: PathBuf::from(format!("sim/{id}")),
+            heartbeat: std::time::Duration::from_millis(10),
+            // Each start draws its own timeout: members must not time out in lockstep.
+            election_ticks: 10 + self.rng.below(10) as usize,
+            pre_vote: true,
+            applied: durable.applied,
+            max_wals: 5,
+            catch_up_entries: 10,
+            fixed_election_timeout: true,
+            incarnation: self.rng.next(),
+        }
+    }
+
+    /// Adds member `id` with `disk` and starts it.
+    fn join(&mut self, id: u64, disk: MemDisk) {
+        self.members.insert(
+            id,
+            Member {
                 core: None,
                 disk: Some(disk),
                 machine: Machine::default(),
@@ -188,51 +300,24 @@ impl Sim {
                 last_compact: 0,
                 next_tick: 0,
                 restart_at: 0,
-            });
-            sim.start(id);
-        }
-        sim
-    }
-
-    fn fail(&self, what: String) -> ! {
-        panic!(
-            "simulation seed {} failed at {} ms: {what}\nreplay: OXCD_SIM_SEED={} cargo test -p oxcd-raft --test simulation replay",
-            self.seed, self.now, self.seed
+            },
         );
+        self.start(id);
     }
 
-    fn node_config(&mut self, id: u64, applied: u64) -> NodeConfig {
-        NodeConfig {
-            id,
-            cluster_id: 1,
-            voters: (1..=self.plan.members).collect(),
-            members: Vec::new(),
-            wal_dir: PathBuf::from(format!("sim/{id}")),
-            heartbeat: std::time::Duration::from_millis(10),
-            // Each start draws its own timeout: members must not time out in lockstep.
-            election_ticks: 10 + self.rng.below(10) as usize,
-            pre_vote: true,
-            applied,
-            max_wals: 5,
-            catch_up_entries: 10,
-            fixed_election_timeout: true,
-            incarnation: self.rng.next(),
-        }
-    }
-
-    fn member(&mut self, id: u64) -> &mut Member {
-        &mut self.members[(id - 1) as usize]
+    fn member(&mut self, id: u64) -> Option<&mut Member> {
+        self.members.get_mut(&id)
     }
 
     /// Starts member `id` from its disk and its durable state machine.
     fn start(&mut self, id: u64) {
-        let applied = self.member(id).durable.applied;
-        let cfg = self.node_config(id, applied);
-        let m = self.member(id);
-        let Some(disk) = m.disk.take() else {
+        let Some(durable) = self.members.get(&id).map(|m| m.durable.clone()) else {
             return;
         };
-        m.machine = m.durable;
+        let cfg = self.node_config(id, &durable);
+        let Some(disk) = self.member(id).and_then(|m| m.disk.take()) else {
+            return;
+        };
         let log = match recovery::recover(&cfg, disk.replay(), "sim") {
             Ok((log, _)) => log,
             Err(e) => self.fail(format!("member {id} cannot recover its log: {e}")),
@@ -250,16 +335,20 @@ impl Sim {
             Err(e) => self.fail(format!("member {id} cannot start: {e}")),
         };
         let now = self.now;
-        let m = self.member(id);
-        m.core = Some(core);
-        m.next_tick = now + 1;
+        if let Some(m) = self.member(id) {
+            m.machine = durable;
+            m.core = Some(core);
+            m.next_tick = now + 1;
+        }
     }
 
     /// Crashes member `id`: what it did not sync is lost.
     fn crash(&mut self, id: u64) {
         let restart_in = self.rng.between(20, 400);
         let now = self.now;
-        let m = self.member(id);
+        let Some(m) = self.member(id) else {
+            return;
+        };
         let Some(core) = m.core.take() else {
             return;
         };
@@ -272,11 +361,24 @@ impl Sim {
         self.reads.retain(|r| r.member != id);
     }
 
+    /// Member `id` was removed from the cluster: it stops for good.
+    fn remove(&mut self, id: u64) {
+        if self.members.remove(&id).is_some() {
+            self.removed.insert(id);
+            self.tally.removed += 1;
+            self.reads.retain(|r| r.member != id);
+        }
+    }
+
+    fn ids(&self) -> Vec<u64> {
+        self.members.keys().copied().collect()
+    }
+
     fn up(&self) -> Vec<u64> {
         self.members
             .iter()
-            .filter(|m| m.core.is_some())
-            .map(|m| m.id)
+            .filter(|(_, m)| m.core.is_some())
+            .map(|(id, _)| *id)
             .collect()
     }
 
@@ -285,6 +387,7 @@ impl Sim {
         while self.now < self.plan.millis {
             self.faults();
             self.clients();
+            self.reconfigure();
             self.step();
         }
         self.heal();
@@ -299,8 +402,10 @@ impl Sim {
 
     fn faults(&mut self) {
         let plan = self.plan.clone();
-        for id in 1..=plan.members {
-            let m = &self.members[(id - 1) as usize];
+        for id in self.ids() {
+            let Some(m) = self.members.get(&id) else {
+                continue;
+            };
             if m.core.is_none() && self.now >= m.restart_at {
                 self.start(id);
             } else if m.core.is_some() && self.rng.chance(plan.crash_ppm) {
@@ -308,21 +413,19 @@ impl Sim {
             }
         }
         if self.rng.chance(plan.partition_ppm) {
-            let n = plan.members as usize;
-            let heal = self.rng.chance(400_000);
-            for a in 1..=n {
-                for b in 1..=n {
-                    self.cut[a][b] = false;
-                }
-            }
-            if !heal {
+            self.cut.clear();
+            if !self.rng.chance(400_000) {
                 // A random side against the rest, sometimes one way only.
-                let side: Vec<bool> = (0..=n).map(|_| self.rng.chance(500_000)).collect();
+                let ids = self.ids();
+                let side: HashMap<u64, bool> = ids
+                    .iter()
+                    .map(|id| (*id, self.rng.chance(500_000)))
+                    .collect();
                 let one_way = self.rng.chance(200_000);
-                for a in 1..=n {
-                    for b in 1..=n {
+                for a in &ids {
+                    for b in &ids {
                         if side[a] != side[b] && (!one_way || side[a]) {
-                            self.cut[a][b] = true;
+                            self.cut.insert((*a, *b));
                         }
                     }
                 }
@@ -369,8 +472,56 @@ impl Sim {
         }
     }
 
+    /// Now and then, a membership change proposed to the member that leads, chosen from
+    /// the configuration it has applied: add a learner or a voter (started empty at
+    /// once), promote a learner, remove a learner or, above three voters, a voter.
+    fn reconfigure(&mut self) {
+        if !self.rng.chance(self.plan.conf_change_ppm) {
+            return;
+        }
+        let Some((leader, conf)) = self.members.iter().find_map(|(id, m)| {
+            let core = m.core.as_ref()?;
+            (core.raw().raft.state == StateRole::Leader).then(|| (*id, m.machine.conf.clone()))
+        }) else {
+            return;
+        };
+        let mut cc = ConfChange::default();
+        let size = conf.voters.len() + conf.learners.len();
+        match self.rng.below(5) {
+            0 | 1 if size < 6 => {
+                cc.set_change_type(if self.rng.chance(700_000) {
+                    ConfChangeType::AddLearnerNode
+                } else {
+                    ConfChangeType::AddNode
+                });
+                cc.node_id = self.next_id;
+                self.next_id += 1;
+            }
+            2 if !conf.learners.is_empty() => {
+                cc.set_change_type(ConfChangeType::AddNode);
+                cc.node_id = conf.learners[self.rng.below(conf.learners.len() as u64) as usize];
+            }
+            3 if !conf.learners.is_empty() => {
+                cc.set_change_type(ConfChangeType::RemoveNode);
+                cc.node_id = conf.learners[self.rng.below(conf.learners.len() as u64) as usize];
+            }
+            4 if conf.voters.len() > 3 => {
+                cc.set_change_type(ConfChangeType::RemoveNode);
+                cc.node_id = conf.voters[self.rng.below(conf.voters.len() as u64) as usize];
+            }
+            _ => return,
+        }
+        self.command(
+            leader,
+            Command::ProposeConfChange {
+                cc,
+                done: Box::new(|_| {}),
+            },
+        );
+    }
+
     fn command(&mut self, id: u64, cmd: Command) {
-        let Some(core) = self.member(id).core.as_mut() else {
+        let Some(core) = self.member(id).and_then(|m| m.core.as_mut()) else {
             return;
         };
         if let Err(e) = core.handle(cmd) {
@@ -383,18 +534,18 @@ impl Sim {
     fn step(&mut self) {
         self.now += 1;
         self.deliver();
-        for id in 1..=self.plan.members {
+        for id in self.ids() {
             let now = self.now;
             let tick_every = 10 + self.rng.below(3);
-            let m = self.member(id);
-            if let Some(core) = m.core.as_mut()
+            if let Some(m) = self.member(id)
+                && let Some(core) = m.core.as_mut()
                 && now >= m.next_tick
             {
                 core.tick();
                 m.next_tick = now + tick_every;
             }
         }
-        for id in 1..=self.plan.members {
+        for id in self.ids() {
             self.turn(id);
         }
         self.check_leaders();
@@ -416,8 +567,10 @@ impl Sim {
         for f in due {
             let (from, to) = (f.msg.from, f.msg.to);
             let is_snapshot = f.msg.get_msg_type() == MessageType::MsgSnapshot;
-            let arrives = !self.cut[from as usize][to as usize]
-                && self.members[(to - 1) as usize].core.is_some();
+            // A removed member's messages are refused, as etcd's peers refuse them.
+            let arrives = !self.cut.contains(&(from, to))
+                && !self.removed.contains(&from)
+                && self.members.get(&to).is_some_and(|m| m.core.is_some());
             if is_snapshot {
                 self.command(from, Command::SnapshotSent { to, ok: arrives });
             }
@@ -428,7 +581,9 @@ impl Sim {
                 let snap = f.msg.get_snapshot();
                 let index = snap.get_metadata().index;
                 let data = snap.data.to_vec();
-                self.member(to).snap_files.insert(index, data);
+                if let Some(m) = self.member(to) {
+                    m.snap_files.insert(index, data);
+                }
             }
             self.tally.delivered += 1;
             self.command(to, Command::Step(f.msg));
@@ -437,7 +592,7 @@ impl Sim {
 
     /// A member's turn: its Ready handled, its messages sent, its events applied.
     fn turn(&mut self, id: u64) {
-        let Some(core) = self.member(id).core.as_mut() else {
+        let Some(core) = self.member(id).and_then(|m| m.core.as_mut()) else {
             return;
         };
         if let Err(e) = core.turn() {
@@ -450,6 +605,9 @@ impl Sim {
             self.send(id, msg);
         }
         for ev in events {
+            if !self.members.contains_key(&id) {
+                return;
+            }
             self.apply(id, ev);
         }
     }
@@ -458,7 +616,9 @@ impl Sim {
         if msg.get_msg_type() == MessageType::MsgSnapshot {
             // As the server's transport: the state machine as it is now, under the
             // position it is at (not the older one of the log's snapshot).
-            let m = &self.members[(from - 1) as usize];
+            let Some(m) = self.members.get(&from) else {
+                return;
+            };
             let Some(core) = m.core.as_ref() else {
                 return;
             };
@@ -473,11 +633,14 @@ impl Sim {
                 );
                 return;
             };
+            let conf = m.machine.conf.clone();
+            let data = m.machine.encode();
             let snap = msg.mut_snapshot();
             let meta = snap.mut_metadata();
             meta.index = applied;
             meta.term = term;
-            snap.data = m.machine.encode().into();
+            meta.set_conf_state(conf);
+            snap.data = data.into();
         }
         if self.rng.chance(self.plan.drop_ppm) {
             if msg.get_msg_type() == MessageType::MsgSnapshot {
@@ -511,36 +674,9 @@ impl Sim {
         match ev {
             Event::Committed(entries) => {
                 for e in entries {
-                    let m = &self.members[(id - 1) as usize];
-                    if e.index <= m.machine.applied {
-                        continue;
+                    if !self.apply_entry(id, &e) {
+                        return;
                     }
-                    if e.index != m.machine.applied + 1 {
-                        self.fail(format!(
-                            "member {id} was handed entry {} after applying {}",
-                            e.index, m.machine.applied
-                        ));
-                    }
-                    let identity = fnv(fnv(0, &e.term.to_le_bytes()), &e.data);
-                    if let Some(old) = self.committed.insert(e.index, identity)
-                        && old != identity
-                    {
-                        self.fail(format!(
-                            "index {} committed twice with different entries (member {id})",
-                            e.index
-                        ));
-                    }
-                    if !e.data.is_empty() && e.index > self.highest_committed {
-                        self.tally.committed += 1;
-                    }
-                    self.highest_committed = self.highest_committed.max(e.index);
-                    if e.data.as_ref() == b"final" {
-                        self.applied_final.insert(id);
-                    }
-                    let m = self.member(id);
-                    m.machine.apply(&e);
-                    let state = m.machine.hash;
-                    self.check_state(id, e.index, state);
                 }
             }
             Event::Snapshot(snap) => {
@@ -548,28 +684,147 @@ impl Sim {
                 let data = if snap.data.is_empty() {
                     // Installed in the WAL before a crash: the state machine reads the
                     // file it was received into.
-                    self.member(id).snap_files.get(&index).cloned()
+                    self.member(id)
+                        .and_then(|m| m.snap_files.get(&index).cloned())
                 } else {
                     Some(snap.data.to_vec())
                 };
                 let Some(machine) = data.as_deref().and_then(Machine::decode) else {
                     self.fail(format!("member {id} has no data for snapshot {index}"));
                 };
-                if machine.applied != index {
+                if machine.applied != index || &machine.conf != snap.get_metadata().get_conf_state()
+                {
                     self.fail(format!(
-                        "member {id}: snapshot {index} holds a state at {}",
+                        "member {id}: snapshot {index} holds a state at {} with another configuration",
                         machine.applied
                     ));
                 }
                 self.tally.snapshots += 1;
-                let m = self.member(id);
-                m.machine = machine;
-                // A snapshot is installed durably.
-                m.durable = machine;
-                self.check_state(id, index, machine.hash);
+                let hash = machine.hash;
+                if let Some(m) = self.member(id) {
+                    m.machine = machine.clone();
+                    // A snapshot is installed durably.
+                    m.durable = machine;
+                }
+                self.check_state(id, index, hash);
             }
         }
         self.after_apply(id);
+    }
+
+    /// Applies one committed entry on member `id`; false when the member is gone.
+    fn apply_entry(&mut self, id: u64, e: &Entry) -> bool {
+        let Some(applied) = self.members.get(&id).map(|m| m.machine.applied) else {
+            return false;
+        };
+        if e.index <= applied {
+            return true;
+        }
+        if e.index != applied + 1 {
+            self.fail(format!(
+                "member {id} was handed entry {} after applying {applied}",
+                e.index
+            ));
+        }
+        let identity = fnv(fnv(0, &e.term.to_le_bytes()), &e.data);
+        if let Some(old) = self.committed.insert(e.index, identity)
+            && old != identity
+        {
+            self.fail(format!(
+                "index {} committed twice with different entries (member {id})",
+                e.index
+            ));
+        }
+        if !e.data.is_empty() && e.index > self.highest_committed {
+            self.tally.committed += 1;
+        }
+        self.highest_committed = self.highest_committed.max(e.index);
+        if e.data.as_ref() == b"final" {
+            self.applied_final.insert(id);
+        }
+        if let Some(m) = self.member(id) {
+            m.machine.apply(e);
+        }
+        let removed_self =
+            e.get_entry_type() == EntryType::EntryConfChange && self.apply_conf_change(id, e);
+        let Some(state) = self.members.get(&id).map(|m| m.machine.hash) else {
+            return false;
+        };
+        self.check_state(id, e.index, state);
+        if removed_self {
+            // This member applied its own removal: it stops (etcd's "the member has
+            // been permanently removed from the cluster").
+            self.remove(id);
+            return false;
+        }
+        true
+    }
+
+    /// The state machine takes a committed conf change: raft applies it, the machine
+    /// keeps the configuration it gives; the first time a change applies anywhere, an
+    /// added member is started (empty, as an operator starts it once `member add`
+    /// answers) and a removed one is stopped. True when member `id` removed itself.
+    fn apply_conf_change(&mut self, id: u64, e: &Entry) -> bool {
+        let Ok(cc) = ConfChange::parse_from_bytes(&e.data) else {
+            self.fail(format!(
+                "member {id}: conf change {} does not decode",
+                e.index
+            ));
+        };
+        let answer = Arc::new(Mutex::new(None));
+        let slot = answer.clone();
+        self.command(
+            id,
+            Command::ApplyConfChange {
+                index: e.index,
+                cc: cc.clone(),
+                done: Box::new(move |r| {
+                    if let Ok(mut s) = slot.lock() {
+                        *s = Some(r.map_err(|e| e.to_string()));
+                    }
+                }),
+            },
+        );
+        let conf = match answer.lock().map(|mut a| a.take()) {
+            Ok(Some(Ok(conf))) => conf,
+            // Refused by raft (the same way on every member): the configuration stays.
+            Ok(Some(Err(_))) => return false,
+            _ => self.fail(format!("member {id}: conf change {} unanswered", e.index)),
+        };
+        let first_time = self.conf_seen.insert(e.index) && e.index > self.plan.members;
+        let node = cc.node_id;
+        let kind = cc.get_change_type();
+        if first_time {
+            self.tally.conf_changes += 1;
+            let known = self.members.contains_key(&node) || self.removed.contains(&node);
+            match kind {
+                ConfChangeType::AddNode if self.was_learner(id, node) => self.tally.promoted += 1,
+                ConfChangeType::AddNode | ConfChangeType::AddLearnerNode if !known => {
+                    self.tally.added += 1;
+                    let cfg = self.node_config(node, &Machine::default());
+                    let (_, meta) = recovery::fresh(&cfg);
+                    self.join(node, MemDisk::new(meta.encode()));
+                }
+                _ => {}
+            }
+        }
+        if let Some(m) = self.member(id) {
+            m.machine.set_conf(conf);
+        }
+        if kind == ConfChangeType::RemoveNode {
+            if node == id {
+                return true;
+            }
+            // etcd's peers stop talking to a member once they apply its removal.
+            self.remove(node);
+        }
+        false
+    }
+
+    fn was_learner(&self, by: u64, node: u64) -> bool {
+        self.members
+            .get(&by)
+            .is_some_and(|m| m.machine.conf.learners.contains(&node))
     }
 
     /// What the server's apply loop does after applying: report, commit durably now
@@ -577,10 +832,12 @@ impl Sim {
     fn after_apply(&mut self, id: u64) {
         let durable_now = self.rng.chance(300_000);
         let compact_every = self.plan.compact_every;
-        let m = self.member(id);
+        let Some(m) = self.member(id) else {
+            return;
+        };
         let applied = m.machine.applied;
         if durable_now {
-            m.durable = m.machine;
+            m.durable = m.machine.clone();
         }
         let durable = m.durable.applied;
         let compact = durable >= m.last_compact + compact_every;
@@ -594,36 +851,42 @@ impl Sim {
     }
 
     fn check_state(&mut self, id: u64, index: u64, state: u64) {
-        if let Some(old) = self.states.insert(index, state)
-            && old != state
-        {
-            self.fail(format!(
-                "member {id} holds another state than a member that applied index {index}"
-            ));
+        let how = self
+            .members
+            .get(&id)
+            .map(|m| format!("{:?} writes {}", m.machine.conf, m.machine.writes))
+            .unwrap_or_default();
+        match self.states.get(&index) {
+            Some((old, first, first_how)) if *old != state => {
+                self.fail(format!(
+                    "member {id} holds another state than member {first} at index {index}: {how} vs {first_how}"
+                ));
+            }
+            Some(_) => {}
+            None => {
+                self.states.insert(index, (state, id, how));
+            }
         }
     }
 
     fn check_leaders(&mut self) {
-        for m in &self.members {
-            let Some(core) = m.core.as_ref() else {
-                continue;
-            };
-            let raft = &core.raw().raft;
-            if raft.state != StateRole::Leader {
-                continue;
-            }
-            let term = raft.term;
+        let leading: Vec<(u64, u64)> = self
+            .members
+            .iter()
+            .filter_map(|(id, m)| {
+                let raft = &m.core.as_ref()?.raw().raft;
+                (raft.state == StateRole::Leader).then_some((*id, raft.term))
+            })
+            .collect();
+        for (id, term) in leading {
             match self.leaders.get(&term) {
-                Some(other) if *other != m.id => {
+                Some(other) if *other != id => {
                     let other = *other;
-                    self.fail(format!(
-                        "members {other} and {} both lead term {term}",
-                        m.id
-                    ));
+                    self.fail(format!("members {other} and {id} both lead term {term}"));
                 }
                 Some(_) => {}
                 None => {
-                    self.leaders.insert(term, m.id);
+                    self.leaders.insert(term, id);
                     self.tally.leaders += 1;
                 }
             }
@@ -651,25 +914,24 @@ impl Sim {
         self.reads = open;
     }
 
-    /// Every member up, the network whole and reliable.
+    /// Every member up, the network whole and reliable, no more membership changes.
     fn heal(&mut self) {
-        for id in 1..=self.plan.members {
-            if self.member(id).core.is_none() {
+        for id in self.ids() {
+            if self.members.get(&id).is_some_and(|m| m.core.is_none()) {
                 self.start(id);
             }
         }
-        for row in &mut self.cut {
-            row.iter_mut().for_each(|c| *c = false);
-        }
+        self.cut.clear();
         self.plan.drop_ppm = 0;
         self.plan.dup_ppm = 0;
     }
 
-    /// After the quiet period: a leader, a new entry committed everywhere, one state.
+    /// After the quiet period: a leader, a new entry committed on every member, one
+    /// state, one configuration — which every member is in.
     fn settle(&mut self) {
-        let leader = self.members.iter().find_map(|m| {
+        let leader = self.members.iter().find_map(|(id, m)| {
             let raft = &m.core.as_ref()?.raw().raft;
-            (raft.state == StateRole::Leader).then_some(m.id)
+            (raft.state == StateRole::Leader).then_some(*id)
         });
         let Some(leader) = leader else {
             self.fail("no leader 3 s after the faults healed".into());
@@ -685,21 +947,39 @@ impl Sim {
         while self.now < until {
             self.step();
         }
-        let applied: Vec<(u64, u64, u64)> = self
+        let states: Vec<(u64, u64, u64)> = self
             .members
             .iter()
-            .map(|m| (m.id, m.machine.applied, m.machine.hash))
+            .map(|(id, m)| (*id, m.machine.applied, m.machine.hash))
             .collect();
-        let first = applied[0];
-        if applied.iter().any(|a| (a.1, a.2) != (first.1, first.2)) {
+        let first = states[0];
+        if states.iter().any(|s| (s.1, s.2) != (first.1, first.2)) {
             self.fail(format!(
-                "members did not converge after healing: (id, applied, state) {applied:?}"
+                "members did not converge after healing: (id, applied, state) {states:?}"
             ));
         }
-        if self.applied_final.len() as u64 != self.plan.members {
+        let missing: Vec<u64> = self
+            .ids()
+            .into_iter()
+            .filter(|id| !self.applied_final.contains(id))
+            .collect();
+        if !missing.is_empty() {
             self.fail(format!(
-                "the entry proposed after healing reached only members {:?}",
-                self.applied_final
+                "the entry proposed after healing did not reach members {missing:?}"
+            ));
+        }
+        let conf: ConfState = self
+            .members
+            .values()
+            .next()
+            .map(|m| m.machine.conf.clone())
+            .unwrap_or_default();
+        let mut in_conf: Vec<u64> = conf.voters.iter().chain(&conf.learners).copied().collect();
+        in_conf.sort_unstable();
+        if in_conf != self.ids() {
+            self.fail(format!(
+                "the configuration {conf:?} is not the running members {:?}",
+                self.ids()
             ));
         }
     }
