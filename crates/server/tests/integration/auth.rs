@@ -185,3 +185,80 @@ async fn a_token_unused_for_its_ttl_expires_and_a_used_one_lives_on() {
     assert_eq!(e.message(), "etcdserver: invalid auth token");
     m.stop().await;
 }
+
+/// Logs `name` in on `m`: the token, or etcd's error text.
+async fn login(m: &InProc, name: &str, password: &str) -> Result<String, String> {
+    AuthClient::new(m.channel())
+        .authenticate(AuthenticateRequest {
+            name: name.into(),
+            password: password.into(),
+        })
+        .await
+        .map(|r| r.into_inner().token)
+        .map_err(|e| e.message().to_string())
+}
+
+/// What logins answer as alice's password is used, mistyped, changed, and as she is
+/// deleted and added again: the same with the password cache on (the default) and off
+/// (`--auth-password-cache-ttl=0s`, etcd's behaviour).
+async fn logins_through_password_changes(cache: Duration) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = InProc::start(dir.path().join("m"), |s| {
+        s.bcrypt_cost = 4;
+        s.auth_password_cache_ttl = cache;
+    })
+    .await;
+    let mut admin = m.client().await;
+    common::root_and_alice(&mut admin, "dir-rw").await;
+    let mut root = as_user(&m, "root", "rootpw").await;
+    let mut seen = Vec::new();
+    let mut note = |what: &str, r: Result<String, String>| {
+        seen.push(format!(
+            "{what}: {}",
+            r.map(|_| "token".to_string()).unwrap_or_else(|e| e)
+        ));
+    };
+    note("first", login(&m, "alice", "secret").await);
+    note("again", login(&m, "alice", "secret").await);
+    note("mistyped", login(&m, "alice", "secreT").await);
+    note("empty", login(&m, "alice", "").await);
+    root.user_change_password("alice", "secret2")
+        .await
+        .expect("change");
+    note("old after change", login(&m, "alice", "secret").await);
+    note("new after change", login(&m, "alice", "secret2").await);
+    note("new again", login(&m, "alice", "secret2").await);
+    root.user_delete("alice").await.expect("delete");
+    note("deleted", login(&m, "alice", "secret2").await);
+    root.user_add("alice", "secret", None)
+        .await
+        .expect("re-add");
+    note(
+        "re-added, old password",
+        login(&m, "alice", "secret2").await,
+    );
+    note("re-added, its password", login(&m, "alice", "secret").await);
+    m.stop().await;
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remembered_passwords_give_way_to_wrong_changed_and_deleted_ones() {
+    let cached = logins_through_password_changes(Duration::from_secs(300)).await;
+    let failed = "etcdserver: authentication failed, invalid user ID or password";
+    let expected = [
+        "first: token".to_string(),
+        "again: token".to_string(),
+        format!("mistyped: {failed}"),
+        format!("empty: {failed}"),
+        format!("old after change: {failed}"),
+        "new after change: token".to_string(),
+        "new again: token".to_string(),
+        format!("deleted: {failed}"),
+        format!("re-added, old password: {failed}"),
+        "re-added, its password: token".to_string(),
+    ];
+    assert_eq!(cached, expected);
+    let uncached = logins_through_password_changes(Duration::ZERO).await;
+    assert_eq!(uncached, cached, "the cache changes no answer");
+}
