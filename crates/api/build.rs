@@ -2,7 +2,9 @@
 //! no system `protoc` is needed) and generates prost messages and tonic stubs.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not when it is compiled: a build script binary shared
+    // between two checkouts (one target dir) must read its own checkout's protos.
+    let root = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let files = [
         "etcd/api/mvccpb/kv.proto",
         "etcd/api/authpb/auth.proto",

@@ -24,7 +24,10 @@ pub mod logger;
 pub mod node;
 pub mod persist;
 
-pub use raft::prelude::{ConfState, Entry, EntryType, HardState, Message, MessageType, Snapshot};
+pub use raft::prelude::{
+    ConfChange, ConfChangeType, ConfState, Entry, EntryType, HardState, Message, MessageType,
+    Snapshot,
+};
 
 /// Errors from the raft driver.
 #[derive(Debug, thiserror::Error)]

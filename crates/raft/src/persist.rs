@@ -85,6 +85,27 @@ pub fn decode_message(b: &[u8]) -> Result<raft::prelude::Message, RaftError> {
         .map_err(|e| RaftError::Decode(format!("raft message: {e}")))
 }
 
+/// Encodes a membership change (a conf change entry's data).
+pub fn encode_conf_change(cc: &raft::prelude::ConfChange) -> Vec<u8> {
+    cc.write_to_bytes().unwrap_or_default()
+}
+
+/// Decodes a conf change entry's data.
+pub fn decode_conf_change(b: &[u8]) -> Result<raft::prelude::ConfChange, RaftError> {
+    raft::prelude::ConfChange::parse_from_bytes(b)
+        .map_err(|e| RaftError::Decode(format!("conf change: {e}")))
+}
+
+/// Encodes a configuration (the backend keeps the applied one).
+pub fn encode_conf_state(cs: &ConfState) -> Vec<u8> {
+    cs.write_to_bytes().unwrap_or_default()
+}
+
+/// Decodes what [`encode_conf_state`] wrote.
+pub fn decode_conf_state(b: &[u8]) -> Result<ConfState, RaftError> {
+    ConfState::parse_from_bytes(b).map_err(|e| RaftError::Decode(format!("conf state: {e}")))
+}
+
 /// Encodes a hard state.
 pub fn encode_hard_state(hs: &HardState) -> Vec<u8> {
     hs.write_to_bytes().unwrap_or_default()

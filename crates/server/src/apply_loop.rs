@@ -29,6 +29,7 @@ use tokio::sync::watch;
 use crate::apply::{self, Applier, ApplyError};
 use crate::auth::AuthStore;
 use crate::lease::Lessor;
+use crate::membership::{self, Membership};
 use crate::waiters::{Outcome, Waiters};
 use crate::watch::WatchHub;
 
@@ -43,6 +44,8 @@ pub struct ApplyLoop {
     pub leases: Arc<Lessor>,
     /// Users, roles and the auth revision.
     pub auth: Arc<AuthStore>,
+    /// The members and the ids removed.
+    pub membership: Arc<Membership>,
     /// Where each committed batch's events go, after the commit.
     pub watch_hub: Arc<WatchHub>,
     /// The raft loop, told what was applied and when to compact.
@@ -155,6 +158,10 @@ impl ApplyLoop {
                     }
                     Err(err) => tracing::error!(index = e.index, "undecodable log entry: {err}"),
                 }
+            } else if e.entry_type == EntryType::EntryConfChange {
+                let (id, outcome) =
+                    membership::apply::apply_conf_change(&self.membership, &self.raft, &tx, e)?;
+                outcomes.push((id, outcome));
             }
             state.applied = e.index;
             state.term = e.term;
@@ -226,6 +233,8 @@ impl ApplyLoop {
         self.auth
             .reload(self.store.backend())
             .map_err(|e| e.to_string())?;
+        self.membership
+            .replace(membership::table::load(self.store.backend()).map_err(|e| e.to_string())?);
         tracing::info!(
             index,
             term,

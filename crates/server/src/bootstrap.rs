@@ -18,6 +18,7 @@ use crate::auth::provider::TokenProvider;
 use crate::lease::Lessor;
 use crate::member::{Identity, Limits, Member};
 use crate::members::Cluster;
+use crate::membership::{self, Membership};
 use crate::peer::PeerDialer;
 use crate::peer::transport::{PeerFaults, PeerTransport};
 use crate::settings::Settings;
@@ -64,6 +65,39 @@ fn cluster_of(s: &Settings) -> Result<Cluster, StartError> {
     }
 }
 
+/// The contexts of the conf changes that start a new cluster's log, one per initial
+/// member (as etcd bootstraps; used only when the WAL is created). Every initial member
+/// writes these entries at the same indexes and term, so they must be the same bytes
+/// everywhere: the id, name and peer URLs `--initial-cluster` gives all of them — not
+/// the client URLs, which only the member itself knows (it publishes them once serving).
+fn bootstrap_contexts(cluster: &Cluster) -> Vec<(u64, Vec<u8>)> {
+    cluster
+        .members
+        .iter()
+        .map(|m| {
+            let ctx = oxcd_api::oxcdpb::ConfChangeContext {
+                member: Some(oxcd_api::oxcdpb::MemberInfo {
+                    client_urls: Vec::new(),
+                    ..m.clone()
+                }),
+                ..Default::default()
+            };
+            (m.id, prost::Message::encode_to_vec(&ctx))
+        })
+        .collect()
+}
+
+/// The configuration the backend recorded with its applied index (None: a backend
+/// from before membership changes, whose configuration is the WAL's).
+fn applied_conf_state(store: &Store) -> Result<Option<oxcd_raft::ConfState>, StartError> {
+    let key = oxcd_storage::schema::META_CONF_STATE;
+    let rows = store.read_meta_prefix(key)?;
+    match rows.into_iter().find(|(k, _)| k == key) {
+        Some((_, v)) => Ok(Some(oxcd_raft::persist::decode_conf_state(&v)?)),
+        None => Ok(None),
+    }
+}
+
 /// Starts a member with `settings`, dialing peers with `dialer`; `faults` cuts peer
 /// links (partition tests only).
 pub fn start(
@@ -88,12 +122,14 @@ pub fn start(
         AuthStore::load(store.backend(), tokens, s.bcrypt_cost)?
             .with_password_cache(s.auth_password_cache_ttl),
     );
+    let membership = Arc::new(Membership::new(membership::table::load(store.backend())?));
     let cfg = NodeConfig {
         id: cluster.me,
         cluster_id: cluster.cluster_id,
         voters: cluster.ids(),
         members: cluster.encode(),
-        conf_state: None,
+        bootstrap_contexts: bootstrap_contexts(&cluster),
+        conf_state: applied_conf_state(&store)?,
         wal_dir: s.wal_dir(),
         heartbeat: s.heartbeat,
         election_ticks: election_ticks as usize,
@@ -130,6 +166,7 @@ pub fn start(
         store: store.clone(),
         leases: leases.clone(),
         auth: auth.clone(),
+        membership: membership.clone(),
         watch_hub: watch_hub.clone(),
         raft: raft.clone(),
         events,
@@ -156,7 +193,7 @@ pub fn start(
         election_timeout: s.election_timeout,
     };
     let member = Arc::new(Member::new(
-        identity, limits, store, leases, auth, raft, waiters, applied_rx, watch_hub,
+        identity, limits, store, leases, auth, membership, raft, waiters, applied_rx, watch_hub,
     ));
     Ok(Started {
         member,

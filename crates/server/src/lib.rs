@@ -1,8 +1,9 @@
 //! oxcd-server: one oxcd member.
 //!
 //! Owns: the apply path ([`apply`], [`apply_loop`]), request validation ([`validate`]),
-//! leases ([`lease`]), the proposal registry ([`waiters`]), the member handle the services share
-//! ([`member`]), the gRPC services ([`services`]) and HTTP endpoints ([`http`]),
+//! leases ([`lease`]), the replicated membership ([`membership`]; changes are applied,
+//! not yet proposed: issue 13), the proposal registry ([`waiters`]), the member handle
+//! the services share ([`member`]), the gRPC services ([`services`]) and HTTP endpoints ([`http`]),
 //! configuration ([`flags`], [`settings`]), ids ([`ids`]), TLS ([`security`]), the
 //! sockets ([`listeners`]), start-up ([`bootstrap`]) and serving ([`serve`]).
 //!
@@ -27,6 +28,7 @@ pub mod listeners;
 pub mod logging;
 pub mod member;
 pub mod members;
+pub mod membership;
 pub mod peer;
 pub mod security;
 pub mod serve;

@@ -18,6 +18,7 @@ use tokio::sync::{Semaphore, oneshot, watch};
 use crate::apply::Applied;
 use crate::auth::AuthStore;
 use crate::lease::Lessor;
+use crate::membership::Membership;
 use crate::waiters::Waiters;
 use crate::watch::WatchHub;
 
@@ -65,6 +66,8 @@ pub struct Member {
     pub leases: Arc<Lessor>,
     /// Users, roles and the auth revision.
     pub auth: Arc<AuthStore>,
+    /// The members and the ids removed, as applied here.
+    pub membership: Arc<Membership>,
     /// The raft loop.
     pub raft: RaftHandle,
     /// The live change feed watchers read.
@@ -104,6 +107,7 @@ impl Member {
         store: Arc<Store>,
         leases: Arc<Lessor>,
         auth: Arc<AuthStore>,
+        membership: Arc<Membership>,
         raft: RaftHandle,
         waiters: Arc<Waiters>,
         applied: watch::Receiver<u64>,
@@ -115,6 +119,7 @@ impl Member {
             store,
             leases,
             auth,
+            membership,
             raft,
             watch_hub,
             range_reads: Semaphore::new(cores().max(2)),

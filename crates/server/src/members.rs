@@ -39,6 +39,7 @@ impl Cluster {
                 name: name.clone(),
                 peer_urls: urls.clone(),
                 client_urls,
+                is_learner: false,
             });
         }
         let me = members

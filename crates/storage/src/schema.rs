@@ -6,6 +6,8 @@
 //! - [`LEASE`]: leases granted and not yet revoked or expired.
 //! - [`AUTH`], [`AUTH_USERS`], [`AUTH_ROLES`]: the auth store, as etcd's buckets of the
 //!   same names: whether auth is on and its revision; users; roles.
+//! - [`MEMBERS`], [`MEMBERS_REMOVED`]: the cluster's members and the ids removed from it,
+//!   as etcd's buckets of the same names (issue 13).
 //! - [`META`]: small named values, listed below as constants.
 
 use redb::TableDefinition;
@@ -42,6 +44,18 @@ pub const AUTH_USERS: TableDefinition<&[u8], &[u8]> = TableDefinition::new(AUTH_
 pub const AUTH_ROLES_NAME: &str = "authRoles";
 /// Roles: name -> encoded `authpb.Role` (permissions sorted by key).
 pub const AUTH_ROLES: TableDefinition<&[u8], &[u8]> = TableDefinition::new(AUTH_ROLES_NAME);
+
+/// Name of [`MEMBERS`].
+pub const MEMBERS_NAME: &str = "members";
+/// Members: member id (u64 big-endian) -> encoded `oxcdpb.MemberInfo` (learner flag
+/// included).
+pub const MEMBERS: TableDefinition<&[u8], &[u8]> = TableDefinition::new(MEMBERS_NAME);
+/// Name of [`MEMBERS_REMOVED`].
+pub const MEMBERS_REMOVED_NAME: &str = "members_removed";
+/// Ids removed from the cluster, never to be used again: member id (u64 big-endian) ->
+/// empty.
+pub const MEMBERS_REMOVED: TableDefinition<&[u8], &[u8]> =
+    TableDefinition::new(MEMBERS_REMOVED_NAME);
 
 /// Raft index of the last entry applied (u64 LE), written with the data it produced.
 pub const META_CONSISTENT_INDEX: &str = "consistent_index";

@@ -72,6 +72,18 @@ pub const TABLES: &[TableSpec] = &[
         keys: KeyKind::Bytes,
         unhashed: &[],
     },
+    TableSpec {
+        tag: 7,
+        name: schema::MEMBERS_NAME,
+        keys: KeyKind::Bytes,
+        unhashed: &[],
+    },
+    TableSpec {
+        tag: 8,
+        name: schema::MEMBERS_REMOVED_NAME,
+        keys: KeyKind::Bytes,
+        unhashed: &[],
+    },
 ];
 
 impl TableSpec {

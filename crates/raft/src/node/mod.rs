@@ -17,7 +17,7 @@ use raft::prelude::{Entry, Message, Snapshot};
 
 use crate::RaftError;
 use crate::log_store::LogStore;
-use crate::persist::WalMetadata;
+use crate::persist::{self, WalMetadata};
 
 pub mod core;
 pub mod recovery;
@@ -43,6 +43,10 @@ pub struct NodeConfig {
     pub voters: Vec<u64>,
     /// The bootstrap member list, kept in the WAL metadata (ignored when the WAL exists).
     pub members: Vec<u8>,
+    /// For a new cluster, as etcd bootstraps one: the log starts with one committed
+    /// conf change adding each initial voter, with this context (ignored when the WAL
+    /// exists; empty: no such entries).
+    pub bootstrap_contexts: Vec<(u64, Vec<u8>)>,
     /// The state machine's configuration at `applied`, when it keeps one: it replaces
     /// the WAL's (which knows only the bootstrap voters and snapshot marks), so conf
     /// changes applied before `applied` are not lost to raft when they are not replayed.
@@ -199,6 +203,37 @@ impl RaftHandle {
         }
     }
 
+    /// Proposes a membership change; `done` learns whether raft took it into the log
+    /// (whether it applies, the state machine says when it reaches it).
+    pub fn propose_conf_change(
+        &self,
+        cc: raft::prelude::ConfChange,
+        done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
+    ) {
+        let done: Done<()> = Box::new(done);
+        if let Err(mpsc::SendError(Command::ProposeConfChange { done, .. })) =
+            self.tx.send(Command::ProposeConfChange { cc, done })
+        {
+            done(Err(RaftError::Stopped));
+        }
+    }
+
+    /// The state machine reached the committed conf change at `index`: raft applies it.
+    /// Waits for the raft thread and returns the configuration it gives. (Called from
+    /// the apply thread, never from an async task.)
+    pub fn apply_conf_change(
+        &self,
+        index: u64,
+        cc: raft::prelude::ConfChange,
+    ) -> Result<raft::prelude::ConfState, RaftError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let done: Done<raft::prelude::ConfState> = Box::new(move |r| {
+            let _ = tx.send(r);
+        });
+        self.send(Command::ApplyConfChange { index, cc, done })?;
+        rx.recv().map_err(|_| RaftError::Stopped)?
+    }
+
     /// Delivers a message from a peer.
     pub fn step(&self, msg: Message) -> Result<(), RaftError> {
         self.send(Command::Step(msg))
@@ -305,7 +340,14 @@ pub fn start(
 fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError> {
     if !Wal::exists(&cfg.wal_dir) {
         let (core, meta) = recovery::fresh(cfg);
-        let wal = Wal::create(&cfg.wal_dir, &meta.encode(), DEFAULT_SEGMENT_SIZE)?;
+        let mut wal = Wal::create(&cfg.wal_dir, &meta.encode(), DEFAULT_SEGMENT_SIZE)?;
+        if !core.entries.is_empty() {
+            for e in &core.entries {
+                wal.append_entry(e.index, &persist::encode_entry(e));
+            }
+            wal.set_hard_state(&persist::encode_hard_state(&core.hard_state));
+            wal.sync()?;
+        }
         return Ok((wal, LogStore::new(core), meta));
     }
     let (wal, replay) = Wal::open(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE)?;

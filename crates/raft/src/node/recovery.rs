@@ -7,7 +7,7 @@
 //! last entry is refused.
 
 use oxcd_storage::wal::Replay;
-use raft::prelude::ConfState;
+use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType};
 
 use super::NodeConfig;
 use super::core::snapshot_of;
@@ -15,7 +15,9 @@ use crate::RaftError;
 use crate::log_store::LogCore;
 use crate::persist::{self, WalMetadata};
 
-/// The log and WAL metadata of a member created from `cfg`.
+/// The log and WAL metadata of a member created from `cfg`: with
+/// `cfg.bootstrap_contexts`, the log holds one committed conf change per initial voter,
+/// at term 1 (etcd's bootstrap), for the state machine to apply like any other.
 pub fn fresh(cfg: &NodeConfig) -> (LogCore, WalMetadata) {
     let cs = ConfState {
         voters: cfg.voters.clone(),
@@ -27,10 +29,26 @@ pub fn fresh(cfg: &NodeConfig) -> (LogCore, WalMetadata) {
         initial_conf: cs.clone(),
         members: cfg.members.clone(),
     };
-    let core = LogCore {
+    let mut core = LogCore {
         conf_state: cs,
         ..Default::default()
     };
+    for (i, (id, context)) in cfg.bootstrap_contexts.iter().enumerate() {
+        let mut cc = ConfChange::default();
+        cc.set_change_type(ConfChangeType::AddNode);
+        cc.node_id = *id;
+        cc.context = context.clone().into();
+        let mut e = Entry::default();
+        e.set_entry_type(EntryType::EntryConfChange);
+        e.index = i as u64 + 1;
+        e.term = 1;
+        e.data = persist::encode_conf_change(&cc).into();
+        core.entries.push(e);
+    }
+    if !core.entries.is_empty() {
+        core.hard_state.term = 1;
+        core.hard_state.commit = core.entries.len() as u64;
+    }
     (core, meta)
 }
 

@@ -10,6 +10,7 @@ fn cfg(dir: &std::path::Path, applied: u64) -> NodeConfig {
         cluster_id: 9,
         voters: vec![1],
         members: Vec::new(),
+        bootstrap_contexts: Vec::new(),
         conf_state: None,
         wal_dir: dir.join("wal"),
         heartbeat: Duration::from_millis(10),

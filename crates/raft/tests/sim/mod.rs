@@ -31,7 +31,7 @@ use oxcd_raft::node::{Event, NodeConfig, RaftStatus, Transport, recovery};
 use oxcd_raft::persist;
 use protobuf::Message as _;
 use raft::StateRole;
-use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, HardState};
+use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType};
 use raft::prelude::{Message, MessageType};
 
 use machine::{Machine, fnv};
@@ -200,29 +200,15 @@ pub struct Sim {
     seed: u64,
 }
 
-/// The log every initial member starts with, as etcd bootstraps: one committed conf
-/// change adding each voter, at term 1.
-fn bootstrap_disk(cfg: &NodeConfig, voters: &[u64]) -> MemDisk {
-    let (_, meta) = recovery::fresh(cfg);
+/// The disk of an initial member: its WAL as the server creates it, with etcd's
+/// bootstrap (a committed conf change per initial voter).
+fn bootstrap_disk(cfg: &NodeConfig) -> MemDisk {
+    let (log, meta) = recovery::fresh(cfg);
     let mut disk = MemDisk::new(meta.encode());
-    for (i, id) in voters.iter().enumerate() {
-        let mut cc = ConfChange::default();
-        cc.set_change_type(ConfChangeType::AddNode);
-        cc.node_id = *id;
-        let mut e = Entry::default();
-        e.set_entry_type(EntryType::EntryConfChange);
-        e.index = i as u64 + 1;
-        e.term = 1;
-        e.data = cc.write_to_bytes().unwrap_or_default().into();
-        disk.append_entry(e.index, &persist::encode_entry(&e));
+    for e in &log.entries {
+        disk.append_entry(e.index, &persist::encode_entry(e));
     }
-    let hs = HardState {
-        term: 1,
-        vote: 0,
-        commit: voters.len() as u64,
-        ..Default::default()
-    };
-    disk.set_hard_state(&persist::encode_hard_state(&hs));
+    disk.set_hard_state(&persist::encode_hard_state(&log.hard_state));
     let _ = disk.sync();
     disk
 }
@@ -253,8 +239,9 @@ impl Sim {
         };
         let voters: Vec<u64> = (1..=sim.plan.members).collect();
         for id in voters.clone() {
-            let cfg = sim.node_config(id, &Machine::default());
-            sim.join(id, bootstrap_disk(&cfg, &voters));
+            let mut cfg = sim.node_config(id, &Machine::default());
+            cfg.bootstrap_contexts = voters.iter().map(|v| (*v, Vec::new())).collect();
+            sim.join(id, bootstrap_disk(&cfg));
         }
         sim
     }
@@ -273,6 +260,7 @@ impl Sim {
             // The configuration comes from the log, as in etcd.
             voters: Vec::new(),
             members: Vec::new(),
+            bootstrap_contexts: Vec::new(),
             conf_state: Some(durable.conf.clone()),
             wal_dir: PathBuf::from(format!("sim/{id}")),
             heartbeat: std::time::Duration::from_millis(10),

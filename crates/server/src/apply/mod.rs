@@ -81,6 +81,8 @@ pub enum Applied {
     Compaction(CompactionResponse),
     /// A member's published attributes were recorded.
     MemberAttributes,
+    /// A membership change was applied: the members after it.
+    Membership(Vec<oxcd_api::oxcdpb::MemberInfo>),
     /// An alarm request: the alarms it concerns.
     Alarm(Vec<oxcd_api::etcdserverpb::AlarmMember>),
     /// A lease grant.

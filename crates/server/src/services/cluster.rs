@@ -30,29 +30,37 @@ impl Cluster for ClusterService {
     ) -> Result<Response<MemberListResponse>, Status> {
         let m = &self.member;
         let published = published_attributes(m);
-        let members =
-            m.id.members
-                .iter()
-                .map(|x| {
-                    let attrs = published.get(&x.id);
-                    let client_ur_ls = if x.id == m.id.member_id {
-                        m.id.client_urls.clone()
-                    } else {
-                        attrs
-                            .map(|a| a.client_urls.clone())
-                            .unwrap_or_else(|| x.client_urls.clone())
-                    };
-                    PbMember {
-                        id: x.id,
-                        name: attrs
-                            .map(|a| a.name.clone())
-                            .unwrap_or_else(|| x.name.clone()),
-                        peer_ur_ls: x.peer_urls.clone(),
-                        client_ur_ls,
-                        is_learner: false,
-                    }
-                })
-                .collect();
+        // The replicated membership; a backend from before it: the bootstrap list.
+        let known: Vec<_> = {
+            let state = m.membership.state();
+            if state.members.is_empty() {
+                m.id.members.clone()
+            } else {
+                state.members.values().cloned().collect()
+            }
+        };
+        let members = known
+            .iter()
+            .map(|x| {
+                let attrs = published.get(&x.id);
+                let client_ur_ls = if x.id == m.id.member_id {
+                    m.id.client_urls.clone()
+                } else {
+                    attrs
+                        .map(|a| a.client_urls.clone())
+                        .unwrap_or_else(|| x.client_urls.clone())
+                };
+                PbMember {
+                    id: x.id,
+                    name: attrs
+                        .map(|a| a.name.clone())
+                        .unwrap_or_else(|| x.name.clone()),
+                    peer_ur_ls: x.peer_urls.clone(),
+                    client_ur_ls,
+                    is_learner: x.is_learner,
+                }
+            })
+            .collect();
         Ok(Response::new(MemberListResponse {
             header: Some(m.header(m.store.current_rev())),
             members,

@@ -23,6 +23,7 @@ mod lease_parity;
 mod lease_ttl_vs_etcd;
 mod lock_election_client;
 mod lock_election_parity;
+mod membership;
 mod tls;
 mod tls_cluster;
 mod watch;

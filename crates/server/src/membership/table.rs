@@ -1,0 +1,68 @@
+//! The membership tables' rows: `members` holds each member's `oxcdpb.MemberInfo` by
+//! its id (u64 big-endian), `members_removed` each removed id with an empty value.
+
+use oxcd_api::oxcdpb::MemberInfo;
+use oxcd_mvcc::MvccError;
+use oxcd_storage::backend::Backend;
+use oxcd_storage::batch::BatchTx;
+use oxcd_storage::schema;
+use prost::Message;
+
+use super::{Change, MembershipState};
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> MvccError {
+    MvccError::Corrupt(Default::default(), format!("{what}: {e}"))
+}
+
+fn id_of(key: &[u8]) -> Result<u64, MvccError> {
+    let bytes: [u8; 8] = key
+        .try_into()
+        .map_err(|_| corrupt("member id", format!("{} bytes", key.len())))?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
+/// The membership `backend` holds.
+pub fn load(backend: &Backend) -> Result<MembershipState, MvccError> {
+    let mut state = MembershipState::default();
+    for (k, v) in backend.rows(schema::MEMBERS)? {
+        let member = MemberInfo::decode(v.as_slice()).map_err(|e| corrupt("member", e))?;
+        let id = id_of(&k)?;
+        if member.id != id {
+            return Err(corrupt(
+                "member",
+                format!("row {id:x} holds member {:x}", member.id),
+            ));
+        }
+        state.members.insert(id, member);
+    }
+    for (k, _) in backend.rows(schema::MEMBERS_REMOVED)? {
+        state.removed.insert(id_of(&k)?);
+    }
+    Ok(state)
+}
+
+/// Writes the rows `change` touched, as `state` holds them after it.
+pub fn write(tx: &BatchTx<'_>, state: &MembershipState, change: &Change) -> Result<(), MvccError> {
+    let err = |e| MvccError::Storage(tx.backend().err(e));
+    let id = change.id();
+    let key = id.to_be_bytes();
+    {
+        let mut members = tx.open(schema::MEMBERS)?;
+        match state.members.get(&id) {
+            Some(m) => {
+                members
+                    .insert(key.as_slice(), m.encode_to_vec().as_slice())
+                    .map_err(err)?;
+            }
+            None => {
+                members.remove(key.as_slice()).map_err(err)?;
+            }
+        }
+    }
+    if state.removed.contains(&id) {
+        tx.open(schema::MEMBERS_REMOVED)?
+            .insert(key.as_slice(), [].as_slice())
+            .map_err(err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,169 @@
+use super::*;
+use oxcd_storage::backend::Backend;
+
+fn member(id: u64, url: &str, learner: bool) -> MemberInfo {
+    MemberInfo {
+        id,
+        name: format!("m{id}"),
+        peer_urls: vec![url.to_string()],
+        client_urls: Vec::new(),
+        is_learner: learner,
+    }
+}
+
+fn add(id: u64, url: &str, learner: bool) -> Change {
+    Change::Add {
+        member: member(id, url, learner),
+        max_learners: 1,
+    }
+}
+
+fn three() -> MembershipState {
+    let mut s = MembershipState::default();
+    for (id, url) in [
+        (1, "http://a:2380"),
+        (2, "http://b:2380"),
+        (3, "http://c:2380"),
+    ] {
+        s.apply(&add(id, url, false));
+    }
+    s
+}
+
+#[test]
+fn changes_are_checked_with_etcds_rules() {
+    let mut s = three();
+    assert_eq!(
+        s.validate(&add(2, "http://x:2380", false)),
+        Err(ChangeRefused::IdExists)
+    );
+    assert_eq!(
+        s.validate(&add(4, "http://b:2380", false)),
+        Err(ChangeRefused::PeerUrlExists)
+    );
+    assert_eq!(
+        s.validate(&Change::Promote { id: 2 }),
+        Err(ChangeRefused::NotLearner)
+    );
+    assert_eq!(
+        s.validate(&Change::Promote { id: 9 }),
+        Err(ChangeRefused::IdNotFound)
+    );
+    assert_eq!(
+        s.validate(&Change::Remove { id: 9 }),
+        Err(ChangeRefused::IdNotFound)
+    );
+    assert_eq!(
+        s.validate(&Change::Update {
+            id: 9,
+            peer_urls: vec!["http://z:2380".into()]
+        }),
+        Err(ChangeRefused::IdNotFound)
+    );
+    assert_eq!(
+        s.validate(&Change::Update {
+            id: 1,
+            peer_urls: vec!["http://c:2380".into()]
+        }),
+        Err(ChangeRefused::PeerUrlExists),
+        "another member's URL"
+    );
+    assert_eq!(
+        s.validate(&Change::Update {
+            id: 1,
+            peer_urls: vec!["http://a:2380".into(), "http://a2:2380".into()]
+        }),
+        Ok(()),
+        "its own URL stays"
+    );
+    // One learner at most (the limit the proposer sent), then a second is refused.
+    s.apply(&add(4, "http://d:2380", true));
+    assert_eq!(s.learners(), 1);
+    assert_eq!(
+        s.validate(&add(5, "http://e:2380", true)),
+        Err(ChangeRefused::TooManyLearners)
+    );
+    assert_eq!(
+        s.validate(&Change::Add {
+            member: member(5, "http://e:2380", true),
+            max_learners: 2
+        }),
+        Ok(())
+    );
+    assert_eq!(s.voters(), vec![1, 2, 3]);
+    s.apply(&Change::Promote { id: 4 });
+    assert_eq!(s.voters(), vec![1, 2, 3, 4]);
+    // A removed id never comes back.
+    s.apply(&Change::Remove { id: 2 });
+    for again in [
+        add(2, "http://b:2380", false),
+        Change::Remove { id: 2 },
+        Change::Promote { id: 2 },
+    ] {
+        assert_eq!(s.validate(&again), Err(ChangeRefused::IdRemoved));
+    }
+    assert_eq!(
+        s.validate(&add(6, "http://b:2380", false)),
+        Ok(()),
+        "a removed member's URL is free"
+    );
+}
+
+#[test]
+fn refusals_answer_etcds_grpc_errors() {
+    let text = |r: ChangeRefused| EtcdError::from(r).to_string();
+    assert_eq!(
+        text(ChangeRefused::IdRemoved),
+        "etcdserver: member not found"
+    );
+    assert_eq!(
+        text(ChangeRefused::IdExists),
+        "etcdserver: member ID already exist"
+    );
+    assert_eq!(
+        text(ChangeRefused::PeerUrlExists),
+        "etcdserver: Peer URLs already exists"
+    );
+    assert_eq!(
+        text(ChangeRefused::TooManyLearners),
+        "etcdserver: too many learner members in cluster"
+    );
+    assert_eq!(
+        ChangeRefused::NotLearner.to_string(),
+        "membership: can only promote a learner member"
+    );
+}
+
+#[test]
+fn the_tables_hold_what_the_mirror_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let b = Backend::open(&dir.path().join("db")).expect("backend");
+    let m = Membership::default();
+    let changes = [
+        add(1, "http://a:2380", false),
+        add(2, "http://b:2380", true),
+        Change::Promote { id: 2 },
+        add(3, "http://c:2380", false),
+        Change::Update {
+            id: 3,
+            peer_urls: vec!["http://c2:2380".into()],
+        },
+        Change::Remove { id: 1 },
+    ];
+    let tx = b.begin_batch().expect("batch");
+    for c in &changes {
+        m.apply(c).expect("valid");
+        table::write(&tx, &m.state(), c).expect("write");
+    }
+    assert_eq!(
+        m.apply(&Change::Remove { id: 1 }),
+        Err(ChangeRefused::IdRemoved),
+        "a refused change changes nothing"
+    );
+    tx.commit(6, 1, true).expect("commit");
+    let loaded = table::load(&b).expect("load");
+    assert_eq!(loaded, *m.state());
+    assert_eq!(loaded.voters(), vec![2, 3]);
+    assert_eq!(loaded.members[&3].peer_urls, vec!["http://c2:2380"]);
+    assert!(loaded.removed.contains(&1));
+}
