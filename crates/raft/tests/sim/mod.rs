@@ -600,6 +600,11 @@ impl Sim {
         }
     }
 
+    /// Tells `from` its snapshot to `to` did not arrive (raft retries later).
+    fn snapshot_failed(&mut self, from: u64, to: u64) {
+        self.command(from, Command::SnapshotSent { to, ok: false });
+    }
+
     fn send(&mut self, from: u64, mut msg: Message) {
         if msg.get_msg_type() == MessageType::MsgSnapshot {
             // As the server's transport: the state machine as it is now, under the
@@ -612,13 +617,7 @@ impl Sim {
             };
             let applied = m.machine.applied;
             let Some(term) = core.log().rl().term_of(applied) else {
-                self.command(
-                    from,
-                    Command::SnapshotSent {
-                        to: msg.to,
-                        ok: false,
-                    },
-                );
+                self.snapshot_failed(from, msg.to);
                 return;
             };
             let conf = m.machine.conf.clone();
@@ -632,13 +631,7 @@ impl Sim {
         }
         if self.rng.chance(self.plan.drop_ppm) {
             if msg.get_msg_type() == MessageType::MsgSnapshot {
-                self.command(
-                    from,
-                    Command::SnapshotSent {
-                        to: msg.to,
-                        ok: false,
-                    },
-                );
+                self.snapshot_failed(from, msg.to);
             }
             return;
         }

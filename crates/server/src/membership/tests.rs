@@ -111,23 +111,28 @@ fn changes_are_checked_with_etcds_rules() {
 
 #[test]
 fn refusals_answer_etcds_grpc_errors() {
-    let text = |r: ChangeRefused| EtcdError::from(r).to_string();
-    assert_eq!(
-        text(ChangeRefused::IdRemoved),
-        "etcdserver: member not found"
-    );
-    assert_eq!(
-        text(ChangeRefused::IdExists),
-        "etcdserver: member ID already exist"
-    );
-    assert_eq!(
-        text(ChangeRefused::PeerUrlExists),
-        "etcdserver: Peer URLs already exists"
-    );
-    assert_eq!(
-        text(ChangeRefused::TooManyLearners),
-        "etcdserver: too many learner members in cluster"
-    );
+    for (refused, grpc) in [
+        (ChangeRefused::IdRemoved, "etcdserver: member not found"),
+        (ChangeRefused::IdNotFound, "etcdserver: member not found"),
+        (
+            ChangeRefused::IdExists,
+            "etcdserver: member ID already exist",
+        ),
+        (
+            ChangeRefused::PeerUrlExists,
+            "etcdserver: Peer URLs already exists",
+        ),
+        (
+            ChangeRefused::TooManyLearners,
+            "etcdserver: too many learner members in cluster",
+        ),
+        (
+            ChangeRefused::NotLearner,
+            "etcdserver: can only promote a learner member",
+        ),
+    ] {
+        assert_eq!(EtcdError::from(refused).to_string(), grpc);
+    }
     assert_eq!(
         ChangeRefused::NotLearner.to_string(),
         "membership: can only promote a learner member"
