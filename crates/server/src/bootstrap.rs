@@ -141,11 +141,16 @@ pub fn start(
         incarnation: oxcd_raft::node::incarnation(),
     };
     let raft_slot = Arc::new(OnceLock::new());
+    // Marked changed: a member restarted after membership changes follows the
+    // replicated membership from its first message, not the bootstrap list.
+    let mut peer_urls = membership.peer_urls();
+    peer_urls.mark_changed();
     let transport: Box<dyn Transport> = if cluster.members.len() > 1 {
         Box::new(PeerTransport::start(
             cluster.me,
             cluster.cluster_id,
             &cluster.peers(),
+            Some(peer_urls),
             store.clone(),
             raft_slot.clone(),
             faults,

@@ -139,6 +139,15 @@ impl Dump {
         ))
     }
 
+    /// The raft configuration recorded with that position, encoded by oxcd-raft (None:
+    /// a backend from before membership changes).
+    pub fn conf_state(&self) -> Result<Option<Vec<u8>>> {
+        Backend::read_meta(&self.tx, schema::META_CONF_STATE).map_err(|e| StorageError::Backend {
+            path: self.path.display().to_string(),
+            reason: e.to_string(),
+        })
+    }
+
     /// Streams the dump to `sink` in chunks of about `chunk` bytes, trailer included.
     /// Stops early, returning false, when `sink` returns false (the receiver went away).
     pub fn write_to(self, chunk: usize, mut sink: impl FnMut(Vec<u8>) -> bool) -> Result<bool> {

@@ -175,6 +175,14 @@ impl MembershipState {
         }
     }
 
+    /// Every member's peer URLs, by id.
+    pub fn peer_urls(&self) -> PeerUrls {
+        self.members
+            .iter()
+            .map(|(id, m)| (*id, m.peer_urls.clone()))
+            .collect()
+    }
+
     /// How many members are learners.
     pub fn learners(&self) -> usize {
         self.members.values().filter(|m| m.is_learner).count()
@@ -198,18 +206,40 @@ impl MembershipState {
     }
 }
 
-/// The membership mirror: what the tables hold, for the checks and the member list.
-#[derive(Debug, Default)]
+/// The members' peer URLs by id.
+pub type PeerUrls = BTreeMap<u64, Vec<String>>;
+
+/// The membership mirror: what the tables hold, for the checks and the member list; its
+/// peer URLs are published for the peer transport.
+#[derive(Debug)]
 pub struct Membership {
     state: RwLock<MembershipState>,
+    peers: tokio::sync::watch::Sender<PeerUrls>,
+}
+
+impl Default for Membership {
+    fn default() -> Membership {
+        Membership::new(MembershipState::default())
+    }
 }
 
 impl Membership {
     /// A membership holding `state`.
     pub fn new(state: MembershipState) -> Membership {
+        let peers = tokio::sync::watch::Sender::new(state.peer_urls());
         Membership {
             state: RwLock::new(state),
+            peers,
         }
+    }
+
+    /// The members' peer URLs, updated as changes apply.
+    pub fn peer_urls(&self) -> tokio::sync::watch::Receiver<PeerUrls> {
+        self.peers.subscribe()
+    }
+
+    fn publish(&self, state: &MembershipState) {
+        self.peers.send_replace(state.peer_urls());
     }
 
     /// The current membership, for reading.
@@ -221,6 +251,7 @@ impl Membership {
 
     /// Replaces the mirror (a load, a snapshot installed).
     pub fn replace(&self, state: MembershipState) {
+        self.publish(&state);
         *self.state.write().unwrap_or_else(|p| p.into_inner()) = state;
     }
 
@@ -229,6 +260,7 @@ impl Membership {
         let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
         state.validate(change)?;
         state.apply(change);
+        self.publish(&state);
         Ok(())
     }
 }

@@ -11,7 +11,7 @@
 //! on a separate `Snapshot` call, so heartbeats on the raft stream keep flowing, then
 //! reports the outcome to raft. At most one snapshot per peer is in flight.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -63,12 +63,17 @@ impl PeerFaults {
     }
 }
 
+/// The members' peer URLs by id, as the replicated membership publishes them.
+pub type PeerUrls = tokio::sync::watch::Receiver<BTreeMap<u64, Vec<String>>>;
+
 /// Sends raft messages to peers.
 pub struct PeerTransport {
     me: u64,
     cluster_id: u64,
     queues: HashMap<u64, mpsc::Sender<Message>>,
     urls: HashMap<u64, String>,
+    /// Membership changes: peers are added, moved and dropped as they apply.
+    membership: Option<PeerUrls>,
     store: Arc<Store>,
     snapshots_in_flight: Arc<Mutex<HashSet<u64>>>,
     raft: Arc<OnceLock<RaftHandle>>,
@@ -79,41 +84,88 @@ pub struct PeerTransport {
 }
 
 impl PeerTransport {
-    /// Starts one sending task per peer (`id -> peer URL`) on the current runtime. The
-    /// raft handle, for unreachable reports, is set once raft has started. Snapshots are
-    /// dumped from `store`.
+    /// Starts one sending task per peer (`id -> peer URL`) on the current runtime, then
+    /// follows `membership` (when given and not empty: a backend from before membership
+    /// changes keeps the bootstrap peers). The raft handle, for unreachable reports, is
+    /// set once raft has started. Snapshots are dumped from `store`.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         me: u64,
         cluster_id: u64,
         peers: &HashMap<u64, String>,
+        membership: Option<PeerUrls>,
         store: Arc<Store>,
         raft: Arc<OnceLock<RaftHandle>>,
         faults: Option<PeerFaults>,
         dialer: PeerDialer,
     ) -> PeerTransport {
-        let mut queues = HashMap::new();
-        for (&id, url) in peers {
-            let (tx, rx) = mpsc::channel(QUEUE);
-            queues.insert(id, tx);
-            let link = Link {
-                me,
-                cluster_id,
-                url: url.clone(),
-                dialer: dialer.clone(),
-            };
-            tokio::spawn(peer_loop(link, id, rx, raft.clone()));
-        }
-        PeerTransport {
+        let mut t = PeerTransport {
             me,
             cluster_id,
-            queues,
-            urls: peers.clone(),
+            queues: HashMap::new(),
+            urls: HashMap::new(),
+            membership,
             store,
             snapshots_in_flight: Arc::default(),
             raft,
             faults,
             dialer,
             runtime: tokio::runtime::Handle::current(),
+        };
+        for (&id, url) in peers {
+            t.add_peer(id, url.clone());
+        }
+        t
+    }
+
+    fn add_peer(&mut self, id: u64, url: String) {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        self.queues.insert(id, tx);
+        self.urls.insert(id, url.clone());
+        let link = Link {
+            me: self.me,
+            cluster_id: self.cluster_id,
+            url,
+            dialer: self.dialer.clone(),
+        };
+        self.runtime
+            .spawn(peer_loop(link, id, rx, self.raft.clone()));
+    }
+
+    /// Follows the membership: a new member gets a sending task, a removed one loses
+    /// it (closing its queue ends the task), a moved one is dialed at its new URL.
+    fn follow_membership(&mut self) {
+        let Some(rx) = self.membership.as_mut() else {
+            return;
+        };
+        if !rx.has_changed().unwrap_or(false) {
+            return;
+        }
+        let wanted: HashMap<u64, String> = rx
+            .borrow_and_update()
+            .iter()
+            .filter(|(id, _)| **id != self.me)
+            .filter_map(|(id, urls)| urls.first().map(|u| (*id, u.clone())))
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let gone: Vec<u64> = self
+            .urls
+            .iter()
+            .filter(|(id, url)| wanted.get(id) != Some(url))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            tracing::info!(peer = %format!("{id:x}"), "peer removed or moved");
+            self.queues.remove(&id);
+            self.urls.remove(&id);
+        }
+        for (id, url) in wanted {
+            if !self.urls.contains_key(&id) {
+                tracing::info!(peer = %format!("{id:x}"), url, "peer added");
+                self.add_peer(id, url);
+            }
         }
     }
 
@@ -172,6 +224,7 @@ impl PeerTransport {
 
 impl Transport for PeerTransport {
     fn send(&mut self, msgs: Vec<Message>) {
+        self.follow_membership();
         for m in msgs {
             let to = m.to;
             if self.faults.as_ref().is_some_and(|f| f.is_cut(self.me, to)) {
@@ -217,10 +270,15 @@ async fn peer_loop(
                     tracing::warn!(peer = %format!("{id:x}"), url, "peer unreachable: {e}");
                     logged_down = true;
                 }
-                // Drop what queued up meanwhile: it would be stale when delivered.
+                // Drop what queued up meanwhile: it would be stale when delivered. A
+                // closed queue: the peer left the cluster (or the transport stopped).
                 let mut dropped = false;
-                while queue.try_recv().is_ok() {
-                    dropped = true;
+                loop {
+                    match queue.try_recv() {
+                        Ok(_) => dropped = true,
+                        Err(mpsc::error::TryRecvError::Empty) => break,
+                        Err(mpsc::error::TryRecvError::Disconnected) => return,
+                    }
                 }
                 if dropped {
                     report(&raft);
@@ -301,7 +359,8 @@ impl Link {
 
 /// Dumps the backend and streams it with `m` to the peer. The snapshot's position is
 /// moved up to the dump's: the dump is taken now, at or after the compaction raft knows
-/// of, and its position must describe its data exactly. Returns (index, bytes sent).
+/// of, and its position — index, term and the configuration in force there — must
+/// describe its data exactly. Returns (index, bytes sent).
 async fn stream_snapshot(
     link: &Link,
     store: Arc<Store>,
@@ -318,6 +377,10 @@ async fn stream_snapshot(
     }
     meta.index = index;
     meta.term = term;
+    if let Some(conf) = dump.conf_state().map_err(|e| e.to_string())? {
+        let conf = oxcd_raft::persist::decode_conf_state(&conf).map_err(|e| e.to_string())?;
+        meta.set_conf_state(conf);
+    }
     let (tx, rx) = mpsc::channel::<SnapshotChunk>(4);
     tx.send(SnapshotChunk {
         message: encode_message(&m),
@@ -349,5 +412,77 @@ async fn stream_snapshot(
         Ok(Ok(false)) => Err("the peer stopped reading".into()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heartbeat(to: u64) -> Message {
+        let mut m = Message::default();
+        m.set_msg_type(MessageType::MsgHeartbeat);
+        m.to = to;
+        m.from = 1;
+        m
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn peers_follow_the_membership() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let backend = Arc::new(
+            oxcd_storage::backend::Backend::open(&dir.path().join("db")).expect("backend"),
+        );
+        let store = Arc::new(Store::open(backend).expect("store"));
+        let urls = |peers: &[(u64, &str)]| -> BTreeMap<u64, Vec<String>> {
+            peers
+                .iter()
+                .map(|(id, u)| (*id, vec![u.to_string()]))
+                .collect()
+        };
+        let (tx, rx) = tokio::sync::watch::channel(BTreeMap::new());
+        let bootstrap: HashMap<u64, String> = [(2, "http://127.0.0.1:1".to_string())]
+            .into_iter()
+            .collect();
+        let mut t = PeerTransport::start(
+            1,
+            9,
+            &bootstrap,
+            Some(rx),
+            store,
+            Arc::new(OnceLock::new()),
+            None,
+            PeerDialer::new(None, None),
+        );
+        let peers = |t: &PeerTransport| -> Vec<(u64, String)> {
+            let mut v: Vec<_> = t.urls.iter().map(|(id, u)| (*id, u.clone())).collect();
+            v.sort();
+            assert_eq!(t.queues.len(), v.len());
+            v
+        };
+        t.send(vec![heartbeat(2)]);
+        assert_eq!(peers(&t), [(2, "http://127.0.0.1:1".to_string())]);
+        // An empty membership (a backend from before it) keeps the bootstrap peers.
+        tx.send_replace(BTreeMap::new());
+        t.send(vec![heartbeat(2)]);
+        assert_eq!(peers(&t).len(), 1);
+        // A member added, this member itself left out.
+        tx.send_replace(urls(&[
+            (1, "http://me:1"),
+            (2, "http://127.0.0.1:1"),
+            (3, "http://127.0.0.1:2"),
+        ]));
+        t.send(vec![heartbeat(3)]);
+        assert_eq!(
+            peers(&t),
+            [
+                (2, "http://127.0.0.1:1".to_string()),
+                (3, "http://127.0.0.1:2".to_string())
+            ]
+        );
+        // One removed, one moved.
+        tx.send_replace(urls(&[(1, "http://me:1"), (3, "http://127.0.0.1:3")]));
+        t.send(vec![heartbeat(3)]);
+        assert_eq!(peers(&t), [(3, "http://127.0.0.1:3".to_string())]);
     }
 }
