@@ -66,7 +66,6 @@ pub struct MemDisk {
     metadata: Vec<u8>,
     durable: Vec<Record>,
     pending: Vec<Record>,
-    syncs: u64,
 }
 
 impl MemDisk {
@@ -81,11 +80,6 @@ impl MemDisk {
     /// A crash: everything not yet synced is gone.
     pub fn crash(&mut self) {
         self.pending.clear();
-    }
-
-    /// How many syncs made records durable.
-    pub fn syncs(&self) -> u64 {
-        self.syncs
     }
 
     /// What opening this WAL would give: its durable records replayed.
@@ -147,7 +141,6 @@ impl LogDisk for MemDisk {
     fn sync(&mut self) -> Result<(), RaftError> {
         if !self.pending.is_empty() {
             self.durable.append(&mut self.pending);
-            self.syncs += 1;
         }
         Ok(())
     }

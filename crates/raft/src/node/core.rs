@@ -158,6 +158,15 @@ fn parse_read_ctx(member: u64, incarnation: u64, ctx: &[u8]) -> Option<u64> {
     (word(0)? == member && word(1)? == incarnation).then_some(word(2)?)
 }
 
+/// What a proposal's caller is told of raft's answer.
+fn proposed(r: Result<(), raft::Error>) -> Result<(), RaftError> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(raft::Error::ProposalDropped) => Err(RaftError::ProposalDropped),
+        Err(e) => Err(RaftError::Raft(e)),
+    }
+}
+
 /// A snapshot carrying only its position: the data travels separately, from the backend.
 pub(crate) fn snapshot_of(meta: SnapshotMetadata) -> Snapshot {
     let mut s = Snapshot::default();
@@ -268,17 +277,9 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
     /// Handles one command; true means stop.
     pub fn handle(&mut self, cmd: Command) -> Result<bool, RaftError> {
         match cmd {
-            Command::Propose { data, done } => match self.node.propose(Vec::new(), data) {
-                Ok(()) => done(Ok(())),
-                Err(raft::Error::ProposalDropped) => done(Err(RaftError::ProposalDropped)),
-                Err(e) => done(Err(RaftError::Raft(e))),
-            },
+            Command::Propose { data, done } => done(proposed(self.node.propose(Vec::new(), data))),
             Command::ProposeConfChange { cc, done } => {
-                match self.node.propose_conf_change(Vec::new(), cc) {
-                    Ok(()) => done(Ok(())),
-                    Err(raft::Error::ProposalDropped) => done(Err(RaftError::ProposalDropped)),
-                    Err(e) => done(Err(RaftError::Raft(e))),
-                }
+                done(proposed(self.node.propose_conf_change(Vec::new(), cc)))
             }
             Command::ApplyConfChange { index, cc, done } => {
                 match self.node.apply_conf_change(&cc) {
@@ -351,11 +352,6 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
     /// The log as raft-rs reads it.
     pub fn log(&self) -> &LogStore {
         &self.log
-    }
-
-    /// The disk.
-    pub fn disk(&self) -> &D {
-        &self.disk
     }
 
     /// The disk, to change it (a simulated crash).

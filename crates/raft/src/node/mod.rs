@@ -17,7 +17,7 @@ use raft::prelude::{Entry, Message, Snapshot};
 
 use crate::RaftError;
 use crate::log_store::LogStore;
-use crate::persist::{self, WalMetadata};
+use crate::persist::WalMetadata;
 
 pub mod core;
 pub mod recovery;
@@ -203,21 +203,6 @@ impl RaftHandle {
         }
     }
 
-    /// Proposes a membership change; `done` learns whether raft took it into the log
-    /// (whether it applies, the state machine says when it reaches it).
-    pub fn propose_conf_change(
-        &self,
-        cc: raft::prelude::ConfChange,
-        done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
-    ) {
-        let done: Done<()> = Box::new(done);
-        if let Err(mpsc::SendError(Command::ProposeConfChange { done, .. })) =
-            self.tx.send(Command::ProposeConfChange { cc, done })
-        {
-            done(Err(RaftError::Stopped));
-        }
-    }
-
     /// The state machine reached the committed conf change at `index`: raft applies it.
     /// Waits for the raft thread and returns the configuration it gives. (Called from
     /// the apply thread, never from an async task.)
@@ -341,13 +326,7 @@ fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError>
     if !Wal::exists(&cfg.wal_dir) {
         let (core, meta) = recovery::fresh(cfg);
         let mut wal = Wal::create(&cfg.wal_dir, &meta.encode(), DEFAULT_SEGMENT_SIZE)?;
-        if !core.entries.is_empty() {
-            for e in &core.entries {
-                wal.append_entry(e.index, &persist::encode_entry(e));
-            }
-            wal.set_hard_state(&persist::encode_hard_state(&core.hard_state));
-            wal.sync()?;
-        }
+        recovery::write_fresh(&mut wal, &core)?;
         return Ok((wal, LogStore::new(core), meta));
     }
     let (wal, replay) = Wal::open(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE)?;

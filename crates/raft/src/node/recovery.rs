@@ -12,6 +12,7 @@ use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType};
 use super::NodeConfig;
 use super::core::snapshot_of;
 use crate::RaftError;
+use crate::disk::LogDisk;
 use crate::log_store::LogCore;
 use crate::persist::{self, WalMetadata};
 
@@ -50,6 +51,19 @@ pub fn fresh(cfg: &NodeConfig) -> (LogCore, WalMetadata) {
         core.hard_state.commit = core.entries.len() as u64;
     }
     (core, meta)
+}
+
+/// Writes a fresh log's bootstrap entries and hard state to `disk` and syncs them (the
+/// WAL as [`fresh`] made it; nothing to write without bootstrap entries).
+pub fn write_fresh(disk: &mut impl LogDisk, log: &LogCore) -> Result<(), RaftError> {
+    if log.entries.is_empty() {
+        return Ok(());
+    }
+    for e in &log.entries {
+        disk.append_entry(e.index, &persist::encode_entry(e));
+    }
+    disk.set_hard_state(&persist::encode_hard_state(&log.hard_state));
+    disk.sync()
 }
 
 /// The log that `replay` (of the disk called `where_` in errors) holds, for a member

@@ -24,11 +24,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use oxcd_raft::disk::{LogDisk, MemDisk};
+use oxcd_raft::disk::MemDisk;
 use oxcd_raft::log_store::LogStore;
 use oxcd_raft::node::core::{Command, Core};
 use oxcd_raft::node::{Event, NodeConfig, RaftStatus, Transport, recovery};
-use oxcd_raft::persist;
 use protobuf::Message as _;
 use raft::StateRole;
 use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType};
@@ -205,11 +204,8 @@ pub struct Sim {
 fn bootstrap_disk(cfg: &NodeConfig) -> MemDisk {
     let (log, meta) = recovery::fresh(cfg);
     let mut disk = MemDisk::new(meta.encode());
-    for e in &log.entries {
-        disk.append_entry(e.index, &persist::encode_entry(e));
-    }
-    disk.set_hard_state(&persist::encode_hard_state(&log.hard_state));
-    let _ = disk.sync();
+    // A memory disk's sync cannot fail.
+    let _ = recovery::write_fresh(&mut disk, &log);
     disk
 }
 
