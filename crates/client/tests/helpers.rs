@@ -15,6 +15,8 @@ use oxcd_server::settings::Settings;
 async fn member(dir: &Path, port: u16) -> tokio::sync::oneshot::Sender<()> {
     let mut s = Settings::new("default", dir.to_path_buf());
     s.listen_client_urls = vec![format!("http://127.0.0.1:{port}")];
+    // Not etcd's default peer port, which tests running together would share.
+    s.listen_peer_urls = vec!["http://127.0.0.1:0".into()];
     s.advertise_client_urls = vec![format!("http://127.0.0.1:{port}")];
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();

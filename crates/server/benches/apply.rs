@@ -85,7 +85,8 @@ fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durabl
     let tx = store.backend().begin_batch().expect("begin a batch");
     let leases = oxcd_server::lease::Lessor::empty(2);
     let auth = oxcd_server::auth::AuthStore::default();
-    let mut ctx = apply::Applier::new(store, &leases, &auth, &tx, false);
+    let membership = oxcd_server::membership::Membership::default();
+    let mut ctx = apply::Applier::new(store, &leases, &auth, &membership, &tx, false);
     for data in batch_entries {
         let req = InternalRequest::decode(data.as_slice()).expect("decode the entry");
         let op = req.op.expect("entry has an op");

@@ -134,7 +134,14 @@ impl ApplyLoop {
         // published as a gap, which a stream that started meanwhile reads from the history.
         let record_events = self.watch_hub.has_streams();
         let before = self.store.current_rev();
-        let mut ctx = Applier::new(&self.store, &self.leases, &self.auth, &tx, record_events);
+        let mut ctx = Applier::new(
+            &self.store,
+            &self.leases,
+            &self.auth,
+            &self.membership,
+            &tx,
+            record_events,
+        );
         let mut outcomes: Vec<(u64, Outcome)> = Vec::new();
         for e in entries {
             if e.index <= state.applied {

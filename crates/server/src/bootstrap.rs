@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use oxcd_mvcc::Store;
-use oxcd_raft::node::{self, NoPeers, NodeConfig, Transport};
+use oxcd_raft::node::{self, NodeConfig};
 use oxcd_raft::persist::WalMetadata;
 use oxcd_storage::backend::Backend;
 use oxcd_storage::lock::DirLock;
@@ -16,11 +16,12 @@ use crate::apply_loop::ApplyLoop;
 use crate::auth::AuthStore;
 use crate::auth::provider::TokenProvider;
 use crate::lease::Lessor;
-use crate::member::{Identity, Limits, Member};
+use crate::member::{Identity, Limits, Member, Reconfig};
 use crate::members::Cluster;
 use crate::membership::{self, Membership};
 use crate::peer::PeerDialer;
-use crate::peer::transport::{PeerFaults, PeerTransport};
+use crate::peer::health::PeerHealth;
+use crate::peer::transport::{LinkReports, PeerFaults, PeerTransport};
 use crate::settings::Settings;
 use crate::waiters::Waiters;
 use crate::watch::WatchHub;
@@ -54,14 +55,18 @@ pub struct Started {
     pub lock: DirLock,
 }
 
-/// The cluster this member belongs to: recorded in its WAL, or new from the flags.
-fn cluster_of(s: &Settings) -> Result<Cluster, StartError> {
+/// The cluster this member belongs to: recorded in its WAL, the one it joins, or new
+/// from the flags.
+fn cluster_of(s: &Settings, joining: Option<Cluster>) -> Result<Cluster, StartError> {
     match Wal::read_metadata(&s.wal_dir())? {
         Some(bytes) => {
             let meta = WalMetadata::decode(&bytes)?;
             Cluster::recorded(meta.member_id, meta.cluster_id, &meta.members)
         }
-        None => Cluster::bootstrap(s),
+        None => match joining {
+            Some(cluster) => Ok(cluster),
+            None => Cluster::bootstrap(s),
+        },
     }
 }
 
@@ -87,6 +92,15 @@ fn bootstrap_contexts(cluster: &Cluster) -> Vec<(u64, Vec<u8>)> {
         .collect()
 }
 
+/// This member's conf change context, as in [`bootstrap_contexts`].
+fn own_context(cluster: &Cluster) -> Vec<u8> {
+    bootstrap_contexts(cluster)
+        .into_iter()
+        .find(|(id, _)| *id == cluster.me)
+        .map(|(_, ctx)| ctx)
+        .unwrap_or_default()
+}
+
 /// The configuration the backend recorded with its applied index (None: a backend
 /// from before membership changes, whose configuration is the WAL's).
 fn applied_conf_state(store: &Store) -> Result<Option<oxcd_raft::ConfState>, StartError> {
@@ -99,11 +113,13 @@ fn applied_conf_state(store: &Store) -> Result<Option<oxcd_raft::ConfState>, Sta
 }
 
 /// Starts a member with `settings`, dialing peers with `dialer`; `faults` cuts peer
-/// links (partition tests only).
+/// links (partition tests only). `joining`: the running cluster a member without data
+/// joins (`--initial-cluster-state existing`), as its peers described it.
 pub fn start(
     s: &Settings,
     dialer: PeerDialer,
     faults: Option<PeerFaults>,
+    joining: Option<Cluster>,
 ) -> Result<Started, StartError> {
     // Before anything is created: a bad --auth-token leaves no data dir behind.
     let (tokens, _) = TokenProvider::from_flag(&s.auth_token, s.auth_token_ttl)
@@ -111,7 +127,8 @@ pub fn start(
     let lock = DirLock::acquire(&s.data_dir.join("member"))?;
     let backend = Arc::new(Backend::open(&s.backend_path())?);
     let store = Arc::new(Store::open(backend)?);
-    let cluster = cluster_of(s)?;
+    let joins = joining.is_some();
+    let cluster = cluster_of(s, joining)?;
     let ms = s.heartbeat.as_millis().max(1);
     let election_ticks = (s.election_timeout.as_millis() / ms) as u32;
     let leases = Arc::new(Lessor::load(
@@ -122,13 +139,29 @@ pub fn start(
         AuthStore::load(store.backend(), tokens, s.bcrypt_cost)?
             .with_password_cache(s.auth_password_cache_ttl),
     );
-    let membership = Arc::new(Membership::new(membership::table::load(store.backend())?));
+    let membership = Arc::new(Membership::of_member(
+        cluster.me,
+        membership::table::load(store.backend())?,
+    ));
+    if membership.state().removed.contains(&cluster.me) {
+        return Err(StartError::Other(format!(
+            "{}: member {:x} cannot start again with its data; start a new member (member add) with an empty data dir",
+            crate::peer::MEMBER_REMOVED,
+            cluster.me
+        )));
+    }
     let cfg = NodeConfig {
         id: cluster.me,
         cluster_id: cluster.cluster_id,
-        voters: cluster.ids(),
+        // A member joining a running cluster starts with no configuration and no log:
+        // the leader sends both.
+        voters: if joins { Vec::new() } else { cluster.ids() },
         members: cluster.encode(),
-        bootstrap_contexts: bootstrap_contexts(&cluster),
+        bootstrap_contexts: if joins {
+            Vec::new()
+        } else {
+            bootstrap_contexts(&cluster)
+        },
         conf_state: applied_conf_state(&store)?,
         wal_dir: s.wal_dir(),
         heartbeat: s.heartbeat,
@@ -139,26 +172,31 @@ pub fn start(
         catch_up_entries: s.snapshot_catchup_entries,
         fixed_election_timeout: false,
         incarnation: oxcd_raft::node::incarnation(),
+        force_new_cluster: s.force_new_cluster.then(|| own_context(&cluster)),
     };
     let raft_slot = Arc::new(OnceLock::new());
     // Marked changed: a member restarted after membership changes follows the
     // replicated membership from its first message, not the bootstrap list.
     let mut peer_urls = membership.peer_urls();
     peer_urls.mark_changed();
-    let transport: Box<dyn Transport> = if cluster.members.len() > 1 {
-        Box::new(PeerTransport::start(
-            cluster.me,
-            cluster.cluster_id,
-            &cluster.peers(),
-            Some(peer_urls),
-            store.clone(),
-            raft_slot.clone(),
-            faults,
-            dialer,
-        ))
-    } else {
-        Box::new(NoPeers)
+    let health = Arc::new(PeerHealth::default());
+    let removed = membership.clone();
+    let reports = LinkReports {
+        health: health.clone(),
+        removed: Arc::new(move || removed.stop_as_removed()),
     };
+    // Every member has a transport, a one-member cluster too: it can grow.
+    let transport = PeerTransport::start(
+        cluster.me,
+        cluster.cluster_id,
+        &cluster.peers(),
+        Some(peer_urls),
+        store.clone(),
+        raft_slot.clone(),
+        faults,
+        dialer.clone(),
+        reports,
+    );
     let (raft, events, raft_thread) = node::start(cfg, transport)?;
     let _ = raft_slot.set(raft.clone());
     let waiters = Arc::new(Waiters::new(cluster.me));
@@ -197,8 +235,15 @@ pub fn start(
         quota_backend_bytes: s.quota_backend_bytes(),
         election_timeout: s.election_timeout,
     };
+    let reconfig = Reconfig {
+        strict: s.strict_reconfig_check,
+        max_learners: s.max_learners,
+        health,
+        dialer,
+    };
     let member = Arc::new(Member::new(
         identity, limits, store, leases, auth, membership, raft, waiters, applied_rx, watch_hub,
+        reconfig,
     ));
     Ok(Started {
         member,

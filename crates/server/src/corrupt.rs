@@ -82,8 +82,7 @@ async fn peer_hashes(
 ) -> Vec<(u64, Result<PeerHashKvResponse, String>)> {
     let mut out = Vec::new();
     for m in member
-        .id
-        .members
+        .members()
         .iter()
         .filter(|m| m.id != member.id.member_id)
     {

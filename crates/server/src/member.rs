@@ -8,10 +8,11 @@ use std::time::Duration;
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::ResponseHeader;
 use oxcd_api::oxcdpb::internal_request::Op;
+use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo};
 use oxcd_api::oxcdpb::{InternalRequest, RequestAuth};
 use oxcd_mvcc::Store;
-use oxcd_raft::RaftError;
 use oxcd_raft::node::RaftHandle;
+use oxcd_raft::{ConfChange, ConfChangeType, RaftError};
 use prost::Message as _;
 use tokio::sync::{Semaphore, oneshot, watch};
 
@@ -19,6 +20,8 @@ use crate::apply::Applied;
 use crate::auth::AuthStore;
 use crate::lease::Lessor;
 use crate::membership::Membership;
+use crate::peer::PeerDialer;
+use crate::peer::health::PeerHealth;
 use crate::waiters::Waiters;
 use crate::watch::WatchHub;
 
@@ -54,6 +57,20 @@ pub struct Identity {
     pub members: Vec<oxcd_api::oxcdpb::MemberInfo>,
 }
 
+/// How membership changes are checked before they are proposed, and what the checks
+/// and a forwarded promotion need.
+#[derive(Clone)]
+pub struct Reconfig {
+    /// `--strict-reconfig-check`.
+    pub strict: bool,
+    /// `--max-learners`.
+    pub max_learners: u32,
+    /// Which peers are connected, and since when.
+    pub health: Arc<PeerHealth>,
+    /// Dials peers (a promotion is forwarded to the leader).
+    pub dialer: PeerDialer,
+}
+
 /// The member handle shared by all services.
 pub struct Member {
     /// Identity.
@@ -72,6 +89,8 @@ pub struct Member {
     pub raft: RaftHandle,
     /// The live change feed watchers read.
     pub watch_hub: Arc<WatchHub>,
+    /// Membership change checks.
+    pub reconfig: Reconfig,
     /// Multi-key ranges read at once on the blocking pool: bounds the threads and the
     /// answers being built together.
     pub range_reads: Semaphore,
@@ -112,6 +131,7 @@ impl Member {
         waiters: Arc<Waiters>,
         applied: watch::Receiver<u64>,
         watch_hub: Arc<WatchHub>,
+        reconfig: Reconfig,
     ) -> Member {
         Member {
             id,
@@ -122,6 +142,7 @@ impl Member {
             membership,
             raft,
             watch_hub,
+            reconfig,
             range_reads: Semaphore::new(cores().max(2)),
             waiters,
             applied,
@@ -203,6 +224,37 @@ impl Member {
         self.raft.propose(data, move |r| {
             let _ = tx.send(r);
         });
+        self.settle(id, accepted, done).await
+    }
+
+    /// Proposes a membership change of `change_type` for member `id`, its context
+    /// `ctx` completed with the waiter, and waits until it is applied here.
+    pub async fn propose_conf_change(
+        &self,
+        change_type: ConfChangeType,
+        id: u64,
+        mut ctx: ConfChangeContext,
+    ) -> Result<Applied, EtcdError> {
+        let (request, done) = self.waiters.register();
+        ctx.request_id = request;
+        let mut cc = ConfChange::default();
+        cc.set_change_type(change_type);
+        cc.node_id = id;
+        cc.context = ctx.encode_to_vec().into();
+        let (tx, accepted) = oneshot::channel();
+        self.raft.propose_conf_change(cc, move |r| {
+            let _ = tx.send(r);
+        });
+        self.settle(request, accepted, done).await
+    }
+
+    /// Waits for raft to take proposal `id` into its log, then for its outcome.
+    async fn settle(
+        &self,
+        id: u64,
+        accepted: oneshot::Receiver<Result<(), RaftError>>,
+        done: oneshot::Receiver<crate::waiters::Outcome>,
+    ) -> Result<Applied, EtcdError> {
         match accepted.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
@@ -258,6 +310,28 @@ impl Member {
     /// The applied index.
     pub fn applied_index(&self) -> u64 {
         *self.applied.borrow()
+    }
+
+    /// The members, as the replicated membership holds them here (a backend from
+    /// before it: the bootstrap list), by id.
+    pub fn members(&self) -> Vec<MemberInfo> {
+        let state = self.membership.state();
+        if state.members.is_empty() {
+            let mut members = self.id.members.clone();
+            members.sort_by_key(|m| m.id);
+            members
+        } else {
+            state.members.values().cloned().collect()
+        }
+    }
+
+    /// The voting members' ids.
+    pub fn voters(&self) -> Vec<u64> {
+        self.members()
+            .into_iter()
+            .filter(|m| !m.is_learner)
+            .map(|m| m.id)
+            .collect()
     }
 }
 

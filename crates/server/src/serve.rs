@@ -61,6 +61,18 @@ pub async fn run_with(
     on_ready: impl FnOnce(Vec<SocketAddr>),
 ) -> Result<(), ServeError> {
     let security = security::load(&settings).map_err(ServeError::Listen)?;
+    // Peer listeners first, as etcd: a port in use fails the start before anything
+    // touches the data dir.
+    let mut peer_listeners = Vec::new();
+    for url in &settings.listen_peer_urls {
+        let l = bind(
+            url,
+            "peer",
+            security.peer.as_ref(),
+            security.peer_check.clone(),
+        )?;
+        peer_listeners.push((l, url));
+    }
     let mut client_listeners = Vec::new();
     for url in &settings.listen_client_urls {
         client_listeners.push(bind(url, "client", security.client.as_ref(), None)?);
@@ -70,17 +82,20 @@ pub async fn run_with(
         metrics_listeners.push(bind(url, "metrics", security.client.as_ref(), None)?);
     }
     let dialer = PeerDialer::new(security.peer_dialer.clone(), settings.peer_source_ip);
-    if !oxcd_storage::wal::Wal::exists(&settings.wal_dir()) {
+    let joining = if oxcd_storage::wal::Wal::exists(&settings.wal_dir()) {
+        None
+    } else {
         crate::peer::remote::check_fresh_member(&settings, &dialer)
             .await
-            .map_err(StartError::Other)?;
-    }
+            .map_err(StartError::Other)?
+    };
     let s = settings.clone();
     let start_dialer = dialer.clone();
-    let started =
-        tokio::task::spawn_blocking(move || bootstrap::start(&s, start_dialer, hooks.peer_faults))
-            .await
-            .map_err(|e| ServeError::Fatal(e.to_string()))??;
+    let started = tokio::task::spawn_blocking(move || {
+        bootstrap::start(&s, start_dialer, hooks.peer_faults, joining)
+    })
+    .await
+    .map_err(|e| ServeError::Fatal(e.to_string()))??;
     let member = started.member.clone();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut servers = Vec::new();
@@ -88,33 +103,32 @@ pub async fn run_with(
         let _ = rx.wait_for(|s| *s).await;
     };
     let renewals = Arc::new(Renewals::start(&member, dialer.clone()));
-    if member.id.members.len() > 1 {
-        // Peers must reach us before a leader can be elected: serve them first.
-        let peer_router = tonic::service::Routes::new(
-            PeerServer::new(PeerService::new(
-                member.raft.clone(),
-                member.store.clone(),
-                settings.snap_dir(),
-                renewals.clone(),
-            ))
-            .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
-        )
-        .into_axum_router();
-        for url in &settings.listen_peer_urls {
-            let l = bind(
-                url,
-                "peer",
-                security.peer.as_ref(),
-                security.peer_check.clone(),
-            )?;
-            tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
-            let server = axum::serve(PlainListener(l), peer_router.clone())
-                .with_graceful_shutdown(until_stopped(stop_rx.clone()));
-            servers.push(tokio::spawn(async move { server.await }));
-        }
+    // Peers must reach us before a leader can be elected: serve them first. Every
+    // member listens for peers, one alone too: it can grow.
+    let peer_router = tonic::service::Routes::new(
+        PeerServer::new(PeerService::new(
+            &member,
+            settings.snap_dir(),
+            renewals.clone(),
+        ))
+        .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
+    )
+    .into_axum_router();
+    for (l, url) in peer_listeners {
+        tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
+        let server = axum::serve(PlainListener(l), peer_router.clone())
+            .with_graceful_shutdown(until_stopped(stop_rx.clone()));
+        servers.push(tokio::spawn(async move { server.await }));
     }
     // As etcd: serve clients once the member has joined a leader and replayed its log.
-    wait_until_ready(&member, &started.raft_thread, &started.apply_thread).await?;
+    if let Err(e) = wait_until_ready(&member, &started.raft_thread, &started.apply_thread).await {
+        let _ = stop_tx.send(true);
+        stop_member(&member);
+        return Err(e);
+    }
+    // As etcd: a member is ready once its name and client URLs are published, so the
+    // membership checks never see a serving member as not started.
+    publish_attributes(member.clone(), stop_rx.clone()).await;
     if settings.initial_corrupt_check
         && let Err(e) = corrupt::initial_check(&member, &dialer).await
     {
@@ -132,6 +146,10 @@ pub async fn run_with(
     }
     let router = services::routes(member.clone(), renewals)
         .into_axum_router()
+        .layer(axum::middleware::from_fn_with_state(
+            member.clone(),
+            services::learner_gate::gate,
+        ))
         .merge(http::routes(member.clone()))
         .layer(axum::middleware::map_response(crate::grpc_compat::rewrite));
     let mut bound = Vec::new();
@@ -192,15 +210,35 @@ pub async fn run_with(
         "ready to serve client requests"
     );
     on_ready(bound);
-    tokio::spawn(publish_attributes(member.clone(), stop_rx.clone()));
     tokio::spawn(crate::lease::expiry::run(member.clone(), stop_rx.clone()));
+    if settings.auto_promote_learners {
+        tokio::spawn(crate::membership::auto_promote::run(
+            member.clone(),
+            stop_rx.clone(),
+        ));
+    }
     let fatal = wait_for_failure(&started.raft_thread, &started.apply_thread);
+    let mut removed = member.membership.removed_self();
     let result = tokio::select! {
         _ = shutdown => {
             tracing::info!("received shutdown signal; stopping");
             Ok(())
         }
         reason = fatal => Err(ServeError::Fatal(reason)),
+        _ = async {
+            if removed.wait_for(|r| *r).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        } => {
+            // As etcd: a moment for the leader to tell the others the removal
+            // committed, then stop (a clean stop: restarting would be refused). A
+            // leader first hands over to the voter most caught up, so the cluster
+            // does not wait an election timeout for a new one.
+            tokio::time::sleep(10 * settings.heartbeat).await;
+            hand_over_leadership(&member, settings.election_timeout).await;
+            tracing::warn!("{}; stopping", crate::peer::MEMBER_REMOVED);
+            Ok(())
+        }
     };
     let _ = stop_tx.send(true);
     stop_member(&member);
@@ -271,6 +309,35 @@ async fn publish_attributes(member: Arc<Member>, mut stop: watch::Receiver<bool>
     }
 }
 
+/// When this member leads: asks the voter with the most of the log to take over, and
+/// waits (up to `within`) until it has.
+async fn hand_over_leadership(member: &Member, within: Duration) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    member.raft.progress(move |r| {
+        let _ = tx.send(r);
+    });
+    let Ok(Ok(Some(progress))) = rx.await else {
+        return;
+    };
+    let me = member.id.member_id;
+    let voters = member.voters();
+    let Some((&to, _)) = progress
+        .iter()
+        .filter(|(id, _)| **id != me && voters.contains(id))
+        .max_by_key(|(_, matched)| **matched)
+    else {
+        return;
+    };
+    tracing::info!(to = %format!("{to:x}"), "handing leadership over before stopping");
+    if member.raft.transfer_leader(to).is_err() {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + within;
+    while member.raft.status().leader() == me && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Waits until a leader is known and everything committed at start is applied.
 async fn wait_until_ready<A, B>(
     member: &Member,
@@ -287,6 +354,10 @@ async fn wait_until_ready<A, B>(
             return Err(ServeError::Fatal(
                 "the member stopped while starting (see the error above)".into(),
             ));
+        }
+        let removed = *member.membership.removed_self().borrow();
+        if removed {
+            return Err(ServeError::Fatal(crate::peer::MEMBER_REMOVED.into()));
         }
         if waited.as_secs() > 0 && waited.as_millis().is_multiple_of(5000) {
             tracing::info!("waiting for a leader before serving clients");

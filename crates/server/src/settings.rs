@@ -85,6 +85,14 @@ pub struct Settings {
     /// `--auth-password-cache-ttl` (oxcd's own): how long a password checked good is
     /// taken without bcrypt (zero: always bcrypt, as etcd).
     pub auth_password_cache_ttl: Duration,
+    /// `--strict-reconfig-check`: refuse membership changes that could lose quorum.
+    pub strict_reconfig_check: bool,
+    /// `--max-learners` (`--experimental-max-learners`).
+    pub max_learners: u32,
+    /// `--force-new-cluster`: restart as a one-member cluster with this member's data.
+    pub force_new_cluster: bool,
+    /// `--auto-promote-learners` (oxcd's own): the leader promotes caught-up learners.
+    pub auto_promote_learners: bool,
 }
 
 impl Settings {

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use crate::proxy::{self, Links};
 
+mod reconfigure;
+
 use crate::pki::{Ca, Spec};
 use crate::ports::free_port;
 use crate::process;
@@ -42,6 +44,10 @@ pub struct Member {
     flags: Vec<String>,
     child: Option<Child>,
     paused: bool,
+    /// Its member id, once known (0: ask it).
+    id: u64,
+    /// Removed from the cluster: never restarted.
+    removed: bool,
 }
 
 /// A running cluster; every process is killed on drop.
@@ -52,6 +58,10 @@ pub struct Cluster {
     links: Links,
     _proxies: Vec<tokio::task::JoinHandle<()>>,
     connect: Option<etcd_client::ConnectOptions>,
+    /// Flags every member gets (TLS, the config's extra flags).
+    shared_flags: Vec<String>,
+    /// Members replaced so far (names their new data dirs).
+    replacements: usize,
 }
 
 /// Why a cluster operation failed.
@@ -197,14 +207,20 @@ impl Cluster {
                 flags,
                 child: None,
                 paused: false,
+                id: 0,
+                removed: false,
             });
         }
+        let mut shared_flags = tls_flags.clone();
+        shared_flags.extend(cfg.extra_flags.iter().cloned());
         let mut cluster = Cluster {
             members,
             binary: cfg.binary.clone(),
             links,
             _proxies: proxies,
             connect,
+            shared_flags,
+            replacements: 0,
         };
         for i in 0..n {
             let binary = cluster.binary.clone();
@@ -335,7 +351,7 @@ impl Cluster {
             if self.members[i].paused {
                 self.resume(i)?;
             }
-            if !self.members[i].is_up() {
+            if !self.members[i].is_up() && !self.members[i].removed {
                 self.restart(i).await?;
             }
         }

@@ -15,6 +15,12 @@ pub enum Fault {
     Pause,
     /// Cut a member off from the others, then heal.
     Partition,
+    /// Replace a member, as an operator replaces a failed machine: `member remove`,
+    /// then `member add` at the same address and a new process with an empty data dir.
+    Replace,
+    /// As [`Fault::Replace`], the new member added as a learner and promoted once it
+    /// has caught up.
+    ReplaceLearner,
 }
 
 impl std::str::FromStr for Fault {
@@ -24,7 +30,11 @@ impl std::str::FromStr for Fault {
             "kill" => Ok(Fault::Kill),
             "pause" => Ok(Fault::Pause),
             "partition" => Ok(Fault::Partition),
-            other => Err(format!("unknown fault {other:?} (kill, pause, partition)")),
+            "replace" => Ok(Fault::Replace),
+            "replace-learner" => Ok(Fault::ReplaceLearner),
+            other => Err(format!(
+                "unknown fault {other:?} (kill, pause, partition, replace, replace-learner)"
+            )),
         }
     }
 }
@@ -99,6 +109,8 @@ pub async fn run(
                 tokio::time::sleep(hold).await;
                 cluster.heal();
             }
+            Fault::Replace => cluster.replace_member(victim, false).await?,
+            Fault::ReplaceLearner => cluster.replace_member(victim, true).await?,
         }
         log.push(format!(
             "{fault:?} {name} for {hold:?} (back after {:?})",

@@ -50,6 +50,7 @@ pub const NAMES: &[&str] = &[
     "kill-tls",
     "kill-leases",
     "kill-auth",
+    "reconfigure",
 ];
 
 fn workload(clients: usize, write_percent: u64, seed: u64) -> WorkloadConfig {
@@ -169,6 +170,21 @@ pub fn named(name: &str, seed: u64) -> Option<Scenario> {
             workload: workload(6, 60, seed),
             plan: plan(vec![Fault::Kill], Target::Index, (300, 2000)),
             auth: true,
+            ..base
+        },
+        // Members replaced under load (removed, added again at the same address with an
+        // empty data dir, as a voter or as a learner promoted once caught up), between
+        // kills: the seeds' accidents during reconfiguration.
+        "reconfigure" => Scenario {
+            workload: workload(8, 60, seed),
+            plan: FaultPlan {
+                gap_ms: (500, 1500),
+                ..plan(
+                    vec![Fault::Replace, Fault::ReplaceLearner, Fault::Kill],
+                    Target::Index,
+                    (300, 1500),
+                )
+            },
             ..base
         },
         _ => return None,

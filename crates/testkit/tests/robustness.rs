@@ -152,3 +152,14 @@ async fn kill_leases() {
 async fn kill_leases_partitioned_leader() {
     lease_run(3, 10).await;
 }
+
+/// Members replaced under load, as voters and as learners promoted once caught up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconfigure() {
+    let r = run("reconfigure", 18).await;
+    assert!(
+        r.faults.iter().any(|f| f.starts_with("Replace")),
+        "no member was replaced: {:?}",
+        r.faults
+    );
+}

@@ -23,6 +23,8 @@ async fn member_with(
 ) -> (String, tokio::sync::oneshot::Sender<()>) {
     let mut s = Settings::new("default", dir.to_path_buf());
     s.listen_client_urls = vec!["http://127.0.0.1:0".into()];
+    // Not etcd's default peer port, which tests running together would share.
+    s.listen_peer_urls = vec!["http://127.0.0.1:0".into()];
     tweak(&mut s);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();

@@ -14,7 +14,7 @@
 //! - Committed entries and snapshots reach the [`EventSink`] in log order, once.
 //! - The log is compacted only up to an index the state machine reported applied.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::SyncSender;
@@ -104,6 +104,12 @@ pub enum Command {
         cc: ConfChange,
         /// Told the new configuration, or why raft refused the change.
         done: Done<ConfState>,
+    },
+    /// What the leader knows of each member's log: `done` gets each member's match
+    /// index, or None when this member does not lead.
+    Progress {
+        /// Told the match indexes by member id.
+        done: Done<Option<BTreeMap<u64, u64>>>,
     },
     /// A linearizable read: `done` gets the commit index to wait for.
     ReadIndex {
@@ -291,6 +297,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 }
             }
             Command::ReadIndex { done } => self.pending_reads.push(done),
+            Command::Progress { done } => done(Ok(self.progress())),
             Command::Step(m) => {
                 if let Err(e) = self.node.step(m) {
                     tracing::debug!("raft: step: {e}");
@@ -337,6 +344,18 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 .read_index(read_ctx(self.node.raft.id, self.incarnation, ctx));
         }
         self.on_ready()
+    }
+
+    /// Each member's match index as the leader tracks it (None: not the leader).
+    pub fn progress(&self) -> Option<BTreeMap<u64, u64>> {
+        (self.node.raft.state == raft::StateRole::Leader).then(|| {
+            self.node
+                .raft
+                .prs()
+                .iter()
+                .map(|(id, pr)| (*id, pr.matched))
+                .collect()
+        })
     }
 
     /// Makes everything buffered durable (before stopping).
@@ -555,6 +574,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             match cmd {
                 Command::Propose { done, .. } => done(Err(RaftError::Stopped)),
                 Command::ReadIndex { done } => done(Err(RaftError::Stopped)),
+                Command::Progress { done } => done(Err(RaftError::Stopped)),
                 Command::ProposeConfChange { done, .. } => done(Err(RaftError::Stopped)),
                 Command::ApplyConfChange { done, .. } => done(Err(RaftError::Stopped)),
                 _ => {}

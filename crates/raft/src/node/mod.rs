@@ -71,6 +71,10 @@ pub struct NodeConfig {
     /// Tells this start of the member from its others (see [`incarnation`]); its read
     /// requests carry it.
     pub incarnation: u64,
+    /// `--force-new-cluster`: with an existing WAL, start as a one-member cluster (see
+    /// [`recovery::force_new_cluster`]); holds this member's conf change context, used
+    /// if it must add itself.
+    pub force_new_cluster: Option<Vec<u8>>,
 }
 
 /// A number for a start of a member that its earlier starts did not use: the wall clock
@@ -188,6 +192,38 @@ impl RaftHandle {
         let done: Done<()> = Box::new(done);
         if let Err(mpsc::SendError(Command::Propose { done, .. })) =
             self.tx.send(Command::Propose { data, done })
+        {
+            done(Err(RaftError::Stopped));
+        }
+    }
+
+    /// Proposes a membership change; `done` learns whether raft accepted it into the
+    /// log (the state machine applies it when committed; raft drops a second change
+    /// proposed while one is pending, as an empty entry).
+    pub fn propose_conf_change(
+        &self,
+        cc: raft::prelude::ConfChange,
+        done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
+    ) {
+        let done: Done<()> = Box::new(done);
+        if let Err(mpsc::SendError(Command::ProposeConfChange { done, .. })) =
+            self.tx.send(Command::ProposeConfChange { cc, done })
+        {
+            done(Err(RaftError::Stopped));
+        }
+    }
+
+    /// Each member's match index, as this member knows it when it leads (None: it
+    /// does not lead).
+    pub fn progress(
+        &self,
+        done: impl FnOnce(Result<Option<std::collections::BTreeMap<u64, u64>>, RaftError>)
+        + Send
+        + 'static,
+    ) {
+        let done: Done<Option<std::collections::BTreeMap<u64, u64>>> = Box::new(done);
+        if let Err(mpsc::SendError(Command::Progress { done })) =
+            self.tx.send(Command::Progress { done })
         {
             done(Err(RaftError::Stopped));
         }
@@ -329,8 +365,24 @@ fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError>
         recovery::write_fresh(&mut wal, &core)?;
         return Ok((wal, LogStore::new(core), meta));
     }
-    let (wal, replay) = Wal::open(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE)?;
-    let (core, meta) = recovery::recover(cfg, replay, &cfg.wal_dir.display().to_string())?;
+    let (mut wal, replay) = Wal::open(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE)?;
+    let (mut core, meta) = recovery::recover(cfg, replay, &cfg.wal_dir.display().to_string())?;
+    if let Some(context) = &cfg.force_new_cluster {
+        let added = recovery::force_new_cluster(&mut core, cfg, context.clone())?;
+        for e in &added {
+            crate::disk::LogDisk::append_entry(&mut wal, e.index, &crate::persist::encode_entry(e));
+        }
+        crate::disk::LogDisk::set_hard_state(
+            &mut wal,
+            &crate::persist::encode_hard_state(&core.hard_state),
+        );
+        crate::disk::LogDisk::sync(&mut wal)?;
+        tracing::warn!(
+            removed = added.len(),
+            commit = core.hard_state.commit,
+            "forcing a new cluster: every other member is removed"
+        );
+    }
     Ok((wal, LogStore::new(core), meta))
 }
 

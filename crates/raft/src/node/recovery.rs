@@ -127,3 +127,73 @@ pub fn recover(
     }
     Ok((core, meta))
 }
+
+/// etcd's `--force-new-cluster` on a rebuilt log: entries not known to be committed are
+/// dropped, and committed conf changes are appended that remove every other member (and
+/// add this one, with `self_context`, if it is not a member), at the current term, with
+/// the commit index moved to the last of them. The state machine applies them like any
+/// conf change, so this member ends alone in its configuration, with all its data.
+/// Returns the entries appended, which the caller must write with the hard state.
+pub fn force_new_cluster(
+    core: &mut LogCore,
+    cfg: &NodeConfig,
+    self_context: Vec<u8>,
+) -> Result<Vec<Entry>, RaftError> {
+    let commit = core.hard_state.commit;
+    // The members once every committed conf change is applied.
+    let mut ids: std::collections::BTreeSet<u64> = core
+        .conf_state
+        .voters
+        .iter()
+        .chain(&core.conf_state.learners)
+        .copied()
+        .collect();
+    let from = cfg.applied.max(core.start.0);
+    for e in core
+        .entries
+        .iter()
+        .filter(|e| e.index > from && e.index <= commit)
+    {
+        if e.get_entry_type() != EntryType::EntryConfChange {
+            continue;
+        }
+        let cc = persist::decode_conf_change(&e.data)?;
+        match cc.get_change_type() {
+            ConfChangeType::AddNode | ConfChangeType::AddLearnerNode => ids.insert(cc.node_id),
+            ConfChangeType::RemoveNode => ids.remove(&cc.node_id),
+        };
+    }
+    let keep = (commit - core.start.0) as usize;
+    core.entries.truncate(keep);
+    let term = core.hard_state.term.max(core.start.1);
+    let mut changes: Vec<ConfChange> = ids
+        .iter()
+        .filter(|id| **id != cfg.id)
+        .map(|id| {
+            let mut cc = ConfChange::default();
+            cc.set_change_type(ConfChangeType::RemoveNode);
+            cc.node_id = *id;
+            cc
+        })
+        .collect();
+    if !ids.contains(&cfg.id) {
+        let mut cc = ConfChange::default();
+        cc.set_change_type(ConfChangeType::AddNode);
+        cc.node_id = cfg.id;
+        cc.context = self_context.into();
+        changes.push(cc);
+    }
+    let mut added = Vec::new();
+    for (i, cc) in changes.iter().enumerate() {
+        let mut e = Entry::default();
+        e.set_entry_type(EntryType::EntryConfChange);
+        e.index = commit + 1 + i as u64;
+        e.term = term;
+        e.data = persist::encode_conf_change(cc).into();
+        added.push(e);
+    }
+    core.entries.extend(added.iter().cloned());
+    core.hard_state.term = term;
+    core.hard_state.commit = core.last_index();
+    Ok(added)
+}

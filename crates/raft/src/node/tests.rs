@@ -21,6 +21,7 @@ fn cfg(dir: &std::path::Path, applied: u64) -> NodeConfig {
         catch_up_entries: CATCH_UP_ENTRIES,
         fixed_election_timeout: false,
         incarnation: incarnation(),
+        force_new_cluster: None,
     }
 }
 

@@ -268,6 +268,7 @@ impl Sim {
             catch_up_entries: 10,
             fixed_election_timeout: true,
             incarnation: self.rng.next(),
+            force_new_cluster: None,
         }
     }
 

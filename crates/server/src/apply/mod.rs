@@ -26,6 +26,7 @@ use oxcd_storage::batch::BatchTx;
 
 use crate::auth::{AuthState, AuthStore, Changes};
 use crate::lease::Lessor;
+use crate::membership::Membership;
 
 /// What apply functions work with, for one batch of log entries. Modules with replicated
 /// state of their own (leases, auth, membership) join here, each writing its tables in
@@ -39,6 +40,8 @@ pub struct Applier<'a> {
     pub leases: &'a Lessor,
     /// Users, roles and the auth revision.
     pub auth: &'a AuthStore,
+    /// The members and the ids removed.
+    pub membership: &'a Membership,
     /// The raft index of the entry being applied.
     pub index: u64,
 }
@@ -50,6 +53,7 @@ impl<'a> Applier<'a> {
         store: &'a Store,
         leases: &'a Lessor,
         auth: &'a AuthStore,
+        membership: &'a Membership,
         tx: &'a BatchTx<'a>,
         record_events: bool,
     ) -> Applier<'a> {
@@ -58,6 +62,7 @@ impl<'a> Applier<'a> {
             mvcc: store.begin_apply(tx, record_events),
             leases,
             auth,
+            membership,
             index: 0,
         }
     }
@@ -177,6 +182,7 @@ pub fn apply(
     match op {
         Op::Alarm(a) => alarms::apply(ctx.tx, a),
         Op::Compaction(c) => compact(&mut ctx.mvcc, c),
+        Op::MemberUpdate(u) => crate::membership::apply::apply_update(ctx.membership, ctx.tx, u),
         Op::MemberAttributes(a) => {
             let key = format!(
                 "{}{:016x}",

@@ -820,6 +820,15 @@ impl Config {
                 .filter(|cost| (4..=31).contains(cost))
                 .unwrap_or(10),
             auth_password_cache_ttl: self.get(key::AUTH_PASSWORD_CACHE_TTL).unwrap_or_default(),
+            strict_reconfig_check: self.get(key::STRICT_RECONFIG_CHECK),
+            // The 3.6 name wins when both are given.
+            max_learners: match self.explicit(key::MAX_LEARNERS) {
+                Some(_) => self.get(key::MAX_LEARNERS),
+                None => self.get(key::EXPERIMENTAL_MAX_LEARNERS),
+            }
+            .min(u64::from(u32::MAX)) as u32,
+            force_new_cluster: self.get(key::FORCE_NEW_CLUSTER),
+            auto_promote_learners: self.get(key::AUTO_PROMOTE_LEARNERS),
         }
     }
 

@@ -147,7 +147,7 @@ flags! {
     AUTO_COMPACTION_MODE = ("auto-compaction-mode", "periodic", Str, NotYet),
     ENABLE_V2 = ("enable-v2", "false", Bool, NotYet),
     V2_DEPRECATION = ("v2-deprecation", "not-yet", Str, NoEffect),
-    MAX_LEARNERS = ("max-learners", "1", Uint, NotYet),
+    MAX_LEARNERS = ("max-learners", "1", Uint, Supported),
     // Security
     CERT_FILE = ("cert-file", "", Str, Supported),
     KEY_FILE = ("key-file", "", Str, Supported),
@@ -181,6 +181,9 @@ flags! {
     // oxcd's own: how long a password checked good with bcrypt is taken without it
     // (auth/password_cache.rs); `0s` checks bcrypt every time, as etcd.
     AUTH_PASSWORD_CACHE_TTL = ("auth-password-cache-ttl", "5m0s", Duration, Supported),
+    // oxcd's own: the leader promotes a learner once it has caught up
+    // (membership/auto_promote.rs).
+    AUTO_PROMOTE_LEARNERS = ("auto-promote-learners", "false", Bool, Supported),
     // Profiling, monitoring, logging
     ENABLE_PPROF = ("enable-pprof", "false", Bool, NotYet),
     // oxcd has no HTTP/JSON gateway: `false` is what it does anyway.
@@ -223,7 +226,7 @@ flags! {
     EXPERIMENTAL_DISTRIBUTED_TRACING_SERVICE_NAME = ("experimental-distributed-tracing-service-name", "etcd", Str, NotYet),
     EXPERIMENTAL_DISTRIBUTED_TRACING_INSTANCE_ID = ("experimental-distributed-tracing-instance-id", "", Str, NotYet),
     EXPERIMENTAL_DISTRIBUTED_TRACING_SAMPLING_RATE = ("experimental-distributed-tracing-sampling-rate", "0", Int, NotYet),
-    EXPERIMENTAL_MAX_LEARNERS = ("experimental-max-learners", "1", Uint, NotYet),
+    EXPERIMENTAL_MAX_LEARNERS = ("experimental-max-learners", "1", Uint, Supported),
     EXPERIMENTAL_SNAPSHOT_CATCHUP_ENTRIES = ("experimental-snapshot-catchup-entries", "5000", Uint, Supported),
     EXPERIMENTAL_MEMORY_MLOCK = ("experimental-memory-mlock", "false", Bool, NoEffect),
     EXPERIMENTAL_DOWNGRADE_CHECK_TIME = ("experimental-downgrade-check-time", "5s", Duration, NotYet),
@@ -234,7 +237,7 @@ flags! {
     CORRUPT_CHECK_TIME = ("corrupt-check-time", "0s", Duration, Supported),
     COMPACT_HASH_CHECK_TIME = ("compact-hash-check-time", "1m0s", Duration, NotYet),
     SNAPSHOT_CATCHUP_ENTRIES = ("snapshot-catchup-entries", "5000", Uint, Supported),
-    FORCE_NEW_CLUSTER = ("force-new-cluster", "false", Bool, NotYet),
+    FORCE_NEW_CLUSTER = ("force-new-cluster", "false", Bool, Supported),
     // Meta
     CONFIG_FILE = ("config-file", "", Str, Supported),
     VERSION = ("version", "false", Bool, Supported),

@@ -139,13 +139,18 @@ impl Renewals {
     /// (plus the checkpoint interval) newer than what a new leader knows, which the new
     /// leader's grace of one election timeout covers.
     fn quorum_heard(&self, member: &Member) -> bool {
-        let need = member.id.members.len() / 2 + 1;
+        let voters = member.voters();
+        let need = voters.len() / 2 + 1;
         let window = member.election_timeout() / 2;
         let now = Instant::now();
         let heard = self.heard.lock().unwrap_or_else(|p| p.into_inner());
         let recent = heard
             .iter()
-            .filter(|(id, t)| **id != member.id.member_id && now.duration_since(**t) <= window)
+            .filter(|(id, t)| {
+                **id != member.id.member_id
+                    && voters.contains(id)
+                    && now.duration_since(**t) <= window
+            })
             .count();
         1 + recent >= need
     }
@@ -171,9 +176,8 @@ impl Forwarder {
             me: member.id.member_id,
             cluster_id: member.id.cluster_id,
             url: member
-                .id
-                .members
-                .iter()
+                .members()
+                .into_iter()
                 .find(|m| m.id == leader)?
                 .peer_urls
                 .first()?

@@ -5,7 +5,7 @@
 //! its proposer gets etcd's error.
 
 use oxcd_api::errors::EtcdError;
-use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo};
+use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo, MemberUpdate};
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::persist;
 use oxcd_raft::{ConfChange, ConfChangeType, Entry};
@@ -14,7 +14,7 @@ use oxcd_storage::schema::META_CONF_STATE;
 use prost::Message as _;
 
 use super::{Change, Membership, table};
-use crate::apply::Applied;
+use crate::apply::{Applied, ApplyError};
 use crate::waiters::Outcome;
 
 /// The change a conf change entry describes. (raft-rs has no UpdateNode: a change of
@@ -83,6 +83,34 @@ pub fn apply_conf_change(
     tx.put_meta(META_CONF_STATE, &persist::encode_conf_state(&conf))
         .map_err(|err| err.to_string())?;
     tracing::info!(index = e.index, ?change, voters = ?conf.voters, learners = ?conf.learners, "membership changed");
+    if let Change::Remove { id } = change
+        && id == raft.id()
+    {
+        tracing::warn!("{}", crate::peer::MEMBER_REMOVED);
+        membership.stop_as_removed();
+    }
     let members = state.members.values().cloned().collect();
     Ok((ctx.request_id, Ok(Applied::Membership(members))))
+}
+
+/// Applies a change of peer URLs (a normal entry: raft's configuration is untouched).
+/// A refused change changes nothing; its proposer gets etcd's error.
+pub fn apply_update(
+    membership: &Membership,
+    tx: &BatchTx<'_>,
+    u: &MemberUpdate,
+) -> Result<Applied, ApplyError> {
+    let change = Change::Update {
+        id: u.id,
+        peer_urls: u.peer_urls.clone(),
+    };
+    membership
+        .apply(&change)
+        .map_err(|refused| ApplyError::Request(refused.into()))?;
+    let state = membership.state();
+    table::write(tx, &state, &change)?;
+    tracing::info!(?change, "membership changed");
+    Ok(Applied::Membership(
+        state.members.values().cloned().collect(),
+    ))
 }

@@ -15,9 +15,13 @@
 //!   the entry).
 
 pub mod apply;
+pub mod auto_promote;
+pub mod reconfig;
+pub mod requests;
 pub mod table;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 
 use oxcd_api::errors::EtcdError;
@@ -215,6 +219,11 @@ pub type PeerUrls = BTreeMap<u64, Vec<String>>;
 pub struct Membership {
     state: RwLock<MembershipState>,
     peers: tokio::sync::watch::Sender<PeerUrls>,
+    removed_self: tokio::sync::watch::Sender<bool>,
+    /// This member's id (0: not known: tools, tests).
+    me: AtomicU64,
+    /// Whether this member is a learner, kept with every change (read per request).
+    learner: AtomicBool,
 }
 
 impl Default for Membership {
@@ -230,7 +239,34 @@ impl Membership {
         Membership {
             state: RwLock::new(state),
             peers,
+            removed_self: tokio::sync::watch::Sender::new(false),
+            me: AtomicU64::new(0),
+            learner: AtomicBool::new(false),
         }
+    }
+
+    /// The membership of member `me`, holding `state`.
+    pub fn of_member(me: u64, state: MembershipState) -> Membership {
+        let m = Membership::new(state);
+        m.me.store(me, Ordering::Release);
+        m.publish(&m.state());
+        m
+    }
+
+    /// Whether this member is a learner (etcd then serves only what learners may).
+    pub fn is_learner(&self) -> bool {
+        self.learner.load(Ordering::Acquire)
+    }
+
+    /// This member was removed from the cluster (it applied its removal, or a peer
+    /// refused it as removed): it must stop.
+    pub fn stop_as_removed(&self) {
+        self.removed_self.send_replace(true);
+    }
+
+    /// Becomes true when this member learns it was removed.
+    pub fn removed_self(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.removed_self.subscribe()
     }
 
     /// The members' peer URLs, updated as changes apply.
@@ -240,6 +276,9 @@ impl Membership {
 
     fn publish(&self, state: &MembershipState) {
         self.peers.send_replace(state.peer_urls());
+        let me = self.me.load(Ordering::Acquire);
+        let learner = state.members.get(&me).is_some_and(|m| m.is_learner);
+        self.learner.store(learner, Ordering::Release);
     }
 
     /// The current membership, for reading.
@@ -267,3 +306,19 @@ impl Membership {
 
 #[cfg(test)]
 mod tests;
+
+/// The attributes (name, client URLs) members have published through raft, by id.
+pub fn published(
+    store: &oxcd_mvcc::Store,
+) -> std::collections::HashMap<u64, oxcd_api::oxcdpb::MemberAttributes> {
+    use prost::Message as _;
+    let prefix = oxcd_storage::schema::META_MEMBER_ATTRIBUTES_PREFIX;
+    let rows = store.read_meta_prefix(prefix).unwrap_or_else(|e| {
+        tracing::warn!("cannot read member attributes: {e}");
+        Vec::new()
+    });
+    rows.into_iter()
+        .filter_map(|(_, v)| oxcd_api::oxcdpb::MemberAttributes::decode(v.as_slice()).ok())
+        .map(|a| (a.id, a))
+        .collect()
+}

@@ -4,6 +4,7 @@
 //! of another cluster is refused.
 
 pub mod dialer;
+pub mod health;
 pub mod remote;
 pub mod service;
 pub mod transport;
@@ -17,3 +18,6 @@ pub const FROM_KEY: &str = "x-oxcd-from";
 /// Largest snapshot chunk a member sends or accepts: a chunk holds about 1 MiB of
 /// dump plus at most one whole row, which can be as large as a request.
 pub const MAX_SNAPSHOT_CHUNK: usize = 256 << 20;
+/// What a member answers a peer it removed from the cluster (etcd's text); the peer
+/// stops when it hears it.
+pub const MEMBER_REMOVED: &str = "the member has been permanently removed from the cluster";

@@ -7,14 +7,20 @@
 //! for `--initial-cluster-state new` ("member ... has already been bootstrapped"); oxcd
 //! refuses it for `existing` too, and says what to do. Unreachable peers are normal on a
 //! first bootstrap (members start together) and are not an error for `new`.
+//!
+//! A member joining a running cluster (`existing`) learns from its peers the cluster id
+//! and the id `member add` gave it, as etcd does.
 
 use std::time::Duration;
 
 use oxcd_api::oxcdpb::peer_client::PeerClient;
 use oxcd_api::oxcdpb::{PeerMembersRequest, PeerMembersResponse};
 
+use oxcd_api::oxcdpb::MemberInfo;
+
 use super::PeerDialer;
 use crate::ids;
+use crate::members::Cluster;
 use crate::settings::Settings;
 
 /// How long each peer has to answer.
@@ -35,12 +41,16 @@ async fn ask(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse, Stri
 }
 
 /// Checks a member that has no WAL yet against its peers; Err says why it must not start.
-pub async fn check_fresh_member(s: &Settings, dialer: &PeerDialer) -> Result<(), String> {
+/// Ok(Some) is the running cluster a member started with `--initial-cluster-state
+/// existing` joins, with the id `member add` gave it; Ok(None): a new cluster.
+pub async fn check_fresh_member(
+    s: &Settings,
+    dialer: &PeerDialer,
+) -> Result<Option<Cluster>, String> {
     let Some((_, my_urls)) = s.initial_cluster.iter().find(|(n, _)| *n == s.name) else {
         // Reported by the bootstrap with etcd's message.
-        return Ok(());
+        return Ok(None);
     };
-    let me = ids::member_id(my_urls, &s.initial_cluster_token);
     let mut answers = Vec::new();
     let mut failures = Vec::new();
     for (name, urls) in s.initial_cluster.iter().filter(|(n, _)| *n != s.name) {
@@ -54,42 +64,121 @@ pub async fn check_fresh_member(s: &Settings, dialer: &PeerDialer) -> Result<(),
             }
         }
     }
-    if answers.iter().any(|a| a.published.contains(&me)) {
+    let me = if s.initial_cluster_existing {
+        let Some(remote) = answers.first() else {
+            return Err(format!(
+                "cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs ({})",
+                failures.join("; ")
+            ));
+        };
+        let me = assign_ids(&s.initial_cluster, &remote.members, &s.name).map_err(|e| {
+            format!(
+                "error validating peerURLs {}: {e}",
+                describe(&remote.members)
+            )
+        })?;
+        Some(Cluster {
+            me,
+            cluster_id: remote.cluster_id,
+            members: remote.members.clone(),
+        })
+    } else {
+        None
+    };
+    let my_id = me.as_ref().map_or_else(
+        || ids::member_id(my_urls, &s.initial_cluster_token),
+        |c| c.me,
+    );
+    if answers.iter().any(|a| a.published.contains(&my_id)) {
         return Err(format!(
-            "member {me:x} has already been bootstrapped; its data dir {} holds no data, so it \
+            "member {my_id:x} has already been bootstrapped; its data dir {} holds no data, so it \
              lost what it acknowledged and must not rejoin as itself (it could help elect a \
              leader missing acknowledged writes). Restore its data dir, or remove the member \
              and add it again with a new one",
             s.data_dir.display()
         ));
     }
-    if !s.initial_cluster_existing {
-        return Ok(());
+    Ok(me)
+}
+
+/// The running cluster's members as etcd prints them in this error.
+fn describe(members: &[MemberInfo]) -> String {
+    let list: Vec<String> = members
+        .iter()
+        .map(|m| format!("{}={}", m.name, m.peer_urls.join(",")))
+        .collect();
+    list.join(",")
+}
+
+/// etcd's `ValidateClusterAndAssignIDs`: `--initial-cluster` must name exactly the
+/// running cluster's members by their peer URLs; returns the id the cluster gave the
+/// member called `name`.
+fn assign_ids(
+    local: &[(String, Vec<String>)],
+    remote: &[MemberInfo],
+    name: &str,
+) -> Result<u64, String> {
+    if local.len() != remote.len() {
+        return Err("member count is unequal".into());
     }
-    let Some(remote) = answers.first() else {
-        return Err(format!(
-            "cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs ({})",
-            failures.join("; ")
-        ));
+    let sorted = |urls: &[String]| {
+        let mut v = urls.to_vec();
+        v.sort();
+        v
     };
-    if !remote.members.iter().any(|m| m.id == me) {
-        return Err(format!(
-            "error validating peerURLs: member {:?} with peer URLs {my_urls:?} is not in the cluster (members are added with `member add`, which oxcd does not support yet)",
-            s.name
-        ));
+    let mut l: Vec<(&str, Vec<String>)> =
+        local.iter().map(|(n, u)| (n.as_str(), sorted(u))).collect();
+    let mut r: Vec<(u64, Vec<String>)> = remote
+        .iter()
+        .map(|m| (m.id, sorted(&m.peer_urls)))
+        .collect();
+    l.sort_by(|a, b| a.1.cmp(&b.1));
+    r.sort_by(|a, b| a.1.cmp(&b.1));
+    let mut mine = None;
+    for ((n, lu), (id, ru)) in l.iter().zip(&r) {
+        if lu != ru {
+            return Err(format!(
+                "unmatched member while checking PeerURLs ({lu:?}, {ru:?})"
+            ));
+        }
+        if *n == name {
+            mine = Some(*id);
+        }
     }
-    let mine = ids::cluster_id(
-        &s.initial_cluster
-            .iter()
-            .map(|(_, urls)| ids::member_id(urls, &s.initial_cluster_token))
-            .collect::<Vec<_>>(),
-    );
-    if remote.cluster_id != mine {
-        return Err(format!(
-            "the cluster at the peer URLs has id {:x} but --initial-cluster and --initial-cluster-token describe {mine:x}",
-            remote.cluster_id
-        ));
+    mine.ok_or_else(|| {
+        format!("couldn't find local name {name:?} in the initial cluster configuration")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(id: u64, url: &str) -> MemberInfo {
+        MemberInfo {
+            id,
+            peer_urls: vec![url.to_string()],
+            ..Default::default()
+        }
     }
-    // Listed but never served: it joins as the bootstrap list describes it.
-    Ok(())
+
+    #[test]
+    fn a_joining_member_takes_the_id_the_cluster_gave_its_peer_urls() {
+        let local = vec![
+            ("a".to_string(), vec!["http://h:1".to_string()]),
+            ("new".to_string(), vec!["http://h:3".to_string()]),
+        ];
+        let remote = [member(7, "http://h:3"), member(5, "http://h:1")];
+        assert_eq!(assign_ids(&local, &remote, "new"), Ok(7));
+        assert_eq!(
+            assign_ids(&local, &remote[..1], "new"),
+            Err("member count is unequal".into())
+        );
+        let moved = [member(7, "http://h:4"), member(5, "http://h:1")];
+        assert!(
+            assign_ids(&local, &moved, "new")
+                .unwrap_err()
+                .starts_with("unmatched member while checking PeerURLs")
+        );
+    }
 }

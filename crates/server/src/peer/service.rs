@@ -9,20 +9,20 @@ use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
 use oxcd_api::oxcdpb::{
-    MemberAttributes, MemberList, PeerAck, PeerHashKvRequest, PeerHashKvResponse,
-    PeerMembersRequest, PeerMembersResponse, PeerRenewLeasesRequest, PeerRenewLeasesResponse,
+    PeerAck, PeerHashKvRequest, PeerHashKvResponse, PeerMembersRequest, PeerMembersResponse,
+    PeerPromoteRequest, PeerPromoteResponse, PeerRenewLeasesRequest, PeerRenewLeasesResponse,
     RaftEnvelope, SnapshotChunk,
 };
 use oxcd_mvcc::Store;
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::persist::decode_message;
 use oxcd_storage::snapshot::SnapshotFile;
-use prost::Message as _;
 use tokio::sync::{Mutex, mpsc};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::{CLUSTER_ID_KEY, FROM_KEY};
 use crate::lease::renewals::Renewals;
+use crate::member::Member;
 
 /// The Peer service of one member.
 pub struct PeerService {
@@ -34,24 +34,28 @@ pub struct PeerService {
     receiving: Mutex<()>,
     /// Renews the keepalives followers forward, when this member leads.
     renewals: Arc<Renewals>,
+    /// The member, for promotions forwarded to it (weak, as the store).
+    member: Weak<Member>,
 }
 
 impl PeerService {
     /// A Peer service feeding `raft`, receiving snapshots into `snap_dir`, hashing
     /// `store` for corruption checks, renewing forwarded keepalives with `renewals`.
-    pub fn new(
-        raft: RaftHandle,
-        store: Arc<Store>,
-        snap_dir: PathBuf,
-        renewals: Arc<Renewals>,
-    ) -> PeerService {
+    pub fn new(member: &Arc<Member>, snap_dir: PathBuf, renewals: Arc<Renewals>) -> PeerService {
         PeerService {
-            raft,
-            store: Arc::downgrade(&store),
+            raft: member.raft.clone(),
+            store: Arc::downgrade(&member.store),
             snap_dir,
             receiving: Mutex::new(()),
             renewals,
+            member: Arc::downgrade(member),
         }
+    }
+
+    fn member(&self) -> Result<Arc<Member>, Status> {
+        self.member
+            .upgrade()
+            .ok_or_else(|| Status::from(EtcdError::Stopped))
     }
 
     /// Checks the sender's cluster id; returns the sender's member id.
@@ -67,6 +71,15 @@ impl PeerService {
                 "rejected a peer stream: cluster ID mismatch"
             );
             return Err(EtcdError::ClusterIdMismatch.into());
+        }
+        if let Some(m) = self.member.upgrade()
+            && m.membership.state().removed.contains(&from)
+        {
+            tracing::warn!(
+                remote_member_id = %format!("{from:x}"),
+                "rejected a peer stream: the member was removed from the cluster"
+            );
+            return Err(Status::failed_precondition(super::MEMBER_REMOVED));
         }
         Ok(from)
     }
@@ -227,24 +240,22 @@ impl Peer for PeerService {
         &self,
         _req: Request<PeerMembersRequest>,
     ) -> Result<Response<PeerMembersResponse>, Status> {
-        let store = self
-            .store
-            .upgrade()
-            .ok_or_else(|| Status::from(EtcdError::Stopped))?;
-        let members = MemberList::decode(self.raft.members())
-            .map(|l| l.members)
-            .unwrap_or_default();
-        let published = store
-            .read_meta_prefix(oxcd_storage::schema::META_MEMBER_ATTRIBUTES_PREFIX)
-            .map_err(crate::apply::mvcc_err)?
-            .iter()
-            .filter_map(|(_, v)| MemberAttributes::decode(v.as_slice()).ok())
-            .map(|a| a.id)
-            .collect();
+        let m = self.member()?;
+        let published = crate::membership::published(&m.store).into_keys().collect();
         Ok(Response::new(PeerMembersResponse {
             cluster_id: self.raft.cluster_id(),
-            members,
+            members: m.members(),
             published,
         }))
+    }
+
+    async fn promote_member(
+        &self,
+        req: Request<PeerPromoteRequest>,
+    ) -> Result<Response<PeerPromoteResponse>, Status> {
+        self.admit(&req)?;
+        let m = self.member()?;
+        let members = crate::membership::requests::promote_here(&m, req.get_ref().id).await?;
+        Ok(Response::new(PeerPromoteResponse { members }))
     }
 }

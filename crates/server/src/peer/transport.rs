@@ -25,6 +25,7 @@ use tokio::sync::mpsc;
 use tonic::transport::Channel;
 
 use super::dialer::CONNECT_TIMEOUT;
+use super::health::PeerHealth;
 use super::{CLUSTER_ID_KEY, FROM_KEY, PeerDialer};
 
 /// Messages queued per peer before new ones are dropped.
@@ -66,6 +67,26 @@ impl PeerFaults {
 /// The members' peer URLs by id, as the replicated membership publishes them.
 pub type PeerUrls = tokio::sync::watch::Receiver<BTreeMap<u64, Vec<String>>>;
 
+/// What the sending tasks tell the rest of the member: which peers are connected, and
+/// that a peer refused us because this member was removed from the cluster.
+#[derive(Clone)]
+pub struct LinkReports {
+    /// Connection times, for the strict reconfiguration checks.
+    pub health: Arc<PeerHealth>,
+    /// Called when a peer says this member was removed (the member then stops).
+    pub removed: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl LinkReports {
+    /// Reports that go nowhere (tests of the transport alone).
+    pub fn none() -> LinkReports {
+        LinkReports {
+            health: Arc::default(),
+            removed: Arc::new(|| {}),
+        }
+    }
+}
+
 /// Sends raft messages to peers.
 pub struct PeerTransport {
     me: u64,
@@ -79,6 +100,7 @@ pub struct PeerTransport {
     raft: Arc<OnceLock<RaftHandle>>,
     faults: Option<PeerFaults>,
     dialer: PeerDialer,
+    reports: LinkReports,
     /// The runtime the tasks run on (`send` is called from the raft thread).
     runtime: tokio::runtime::Handle,
 }
@@ -98,6 +120,7 @@ impl PeerTransport {
         raft: Arc<OnceLock<RaftHandle>>,
         faults: Option<PeerFaults>,
         dialer: PeerDialer,
+        reports: LinkReports,
     ) -> PeerTransport {
         let mut t = PeerTransport {
             me,
@@ -110,6 +133,7 @@ impl PeerTransport {
             raft,
             faults,
             dialer,
+            reports,
             runtime: tokio::runtime::Handle::current(),
         };
         for (&id, url) in peers {
@@ -128,8 +152,13 @@ impl PeerTransport {
             url,
             dialer: self.dialer.clone(),
         };
-        self.runtime
-            .spawn(peer_loop(link, id, rx, self.raft.clone()));
+        self.runtime.spawn(peer_loop(
+            link,
+            id,
+            rx,
+            self.raft.clone(),
+            self.reports.clone(),
+        ));
     }
 
     /// Follows the membership: a new member gets a sending task, a removed one loses
@@ -141,15 +170,16 @@ impl PeerTransport {
         if !rx.has_changed().unwrap_or(false) {
             return;
         }
-        let wanted: HashMap<u64, String> = rx
-            .borrow_and_update()
+        let all = rx.borrow_and_update().clone();
+        if all.is_empty() {
+            // A backend from before the replicated membership: the bootstrap peers.
+            return;
+        }
+        let wanted: HashMap<u64, String> = all
             .iter()
             .filter(|(id, _)| **id != self.me)
             .filter_map(|(id, urls)| urls.first().map(|u| (*id, u.clone())))
             .collect();
-        if wanted.is_empty() {
-            return;
-        }
         let gone: Vec<u64> = self
             .urls
             .iter()
@@ -160,6 +190,7 @@ impl PeerTransport {
             tracing::info!(peer = %format!("{id:x}"), "peer removed or moved");
             self.queues.remove(&id);
             self.urls.remove(&id);
+            self.reports.health.disconnected(id);
         }
         for (id, url) in wanted {
             if !self.urls.contains_key(&id) {
@@ -241,7 +272,8 @@ impl Transport for PeerTransport {
                     }
                 }
                 None => {
-                    tracing::warn!(to = %format!("{to:x}"), "raft message to an unknown member dropped")
+                    // A member just removed (answering it is moot) or not yet known.
+                    tracing::debug!(to = %format!("{to:x}"), "raft message to an unknown member dropped")
                 }
             }
         }
@@ -254,6 +286,7 @@ async fn peer_loop(
     id: u64,
     mut queue: mpsc::Receiver<Message>,
     raft: Arc<OnceLock<RaftHandle>>,
+    reports: LinkReports,
 ) {
     let report = |raft: &Arc<OnceLock<RaftHandle>>| {
         if let Some(r) = raft.get() {
@@ -266,6 +299,7 @@ async fn peer_loop(
         let channel = match link.connect().await {
             Ok(c) => c,
             Err(e) => {
+                reports.health.disconnected(id);
                 if !logged_down {
                     tracing::warn!(peer = %format!("{id:x}"), url, "peer unreachable: {e}");
                     logged_down = true;
@@ -295,11 +329,13 @@ async fn peer_loop(
         let req = link.request(tokio_stream::wrappers::ReceiverStream::new(rx));
         let mut client = PeerClient::new(channel);
         let mut call = tokio::spawn(async move { client.raft(req).await });
+        reports.health.connected(id);
         loop {
             tokio::select! {
                 m = queue.recv() => {
                     let Some(m) = m else {
                         call.abort();
+                        reports.health.disconnected(id);
                         return;
                     };
                     // Never wait on the stream here: the call's end must stay observable.
@@ -317,6 +353,10 @@ async fn peer_loop(
                         Ok(Err(status)) if status.message() == oxcd_api::errors::EtcdError::ClusterIdMismatch.message() => {
                             tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", status.message());
                         }
+                        Ok(Err(status)) if status.message() == super::MEMBER_REMOVED => {
+                            tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", status.message());
+                            (reports.removed)();
+                        }
                         Ok(Err(status)) => tracing::debug!(peer = %format!("{id:x}"), "peer stream ended: {status}"),
                         _ => {}
                     }
@@ -325,6 +365,7 @@ async fn peer_loop(
                 }
             }
         }
+        reports.health.disconnected(id);
         // A call still running holds a connection that no longer carries our messages.
         call.abort();
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -453,6 +494,7 @@ mod tests {
             Arc::new(OnceLock::new()),
             None,
             PeerDialer::new(None, None),
+            LinkReports::none(),
         );
         let peers = |t: &PeerTransport| -> Vec<(u64, String)> {
             let mut v: Vec<_> = t.urls.iter().map(|(id, u)| (*id, u.clone())).collect();

@@ -180,6 +180,9 @@ pub(crate) async fn answer(
 ) -> Result<RangeOut, Status> {
     validate::range(&r)?;
     if !r.serializable {
+        if member.membership.is_learner() {
+            return Err(EtcdError::LearnerNotSupported.into());
+        }
         member.read_barrier().await?;
     }
     member

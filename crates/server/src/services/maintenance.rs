@@ -100,7 +100,7 @@ impl Maintenance for MaintenanceService {
         if m.raft.status().leader() != m.id.member_id {
             return Err(EtcdError::NotLeader.into());
         }
-        if !m.id.members.iter().any(|x| x.id == target) {
+        if !m.voters().contains(&target) {
             return Err(EtcdError::BadLeaderTransferee.into());
         }
         if target != m.id.member_id {

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod election;
 pub mod kv;
 pub mod kv_range;
+pub mod learner_gate;
 pub mod lease;
 pub mod lock;
 pub mod maintenance;

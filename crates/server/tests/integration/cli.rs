@@ -105,6 +105,10 @@ fn sigterm_stops_cleanly_and_data_dir_from_env() {
         .env("ETCD_DATA_DIR", &data)
         .env("ETCD_LISTEN_CLIENT_URLS", &url)
         .env("ETCD_ADVERTISE_CLIENT_URLS", &url)
+        .env(
+            "ETCD_LISTEN_PEER_URLS",
+            format!("http://127.0.0.1:{}", free_port()),
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -15,6 +15,7 @@ use oxcd_server::settings::Settings;
 async fn start_err(data_dir: PathBuf) -> ServeError {
     let mut s = Settings::new("default", data_dir);
     s.listen_client_urls = vec!["http://127.0.0.1:0".into()];
+    s.listen_peer_urls = vec!["http://127.0.0.1:0".into()];
     serve::run(s, std::future::pending(), |_| {})
         .await
         .expect_err("start must fail")

@@ -24,6 +24,7 @@ mod lease_ttl_vs_etcd;
 mod lock_election_client;
 mod lock_election_parity;
 mod membership;
+mod membership_changes;
 mod tls;
 mod tls_cluster;
 mod watch;

@@ -57,6 +57,9 @@ impl InProc {
         let url = format!("http://127.0.0.1:{}", free_port());
         s.listen_client_urls = vec![url.clone()];
         s.advertise_client_urls = vec![url];
+        // Every member listens for peers: never on etcd's default port, which tests
+        // running together would share.
+        s.listen_peer_urls = vec![format!("http://127.0.0.1:{}", free_port())];
         s.heartbeat = std::time::Duration::from_millis(10);
         s.election_timeout = std::time::Duration::from_millis(100);
         tweak(&mut s);
@@ -190,6 +193,7 @@ impl OxcdProcess {
                 &url,
             ])
             .args(extra)
+            .args(peer_listener(extra))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -218,6 +222,22 @@ impl OxcdProcess {
             ready: rx,
         }
     }
+}
+
+/// `--listen-peer-urls` on a free port unless `extra` names peer URLs or a config
+/// file: every member listens for peers, and tests running together must not share
+/// etcd's default port.
+pub fn peer_listener(extra: &[String]) -> Vec<String> {
+    if extra
+        .iter()
+        .any(|a| a.starts_with("--listen-peer-urls") || a.starts_with("--config-file"))
+    {
+        return Vec::new();
+    }
+    vec![
+        "--listen-peer-urls".into(),
+        format!("http://127.0.0.1:{}", free_port()),
+    ]
 }
 
 /// A started `oxcd` that may not be serving yet.
