@@ -26,6 +26,9 @@ pub enum Error {
     /// The server canceled a watch, with its reason.
     #[error("{0}")]
     WatchCanceled(String),
+    /// A peer URL clientv3 refuses before asking the server (Go's words for why).
+    #[error("{0}")]
+    InvalidUrl(String),
     /// The server answered with an error.
     #[error("{}", status_text(.0))]
     Status(#[from] tonic::Status),

@@ -19,6 +19,7 @@ mod endpoint;
 mod error;
 mod ops;
 mod password;
+mod peer_urls;
 mod watch;
 
 pub use auth_ops::PermissionType;
@@ -28,4 +29,5 @@ pub use endpoint::{Target, endpoint_uri, parse_endpoint};
 pub use error::Error;
 pub use ops::prefix_end;
 pub use password::{ask_password, ask_secret};
+pub use peer_urls::check_peer_urls;
 pub use watch::{Watch, watch_prefix, watch_request};

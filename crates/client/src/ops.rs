@@ -7,7 +7,9 @@ use oxcd_api::etcdserverpb::{
     DeleteRangeResponse, HashKvRequest, HashKvResponse, LeaseGrantRequest, LeaseGrantResponse,
     LeaseKeepAliveRequest, LeaseKeepAliveResponse, LeaseLeasesRequest, LeaseLeasesResponse,
     LeaseRevokeRequest, LeaseRevokeResponse, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
-    MemberListRequest, MemberListResponse, MoveLeaderRequest, MoveLeaderResponse, PutRequest,
+    MemberAddRequest, MemberAddResponse, MemberListRequest, MemberListResponse,
+    MemberPromoteRequest, MemberPromoteResponse, MemberRemoveRequest, MemberRemoveResponse,
+    MemberUpdateRequest, MemberUpdateResponse, MoveLeaderRequest, MoveLeaderResponse, PutRequest,
     PutResponse, RangeRequest, RangeResponse, StatusRequest, StatusResponse, TxnRequest,
     TxnResponse,
 };
@@ -132,6 +134,49 @@ impl Client {
                 .member_list(MemberListRequest { linearizable }),
         )
         .await
+    }
+
+    /// `Cluster.MemberAdd` of a member with `peer_urls` (a learner if `is_learner`). The
+    /// URLs are checked first as clientv3 checks them ([`crate::check_peer_urls`]) and
+    /// sent as given.
+    pub async fn member_add(
+        &self,
+        peer_urls: Vec<String>,
+        is_learner: bool,
+    ) -> Result<MemberAddResponse, Error> {
+        crate::check_peer_urls(&peer_urls)?;
+        let req = MemberAddRequest {
+            peer_ur_ls: peer_urls,
+            is_learner,
+        };
+        self.bounded(self.cluster().member_add(req)).await
+    }
+
+    /// `Cluster.MemberRemove` of member `id`.
+    pub async fn member_remove(&self, id: u64) -> Result<MemberRemoveResponse, Error> {
+        self.bounded(self.cluster().member_remove(MemberRemoveRequest { id }))
+            .await
+    }
+
+    /// `Cluster.MemberUpdate`: member `id`'s peer URLs become `peer_urls` (checked first
+    /// as clientv3 checks them, then sent as given).
+    pub async fn member_update(
+        &self,
+        id: u64,
+        peer_urls: Vec<String>,
+    ) -> Result<MemberUpdateResponse, Error> {
+        crate::check_peer_urls(&peer_urls)?;
+        let req = MemberUpdateRequest {
+            id,
+            peer_ur_ls: peer_urls,
+        };
+        self.bounded(self.cluster().member_update(req)).await
+    }
+
+    /// `Cluster.MemberPromote`: learner `id` becomes a voting member.
+    pub async fn member_promote(&self, id: u64) -> Result<MemberPromoteResponse, Error> {
+        self.bounded(self.cluster().member_promote(MemberPromoteRequest { id }))
+            .await
     }
 
     /// `Lease.LeaseGrant` of `ttl` seconds; `id` 0 lets the server choose the id.

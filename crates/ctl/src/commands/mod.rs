@@ -11,6 +11,7 @@ mod kv;
 mod lease;
 mod lock;
 mod lookup;
+mod member;
 mod mirror;
 mod role;
 mod txn;
@@ -199,6 +200,12 @@ const COMMANDS: &[Command] = &[
     lease::TIME_TO_LIVE,
     lease::LIST,
     keep_alive::KEEP_ALIVE,
+    member::GROUP,
+    member::ADD,
+    member::REMOVE,
+    member::UPDATE,
+    member::LIST,
+    member::PROMOTE,
     lock::LOCK,
     elect::ELECT,
     mirror::MAKE_MIRROR,

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod fields;
 pub mod json;
 mod lease;
+mod member;
 pub mod simple;
 pub mod table;
 

@@ -8,9 +8,11 @@
 //! stderr and exit code. Read-only lines also run through oxcdctl against server A, to
 //! compare the two CLIs on one server. Only what legitimately differs is masked: the
 //! servers' addresses, the program's name, timings (`took`), database sizes and the
-//! timestamps of log lines. The lease commands are compared in [`lease`].
+//! timestamps of log lines. The lease commands are compared in [`lease`], the member
+//! commands in [`member`] (against oxcd members too).
 
 mod lease;
+mod member;
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -44,6 +46,11 @@ fn free_port() -> u16 {
 /// Starts etcd listening on free ports, advertising `peer_url` (not listened on; a
 /// single member never dials itself), and waits until it serves.
 fn start_etcd(peer_url: &str) -> Etcd {
+    start_etcd_with(peer_url, &[])
+}
+
+/// [`start_etcd`] with more flags.
+fn start_etcd_with(peer_url: &str, flags: &[String]) -> Etcd {
     let dir = tempfile::tempdir().expect("tempdir");
     let (client, peer) = (free_port(), free_port());
     let addr = format!("127.0.0.1:{client}");
@@ -56,6 +63,7 @@ fn start_etcd(peer_url: &str) -> Etcd {
         .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}"))
         .arg(format!("--initial-advertise-peer-urls={peer_url}"))
         .arg(format!("--initial-cluster=default={peer_url}"))
+        .args(flags)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
