@@ -232,6 +232,13 @@ async fn one_member_grows_to_three_and_shrinks_back_under_writes() {
     ma.stop().await;
 }
 
+/// The member id `m` reports.
+async fn member_id(m: &InProc) -> u64 {
+    let mut c = m.client().await;
+    let st = c.status().await.expect("status");
+    st.header().expect("header").member_id()
+}
+
 /// The message of a failed call.
 fn refusal<T: std::fmt::Debug>(r: Result<T, etcd_client::Error>) -> String {
     match r {
@@ -247,25 +254,9 @@ async fn adding_a_voter_while_a_member_is_down_is_refused() {
     let (mut members, _) = common::cluster::three(dir.path()).await;
     let leader = common::cluster::leader_index(&members).await;
     let down = (leader + 1) % 3;
-    let down_id = {
-        let mut c = members[down].client().await;
-        c.status()
-            .await
-            .expect("status")
-            .header()
-            .expect("header")
-            .member_id()
-    };
+    let down_id = member_id(&members[down]).await;
     let live_follower = (leader + 2) % 3;
-    let live_id = {
-        let mut c = members[live_follower].client().await;
-        c.status()
-            .await
-            .expect("status")
-            .header()
-            .expect("header")
-            .member_id()
-    };
+    let live_id = member_id(&members[live_follower]).await;
     members.remove(down).stop().await;
     let c = members[0].client().await;
     let new = Seat::new("m3");

@@ -431,14 +431,7 @@ fn start_of_a_second() {
 /// What a server answers, as `(code, message)`, to requests etcdctl never sends
 /// (clientv3 refuses their URLs first).
 fn raw_refusals(rt: &Runtime, addr: &str) -> Vec<String> {
-    let opts = oxcd_client::ConnectOptions {
-        dial_timeout: Duration::from_secs(2),
-        request_timeout: Duration::from_secs(5),
-        keepalive_time: Duration::from_secs(2),
-        keepalive_timeout: Duration::from_secs(6),
-        credentials: None,
-        tls: None,
-    };
+    let opts = oxcd_client::ConnectOptions::default();
     rt.block_on(async {
         let c = oxcd_client::Client::connect(&[addr.to_string()], &opts)
             .await
