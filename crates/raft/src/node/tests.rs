@@ -230,3 +230,63 @@ fn leadership_is_published_when_the_member_becomes_leader() {
     h.stop();
     thread.join().expect("join").expect("clean stop");
 }
+
+#[test]
+fn forcing_a_new_cluster_drops_uncommitted_entries_and_removes_the_others() {
+    use raft::prelude::{ConfChange, ConfChangeType, Entry, EntryType};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = cfg(dir.path(), 3);
+    let normal = |index: u64| {
+        let mut e = Entry::default();
+        e.index = index;
+        e.term = 2;
+        e.data = b"x".to_vec().into();
+        e
+    };
+    let add = |index: u64, id: u64| {
+        let mut cc = ConfChange::default();
+        cc.set_change_type(ConfChangeType::AddLearnerNode);
+        cc.node_id = id;
+        let mut e = Entry::default();
+        e.set_entry_type(EntryType::EntryConfChange);
+        e.index = index;
+        e.term = 2;
+        e.data = persist::encode_conf_change(&cc).into();
+        e
+    };
+    let mut core = crate::log_store::LogCore {
+        conf_state: ConfState {
+            voters: vec![1, 2, 3],
+            ..Default::default()
+        },
+        entries: vec![
+            normal(1),
+            normal(2),
+            normal(3),
+            add(4, 4),
+            normal(5),
+            normal(6),
+        ],
+        ..Default::default()
+    };
+    core.hard_state.term = 2;
+    // Committed up to the learner's addition (applied only to 3); 5 and 6 may be lost.
+    core.hard_state.commit = 4;
+    let added = recovery::force_new_cluster(&mut core, &c, b"me".to_vec()).expect("forced");
+    let removed: Vec<u64> = added
+        .iter()
+        .map(|e| {
+            let cc = persist::decode_conf_change(&e.data).expect("conf change");
+            assert_eq!(cc.get_change_type(), ConfChangeType::RemoveNode);
+            assert_eq!(e.term, 2);
+            cc.node_id
+        })
+        .collect();
+    assert_eq!(removed, [2, 3, 4], "every other member, the learner too");
+    assert_eq!(
+        core.entries.iter().map(|e| e.index).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 6, 7],
+        "5 and 6 replaced by the removals"
+    );
+    assert_eq!(core.hard_state.commit, 7);
+}
