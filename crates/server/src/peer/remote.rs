@@ -51,37 +51,29 @@ pub async fn check_fresh_member(
         // Reported by the bootstrap with etcd's message.
         return Ok(None);
     };
-    let mut answers = Vec::new();
-    let mut failures = Vec::new();
-    for (name, urls) in s.initial_cluster.iter().filter(|(n, _)| *n != s.name) {
-        for url in urls {
-            match ask(dialer, url).await {
-                Ok(a) => {
-                    answers.push(a);
-                    break;
-                }
-                Err(e) => failures.push(format!("{name} {url}: {e}")),
-            }
-        }
-    }
+    let (mut answers, failures) = ask_all(s, dialer).await;
     let me = if s.initial_cluster_existing {
-        let Some(remote) = answers.first() else {
+        if answers.is_empty() {
             return Err(format!(
                 "cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs ({})",
                 failures.join("; ")
             ));
-        };
-        let me = assign_ids(&s.initial_cluster, &remote.members, &s.name).map_err(|e| {
-            format!(
-                "error validating peerURLs {}: {e}",
-                describe(&remote.members)
-            )
-        })?;
-        Some(Cluster {
-            me,
-            cluster_id: remote.cluster_id,
-            members: remote.members.clone(),
-        })
+        }
+        // `member add` answers once its member has applied the change; a peer that has
+        // not yet may not list us: ask again for a moment before giving up.
+        let mut joined = join(s, &answers);
+        for _ in 0..JOIN_RETRIES {
+            if joined.is_ok() {
+                break;
+            }
+            tokio::time::sleep(JOIN_RETRY_PAUSE).await;
+            let (again, _) = ask_all(s, dialer).await;
+            if !again.is_empty() {
+                answers = again;
+                joined = join(s, &answers);
+            }
+        }
+        Some(joined?)
     } else {
         None
     };
@@ -99,6 +91,54 @@ pub async fn check_fresh_member(
         ));
     }
     Ok(me)
+}
+
+/// How often, and how far apart, a joining member asks again when no peer lists it yet.
+const JOIN_RETRIES: usize = 10;
+const JOIN_RETRY_PAUSE: Duration = Duration::from_millis(300);
+
+/// Every peer's answer (the first URL of each that answers), and why the others did not.
+async fn ask_all(s: &Settings, dialer: &PeerDialer) -> (Vec<PeerMembersResponse>, Vec<String>) {
+    let mut answers = Vec::new();
+    let mut failures = Vec::new();
+    for (name, urls) in s.initial_cluster.iter().filter(|(n, _)| *n != s.name) {
+        for url in urls {
+            match ask(dialer, url).await {
+                Ok(a) => {
+                    answers.push(a);
+                    break;
+                }
+                Err(e) => failures.push(format!("{name} {url}: {e}")),
+            }
+        }
+    }
+    (answers, failures)
+}
+
+/// The cluster to join, from the first answer that lists this member as
+/// `--initial-cluster` describes it; else the first answer's refusal.
+fn join(s: &Settings, answers: &[PeerMembersResponse]) -> Result<Cluster, String> {
+    let mut first_err = None;
+    for remote in answers {
+        match assign_ids(&s.initial_cluster, &remote.members, &s.name) {
+            Ok(me) => {
+                return Ok(Cluster {
+                    me,
+                    cluster_id: remote.cluster_id,
+                    members: remote.members.clone(),
+                });
+            }
+            Err(e) => {
+                first_err.get_or_insert_with(|| {
+                    format!(
+                        "error validating peerURLs {}: {e}",
+                        describe(&remote.members)
+                    )
+                });
+            }
+        }
+    }
+    Err(first_err.unwrap_or_else(|| "no peer answered".into()))
 }
 
 /// The running cluster's members as etcd prints them in this error.
