@@ -80,6 +80,10 @@ pub enum Command {
     /// Start a 3-member etcd and a 3-member oxcd on loopback, one after the other, run
     /// the same matrix on each and write a markdown report with the ratios.
     Compare(crate::compare::CompareArgs),
+    /// Add a learner to a filled 3-member etcd and then oxcd, promote it as soon as
+    /// it is in sync, and report the catch-up time, the writes' latency meanwhile and
+    /// the leader's term.
+    LearnerCatchup(crate::learner::LearnerArgs),
 }
 
 /// Key and value shape shared by the writing workloads.

@@ -1,5 +1,5 @@
-//! oxcd-bench: etcd `benchmark`-style load against any etcd v3 endpoints, and
-//! `compare`, the side-by-side run of oxcd and etcd.
+//! oxcd-bench: etcd `benchmark`-style load against any etcd v3 endpoints; `compare`,
+//! the side-by-side run of oxcd and etcd; `learner-catchup`, a learner added to each.
 //!
 //! Exit status: 0 on a finished run (failed requests are reported, not fatal; an
 //! unsupported workload prints "unsupported: ..."), 1 when the run could not start.
@@ -14,7 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use oxcd_bench::cli::{Cli, Command};
 use oxcd_bench::stats::Report;
 use oxcd_bench::workloads::{auth, kv, lease, txn, watch};
-use oxcd_bench::{compare, conns};
+use oxcd_bench::{compare, conns, learner};
 
 async fn workload(cli: &Cli) -> Result<Report, String> {
     let g = &cli.global;
@@ -30,6 +30,7 @@ async fn workload(cli: &Cli) -> Result<Report, String> {
         Command::LeaseKeepalive(a) => lease::keepalive(a, clients, &conns).await,
         Command::Authenticate(a) => Ok(auth::authenticate(a, clients, &conns).await),
         Command::Compare(_) => Err("compare is not a workload".into()),
+        Command::LearnerCatchup(_) => Err("learner-catchup is not a workload".into()),
     }
 }
 
@@ -59,6 +60,9 @@ fn main() -> std::process::ExitCode {
     let result = rt.block_on(async {
         if let Command::Compare(a) = &cli.command {
             return compare::run(a).await.map(|()| None);
+        }
+        if let Command::LearnerCatchup(a) = &cli.command {
+            return learner::run(a).await.map(|()| None);
         }
         workload(&cli).await.map(Some)
     });

@@ -335,3 +335,90 @@ fn compare_runs_etcd_and_oxcd_and_writes_the_report() {
         "data dirs left behind"
     );
 }
+
+/// The etcd to add a learner to: the reference etcd when `OXCD_REFERENCE_ETCD` names
+/// it, else etcd 3.5 where `../shared/tools/fetch-etcd35.sh` puts it, else Debian's 3.4
+/// (learners exist since 3.4); none when no etcd is installed.
+fn learner_etcd() -> Option<PathBuf> {
+    std::env::var_os(oxcd_testkit::reference::VARIABLE)
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([
+            PathBuf::from("/tmp/etcd-3.5/bin/etcd"),
+            PathBuf::from(oxcd_testkit::reference::DEBIAN_ETCD),
+        ])
+        .find(|p| p.exists())
+}
+
+#[test]
+fn learner_catchup_runs_etcd_and_oxcd_and_writes_the_report() {
+    let Some(etcd) = learner_etcd() else {
+        eprintln!("skipped: no etcd binary (apt-get install etcd-server, or fetch-etcd35.sh)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("learner.md");
+    let data = dir.path().join("data");
+    let oxcd = oxcd();
+    let report = bench(&[
+        "learner-catchup",
+        "--etcd",
+        etcd.to_str().expect("utf-8 path"),
+        "--oxcd",
+        oxcd.to_str().expect("utf-8 path"),
+        "--dir",
+        data.to_str().expect("utf-8 path"),
+        "--out",
+        out.to_str().expect("utf-8 path"),
+        "--data-mb",
+        "5",
+        "--snapshot-count",
+        "500",
+        "--settle-secs",
+        "0",
+        "--baseline-secs",
+        "2",
+        "--write-rate",
+        "200",
+        "--timeout-secs",
+        "40",
+    ]);
+    let md = std::fs::read_to_string(&out).expect("report written");
+    assert_eq!(md.trim(), report.trim());
+    for needle in [
+        "## Round 1: etcd, then oxcd",
+        "| | etcd | oxcd | oxcd/etcd |",
+        "| **catch-up: MemberAdd → MemberPromote accepted, s** |",
+        "| **write p99 during catch-up, ms** |",
+        "| baseline write p99 (before MemberAdd), ms |",
+        "| leader term before → after |",
+        "Targets: catch-up ≤ 0.5x etcd's",
+    ] {
+        assert!(md.contains(needle), "{needle:?} missing from:\n{md}");
+    }
+    let raw: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.with_extension("json")).expect("raw figures written"),
+    )
+    .expect("json");
+    let systems: Vec<&str> = raw[0]
+        .as_array()
+        .expect("one round of outcomes")
+        .iter()
+        .filter_map(|o| o["system"].as_str())
+        .collect();
+    assert_eq!(systems, ["etcd", "oxcd"]);
+    for o in raw[0].as_array().expect("outcomes") {
+        assert_eq!(o["fill"]["puts"], 5120, "{o}");
+        assert!(o["catchup_secs"].as_f64().is_some_and(|t| t > 0.0), "{o}");
+        assert!(
+            o["learner_all_keys_secs"].as_f64().is_some(),
+            "the promoted learner serves every key: {o}"
+        );
+        assert!(o["learner_du_bytes"].as_u64().is_some_and(|b| b > 0), "{o}");
+    }
+    for system in ["etcd", "oxcd"] {
+        let kept = data.join(format!("round1-{system}"));
+        assert!(kept.join("m3.log").exists(), "the learner's log is kept");
+        assert!(!kept.join("m0").exists(), "data dirs left behind");
+    }
+}

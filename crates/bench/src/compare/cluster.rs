@@ -1,6 +1,7 @@
 //! A 3-member cluster of either server on loopback, started with the same etcd flags
 //! (oxcd takes etcd's flags, so one launcher serves both): free ports, one data dir per
-//! member under one parent (same disk for both systems), logs beside them.
+//! member under one parent (same disk for both systems), logs beside them. More members
+//! can join it later as etcd's runbook adds them (`--initial-cluster-state existing`).
 //!
 //! Invariant: every process it started is killed when the cluster is dropped.
 
@@ -80,6 +81,7 @@ impl TlsFiles {
 pub struct Member {
     pub name: String,
     pub client_url: String,
+    pub peer_url: String,
     pub data_dir: PathBuf,
     flags: Vec<String>,
     log: PathBuf,
@@ -92,6 +94,10 @@ pub struct Cluster {
     pub members: Vec<Member>,
     /// The TLS files, when it serves TLS.
     pub tls: Option<TlsFiles>,
+    /// The parent of the members' data dirs and logs.
+    dir: PathBuf,
+    /// What every member is started with.
+    settings: Settings,
 }
 
 fn free_port() -> Result<u16, String> {
@@ -153,6 +159,48 @@ pub fn cpu_time_of(pid: &str) -> Option<Duration> {
     Some(Duration::from_millis((utime + stime) * 10))
 }
 
+/// Disk space the files under `dir` take, as `du` counts it (allocated blocks, so
+/// preallocated files count whole and sparse holes do not).
+pub fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => disk_usage(&e.path()) + m.blocks() * 512,
+            Ok(m) => m.blocks() * 512,
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// The flags of member `name` that do not depend on how it joins.
+fn member_flags(
+    name: &str,
+    data_dir: &Path,
+    client_url: &str,
+    peer_url: &str,
+    s: &Settings,
+) -> Vec<String> {
+    let mut flags = vec![
+        format!("--name={name}"),
+        format!("--data-dir={}", data_dir.display()),
+        format!("--listen-client-urls={client_url}"),
+        format!("--advertise-client-urls={client_url}"),
+        format!("--listen-peer-urls={peer_url}"),
+        format!("--initial-advertise-peer-urls={peer_url}"),
+        "--initial-cluster-token=bench".to_string(),
+        format!("--heartbeat-interval={}", s.heartbeat_ms),
+        format!("--election-timeout={}", s.election_ms),
+        format!("--snapshot-count={}", s.snapshot_count),
+        format!("--quota-backend-bytes={}", s.quota_bytes),
+    ];
+    flags.extend(s.tls.iter().flat_map(TlsFiles::flags));
+    flags
+}
+
 /// Total size of the files under `dir`.
 pub fn dir_size(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -184,55 +232,86 @@ impl Cluster {
     /// Starts three members of `binary` with data under `dir`.
     pub fn start(binary: &Path, dir: &Path, s: &Settings) -> Result<Cluster, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut ports = Vec::new();
-        for _ in 0..3 {
-            ports.push((free_port()?, free_port()?));
-        }
-        let scheme = if s.tls.is_some() { "https" } else { "http" };
-        let initial: Vec<String> = ports
-            .iter()
-            .enumerate()
-            .map(|(i, (_, p))| format!("m{i}={scheme}://127.0.0.1:{p}"))
-            .collect();
-        let mut members = Vec::new();
-        for (i, (client_port, peer_port)) in ports.iter().enumerate() {
-            let client_url = format!("{scheme}://127.0.0.1:{client_port}");
-            let peer_url = format!("{scheme}://127.0.0.1:{peer_port}");
-            let data_dir = dir.join(format!("m{i}"));
-            let mut flags = vec![
-                format!("--name=m{i}"),
-                format!("--data-dir={}", data_dir.display()),
-                format!("--listen-client-urls={client_url}"),
-                format!("--advertise-client-urls={client_url}"),
-                format!("--listen-peer-urls={peer_url}"),
-                format!("--initial-advertise-peer-urls={peer_url}"),
-                format!("--initial-cluster={}", initial.join(",")),
-                "--initial-cluster-token=bench".to_string(),
-                "--initial-cluster-state=new".to_string(),
-                format!("--heartbeat-interval={}", s.heartbeat_ms),
-                format!("--election-timeout={}", s.election_ms),
-                format!("--snapshot-count={}", s.snapshot_count),
-                format!("--quota-backend-bytes={}", s.quota_bytes),
-            ];
-            flags.extend(s.tls.iter().flat_map(TlsFiles::flags));
-            members.push(Member {
-                name: format!("m{i}"),
-                client_url,
-                log: dir.join(format!("m{i}.log")),
-                data_dir,
-                flags,
-                child: None,
-            });
-        }
         let mut cluster = Cluster {
             binary: binary.to_path_buf(),
-            members,
+            members: Vec::new(),
             tls: s.tls.clone(),
+            dir: dir.to_path_buf(),
+            settings: s.clone(),
         };
+        for i in 0..3 {
+            cluster.prepare_member(&format!("m{i}"))?;
+        }
+        let initial = cluster.initial_cluster();
         for m in &mut cluster.members {
+            m.flags.push(format!("--initial-cluster={initial}"));
+            m.flags.push("--initial-cluster-state=new".to_string());
             m.spawn(binary)?;
         }
         Ok(cluster)
+    }
+
+    /// `name=peerURL` of every member, comma separated: the `--initial-cluster` of a
+    /// cluster of exactly these members.
+    pub fn initial_cluster(&self) -> String {
+        self.members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Adds a member `name` that is not started yet: free ports, its data dir and log
+    /// under the cluster's dir. Returns its index; [`Cluster::join`] starts it.
+    pub fn prepare_member(&mut self, name: &str) -> Result<usize, String> {
+        let scheme = if self.settings.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let client_url = format!("{scheme}://127.0.0.1:{}", free_port()?);
+        let peer_url = format!("{scheme}://127.0.0.1:{}", free_port()?);
+        let data_dir = self.dir.join(name);
+        let flags = member_flags(name, &data_dir, &client_url, &peer_url, &self.settings);
+        self.members.push(Member {
+            name: name.to_string(),
+            client_url,
+            peer_url,
+            log: self.dir.join(format!("{name}.log")),
+            data_dir,
+            flags,
+            child: None,
+        });
+        Ok(self.members.len() - 1)
+    }
+
+    /// Starts prepared member `i` joining the running cluster (already told of it by a
+    /// MemberAdd) as etcd's runbook does: `--initial-cluster-state existing` and
+    /// `--initial-cluster` naming every member, itself included.
+    pub fn join(&mut self, i: usize, initial_cluster: &str) -> Result<(), String> {
+        let m = &mut self.members[i];
+        m.flags.push(format!("--initial-cluster={initial_cluster}"));
+        m.flags.push("--initial-cluster-state=existing".to_string());
+        m.spawn(&self.binary)
+    }
+
+    /// The index of the member that is leader, with its member id and its term (from
+    /// the members' Status, asked in turn).
+    pub async fn leader(&self) -> Result<(usize, u64, u64), String> {
+        for (i, m) in self.members.iter().enumerate() {
+            let Ok(c) = client(&m.client_url, self.tls.as_ref()).await else {
+                continue;
+            };
+            let Ok(s) = c.maintenance().status(StatusRequest {}).await else {
+                continue;
+            };
+            let s = s.into_inner();
+            let id = s.header.map(|h| h.member_id).unwrap_or_default();
+            if s.leader != 0 && s.leader == id {
+                return Ok((i, id, s.raft_term));
+            }
+        }
+        Err("no member is leader".into())
     }
 
     /// Waits until every member answers Status and knows a leader.

@@ -52,14 +52,19 @@ pub struct CompareArgs {
 }
 
 /// Today's date (UTC) as YYYY-MM-DD.
-fn today() -> String {
+pub(crate) fn today() -> String {
     chrono::Utc::now().format("%Y-%m-%d").to_string()
 }
 
 fn oxcd_binary(a: &CompareArgs) -> PathBuf {
-    if let Some(p) = &a.oxcd {
-        return p.clone();
+    match &a.oxcd {
+        Some(p) => p.clone(),
+        None => oxcd_beside_this_program(),
     }
+}
+
+/// `oxcd` in this program's directory (`target/release/oxcd` when unknown).
+pub(crate) fn oxcd_beside_this_program() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(|d| d.join("oxcd")))
