@@ -236,22 +236,23 @@ fn forcing_a_new_cluster_drops_uncommitted_entries_and_removes_the_others() {
     use raft::prelude::{ConfChange, ConfChangeType, Entry, EntryType};
     let dir = tempfile::tempdir().expect("tempdir");
     let c = cfg(dir.path(), 3);
-    let normal = |index: u64| {
-        let mut e = Entry::default();
-        e.index = index;
-        e.term = 2;
-        e.data = b"x".to_vec().into();
-        e
+    let normal = |index: u64| Entry {
+        index,
+        term: 2,
+        data: b"x".to_vec().into(),
+        ..Default::default()
     };
     let add = |index: u64, id: u64| {
         let mut cc = ConfChange::default();
         cc.set_change_type(ConfChangeType::AddLearnerNode);
         cc.node_id = id;
-        let mut e = Entry::default();
+        let mut e = Entry {
+            index,
+            term: 2,
+            data: persist::encode_conf_change(&cc).into(),
+            ..Default::default()
+        };
         e.set_entry_type(EntryType::EntryConfChange);
-        e.index = index;
-        e.term = 2;
-        e.data = persist::encode_conf_change(&cc).into();
         e
     };
     let mut core = crate::log_store::LogCore {
