@@ -17,6 +17,7 @@ mod client;
 mod coordination;
 mod endpoint;
 mod error;
+pub mod go_quote;
 mod ops;
 mod password;
 mod peer_urls;

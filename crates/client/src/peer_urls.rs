@@ -7,6 +7,7 @@
 //! Go's parser (Go 1.19, which Debian's etcdctl 3.4 is built with).
 
 use crate::Error;
+use crate::go_quote::quote;
 
 /// Checks `urls` as clientv3 does before `MemberAdd` and `MemberUpdate`: the first
 /// refusal, in Go's words, as [`Error::InvalidUrl`].
@@ -325,36 +326,6 @@ fn split_host_port_ok(hostport: &str) -> bool {
         (0, 0)
     };
     !hostport[j..].contains('[') && !hostport[k..].contains(']')
-}
-
-/// Go's `strconv.Quote`: ASCII as Go escapes it, other characters as they are unless
-/// they are control characters, bytes that are not UTF-8 as `\x..`.
-fn quote(b: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::from("\"");
-    for chunk in b.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            let _ = match c {
-                '"' => write!(out, "\\\""),
-                '\\' => write!(out, "\\\\"),
-                '\u{7}' => write!(out, "\\a"),
-                '\u{8}' => write!(out, "\\b"),
-                '\u{c}' => write!(out, "\\f"),
-                '\n' => write!(out, "\\n"),
-                '\r' => write!(out, "\\r"),
-                '\t' => write!(out, "\\t"),
-                '\u{b}' => write!(out, "\\v"),
-                c if (c as u32) < 0x20 || c == '\u{7f}' => write!(out, "\\x{:02x}", c as u32),
-                c if c.is_control() => write!(out, "\\u{:04x}", c as u32),
-                c => write!(out, "{c}"),
-            };
-        }
-        for x in chunk.invalid() {
-            let _ = write!(out, "\\x{x:02x}");
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
