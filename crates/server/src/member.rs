@@ -312,6 +312,19 @@ impl Member {
         *self.applied.borrow()
     }
 
+    /// Each member's match index when this member leads: Err(NotLeader) when it does
+    /// not (only the leader tracks the others' logs).
+    pub async fn progress(&self) -> Result<std::collections::BTreeMap<u64, u64>, EtcdError> {
+        let (tx, rx) = oneshot::channel();
+        self.raft.progress(move |r| {
+            let _ = tx.send(r);
+        });
+        rx.await
+            .map_err(|_| EtcdError::Stopped)?
+            .map_err(|_| EtcdError::Stopped)?
+            .ok_or(EtcdError::NotLeader)
+    }
+
     /// The members, as the replicated membership holds them here (a backend from
     /// before it: the bootstrap list), by id.
     pub fn members(&self) -> Vec<MemberInfo> {
@@ -325,13 +338,23 @@ impl Member {
         }
     }
 
-    /// The voting members' ids.
+    /// The voting members' ids (read by the leader on every keepalive: no member
+    /// record is copied).
     pub fn voters(&self) -> Vec<u64> {
-        self.members()
-            .into_iter()
-            .filter(|m| !m.is_learner)
-            .map(|m| m.id)
-            .collect()
+        let state = self.membership.state();
+        if state.members.is_empty() {
+            let mut ids: Vec<u64> = self
+                .id
+                .members
+                .iter()
+                .filter(|m| !m.is_learner)
+                .map(|m| m.id)
+                .collect();
+            ids.sort_unstable();
+            ids
+        } else {
+            state.voters()
+        }
     }
 }
 

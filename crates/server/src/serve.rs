@@ -312,11 +312,7 @@ async fn publish_attributes(member: Arc<Member>, mut stop: watch::Receiver<bool>
 /// When this member leads: asks the voter with the most of the log to take over, and
 /// waits (up to `within`) until it has.
 async fn hand_over_leadership(member: &Member, within: Duration) {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    member.raft.progress(move |r| {
-        let _ = tx.send(r);
-    });
-    let Ok(Ok(Some(progress))) = rx.await else {
+    let Ok(progress) = member.progress().await else {
         return;
     };
     let me = member.id.member_id;

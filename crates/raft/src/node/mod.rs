@@ -174,7 +174,6 @@ pub struct RaftHandle {
     status: Arc<RaftStatus>,
     id: u64,
     cluster_id: u64,
-    members: Arc<Vec<u8>>,
 }
 
 impl RaftHandle {
@@ -316,11 +315,6 @@ impl RaftHandle {
     pub fn cluster_id(&self) -> u64 {
         self.cluster_id
     }
-
-    /// The bootstrap member list recorded in the WAL (the caller's encoding).
-    pub fn members(&self) -> &[u8] {
-        &self.members
-    }
 }
 
 /// Starts the raft loop on its own thread. Returns the handle, the stream of events for
@@ -340,7 +334,6 @@ pub fn start(
         status,
         id: cfg.id,
         cluster_id: meta.cluster_id,
-        members: Arc::new(meta.members.clone()),
     };
     let heartbeat = cfg.heartbeat;
     let thread = std::thread::Builder::new()

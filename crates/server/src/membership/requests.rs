@@ -134,15 +134,7 @@ pub async fn update(m: &Member, id: u64, urls: &[String]) -> Result<Vec<MemberIn
 /// Promotes the learner `id`, here when this member leads (only the leader knows
 /// whether the learner has caught up); Err(NotLeader) otherwise.
 pub async fn promote_here(m: &Member, id: u64) -> Result<Vec<MemberInfo>, EtcdError> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    m.raft.progress(move |r| {
-        let _ = tx.send(r);
-    });
-    let progress = rx
-        .await
-        .map_err(|_| EtcdError::Stopped)?
-        .map_err(|_| EtcdError::Stopped)?
-        .ok_or(EtcdError::NotLeader)?;
+    let progress = m.progress().await?;
     reconfig::learner_ready(&progress, m.id.member_id, id)?;
     strict(m, reconfig::may_promote)?;
     let ctx = ConfChangeContext {

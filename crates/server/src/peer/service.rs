@@ -13,7 +13,6 @@ use oxcd_api::oxcdpb::{
     PeerPromoteRequest, PeerPromoteResponse, PeerRenewLeasesRequest, PeerRenewLeasesResponse,
     RaftEnvelope, SnapshotChunk,
 };
-use oxcd_mvcc::Store;
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::persist::decode_message;
 use oxcd_storage::snapshot::SnapshotFile;
@@ -27,24 +26,23 @@ use crate::member::Member;
 /// The Peer service of one member.
 pub struct PeerService {
     raft: RaftHandle,
-    /// Weak: peers keep connections open past a member's shutdown, and the backend
-    /// must close when the member stops.
-    store: Weak<Store>,
     snap_dir: PathBuf,
     receiving: Mutex<()>,
     /// Renews the keepalives followers forward, when this member leads.
     renewals: Arc<Renewals>,
-    /// The member, for promotions forwarded to it (weak, as the store).
+    /// The member: its store for corruption checks, its membership. Weak: peers keep
+    /// connections open past a member's shutdown, and the backend must close when the
+    /// member stops.
     member: Weak<Member>,
 }
 
 impl PeerService {
-    /// A Peer service feeding `raft`, receiving snapshots into `snap_dir`, hashing
-    /// `store` for corruption checks, renewing forwarded keepalives with `renewals`.
+    /// A Peer service feeding `member`'s raft, receiving snapshots into `snap_dir`,
+    /// hashing its store for corruption checks, renewing forwarded keepalives with
+    /// `renewals`.
     pub fn new(member: &Arc<Member>, snap_dir: PathBuf, renewals: Arc<Renewals>) -> PeerService {
         PeerService {
             raft: member.raft.clone(),
-            store: Arc::downgrade(&member.store),
             snap_dir,
             receiving: Mutex::new(()),
             renewals,
@@ -196,10 +194,7 @@ impl Peer for PeerService {
         req: Request<PeerHashKvRequest>,
     ) -> Result<Response<PeerHashKvResponse>, Status> {
         self.admit(&req)?;
-        let store = self
-            .store
-            .upgrade()
-            .ok_or_else(|| Status::from(EtcdError::Stopped))?;
+        let store = self.member()?.store.clone();
         let revision = store.current_rev();
         let rev = req.into_inner().revision;
         // Whole-keyspace scans: on the blocking pool, not an async worker.

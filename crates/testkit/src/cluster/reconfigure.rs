@@ -58,8 +58,10 @@ impl Cluster {
         Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         let deadline = Instant::now() + HEALTHY_WITHIN;
-        for turn in 0.. {
+        let mut turn = 0;
+        loop {
             let c = self.any_client(turn).await?;
+            turn += 1;
             match tokio::time::timeout(Duration::from_secs(10), f(c)).await {
                 Ok(Ok(v)) => return Ok(v),
                 Ok(Err(e)) => {
@@ -82,7 +84,6 @@ impl Cluster {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        unreachable!("the loop returns")
     }
 
     /// Adds a member (a learner when `learner`) with an empty data dir under `dir` and
