@@ -18,6 +18,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed={}", root.display());
     tonic_prost_build::configure()
         .generate_default_stubs(true)
+        // Snapshot data is passed on without a copy (decoded as a slice of the receive
+        // buffer).
+        .bytes(".oxcdpb.SnapshotChunk.data")
         .compile_fds(fds)?;
     Ok(())
 }

@@ -116,9 +116,11 @@ pub async fn run_with(
     .into_axum_router();
     for (l, url) in peer_listeners {
         tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
-        let server = axum::serve(PlainListener(l), peer_router.clone())
-            .with_graceful_shutdown(until_stopped(stop_rx.clone()));
-        servers.push(tokio::spawn(async move { server.await }));
+        let server = crate::peer::server::serve(l, peer_router.clone(), stop_rx.clone());
+        servers.push(tokio::spawn(async move {
+            server.await;
+            Ok(())
+        }));
     }
     // As etcd: serve clients once the member has joined a leader and replayed its log.
     if let Err(e) = wait_until_ready(&member, &started.raft_thread, &started.apply_thread).await {

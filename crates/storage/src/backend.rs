@@ -5,8 +5,15 @@
 //! commit, or any forced one, durable. After a crash redb rolls back to the last durable
 //! commit and the WAL replays the rest: that is why the applied index must be written in
 //! the same transaction as the data.
+//!
+//! While a snapshot [`crate::snapshot::Dump`] is being read, every commit is durable:
+//! redb's reads of pages not in its cache then cost about twice as much, because each
+//! miss looks for buffered pages to write back while non-durable commits have left some,
+//! and a dump misses on nearly every page. A durable commit writes that buffer out.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use redb;
 use redb::{
@@ -20,6 +27,18 @@ use crate::{Result, StorageError, schema};
 pub struct Backend {
     db: Database,
     path: PathBuf,
+    /// Dumps being read (see the module doc).
+    dumps: Arc<AtomicUsize>,
+}
+
+/// Counts one open dump of a [`Backend`] for as long as it lives.
+#[derive(Debug)]
+pub struct DumpOpen(Arc<AtomicUsize>);
+
+impl Drop for DumpOpen {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 fn backend_err(path: &Path, e: impl std::fmt::Display) -> StorageError {
@@ -46,6 +65,7 @@ impl Backend {
         let backend = Backend {
             db,
             path: path.to_path_buf(),
+            dumps: Arc::default(),
         };
         let tx = backend.begin_write()?;
         crate::tables::create_all(&tx).map_err(|e| backend_err(path, e))?;
@@ -60,9 +80,10 @@ impl Backend {
             .map_err(|e| backend_err(&self.path, e))
     }
 
-    /// Commits `tx`; durably (fsync) when `durable`, otherwise only visible to readers.
+    /// Commits `tx`; durably (fsync) when `durable` or while a dump is read, otherwise
+    /// only visible to readers.
     pub fn commit(&self, mut tx: WriteTransaction, durable: bool) -> Result<()> {
-        let d = if durable {
+        let d = if durable || self.commits_forced_durable() {
             Durability::Immediate
         } else {
             Durability::None
@@ -70,6 +91,17 @@ impl Backend {
         tx.set_durability(d)
             .map_err(|e| backend_err(&self.path, e))?;
         tx.commit().map_err(|e| backend_err(&self.path, e))
+    }
+
+    /// Whether commits are made durable whatever their caller asks (a dump is open).
+    pub fn commits_forced_durable(&self) -> bool {
+        self.dumps.load(Ordering::Acquire) > 0
+    }
+
+    /// Marks a dump open until the returned guard is dropped.
+    pub(crate) fn dump_open(&self) -> DumpOpen {
+        self.dumps.fetch_add(1, Ordering::AcqRel);
+        DumpOpen(self.dumps.clone())
     }
 
     /// Starts a read transaction: a consistent snapshot of the last commit.

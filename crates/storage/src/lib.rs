@@ -3,7 +3,8 @@
 //! Owns: the write-ahead log ([`wal`]) that is the source of truth for the raft log, the
 //! redb [`backend`] that holds the applied state, [`schema`] (every table and meta key in
 //! one place), the [`tables`] registry, the apply path's shared write transaction
-//! ([`batch`]), and the data-dir lock ([`lock`]).
+//! ([`batch`]), the data-dir lock ([`lock`]), and large sequential writes past the page
+//! cache ([`direct`]).
 //!
 //! Invariants:
 //! - A WAL record is acknowledged only after `fdatasync` returned; replay yields exactly the
@@ -15,6 +16,7 @@
 
 pub mod backend;
 pub mod batch;
+pub mod direct;
 pub mod lock;
 pub mod schema;
 pub mod snapshot;

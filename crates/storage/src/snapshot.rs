@@ -12,13 +12,14 @@
 //! table byte is the tag of a table in [`TABLES`] (every registered table is carried),
 //! then a trailer `[0u8][crc32c of everything before, u32 LE]`.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::fs::File;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use redb::{ReadTransaction, ReadableTable};
 
 use crate::backend::Backend;
+use crate::direct::DirectWriter;
 use crate::tables::{Replacement, RowError, TABLES};
 use crate::{Result, StorageError, schema};
 
@@ -30,6 +31,9 @@ const SUFFIX: &str = ".snapdata";
 pub struct Dump {
     tx: ReadTransaction,
     path: PathBuf,
+    /// Keeps the backend's commits durable while the dump is read (see
+    /// [`crate::backend`]).
+    _open: crate::backend::DumpOpen,
 }
 
 fn u64_meta(tx: &ReadTransaction, key: &str) -> std::result::Result<u64, redb::Error> {
@@ -51,6 +55,7 @@ impl Backend {
     /// Takes a consistent dump of the current state.
     pub fn dump(&self) -> Result<Dump> {
         Ok(Dump {
+            _open: self.dump_open(),
             tx: self.begin_read()?,
             path: self.path().to_path_buf(),
         })
@@ -204,11 +209,12 @@ impl<R: Read> Checked<'_, R> {
     }
 }
 
-/// A snapshot being received into `dir`.
+/// A snapshot being received into `dir`, written past the page cache
+/// ([`DirectWriter`]): it is read back once, at install.
 pub struct SnapshotFile {
     tmp: PathBuf,
     done: PathBuf,
-    out: Option<BufWriter<File>>,
+    out: Option<DirectWriter>,
     finished: bool,
 }
 
@@ -245,16 +251,11 @@ impl SnapshotFile {
         std::fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
         let done = snapshot_path(dir, index);
         let tmp = done.with_extension("tmp");
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| StorageError::io(&tmp, e))?;
+        let out = DirectWriter::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
         Ok(SnapshotFile {
             tmp,
             done,
-            out: Some(BufWriter::with_capacity(1 << 20, file)),
+            out: Some(out),
             finished: false,
         })
     }
@@ -264,8 +265,7 @@ impl SnapshotFile {
         let Some(out) = self.out.as_mut() else {
             return Ok(());
         };
-        out.write_all(chunk)
-            .map_err(|e| StorageError::io(&self.tmp, e))
+        out.write(chunk).map_err(|e| StorageError::io(&self.tmp, e))
     }
 
     /// Syncs the file and gives it its final name; returns that path.
@@ -275,8 +275,7 @@ impl SnapshotFile {
         let Some(out) = self.out.take() else {
             return Err(io(std::io::Error::other("snapshot file already closed")));
         };
-        let file = out.into_inner().map_err(|e| io(e.into_error()))?;
-        file.sync_all().map_err(io)?;
+        out.finish().map_err(io)?;
         std::fs::rename(&self.tmp, &self.done).map_err(io)?;
         if let Some(dir) = self.done.parent() {
             File::open(dir)
@@ -357,6 +356,20 @@ mod tests {
             t.get(b"k2".as_slice()).expect("get").expect("k2").value(),
             big.as_slice()
         );
+    }
+
+    #[test]
+    fn commits_are_durable_only_while_a_dump_is_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = backend_with(dir.path(), "a.db", &[(b"k1", b"v1")], 42);
+        assert!(!src.commits_forced_durable());
+        let dump = src.dump().expect("dump");
+        let second = src.dump().expect("dump");
+        assert!(src.commits_forced_durable());
+        drop(dump);
+        assert!(src.commits_forced_durable());
+        assert!(second.write_to(64, |_| true).expect("write"));
+        assert!(!src.commits_forced_durable());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod dialer;
 pub mod health;
 pub mod remote;
+pub mod server;
 pub mod service;
 pub mod transport;
 

@@ -87,10 +87,10 @@ impl PeerService {
 async fn receive_into(
     dir: PathBuf,
     index: u64,
-    first: Vec<u8>,
+    first: bytes::Bytes,
     stream: &mut Streaming<SnapshotChunk>,
 ) -> Result<(PathBuf, u64), Status> {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(4);
+    let (tx, mut rx) = mpsc::channel::<bytes::Bytes>(4);
     let writer = tokio::task::spawn_blocking(move || -> Result<(PathBuf, u64), String> {
         let mut file = SnapshotFile::create(&dir, index).map_err(|e| e.to_string())?;
         let mut bytes = 0u64;

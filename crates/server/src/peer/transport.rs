@@ -9,7 +9,8 @@
 //!
 //! A MsgSnapshot goes its own way: a task per snapshot dumps the backend and streams it
 //! on a separate `Snapshot` call, so heartbeats on the raft stream keep flowing, then
-//! reports the outcome to raft. At most one snapshot per peer is in flight.
+//! reports the outcome to raft. At most one snapshot per peer is in flight. The dump
+//! runs on a thread of lowered priority, so it never delays the member's requests.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -425,22 +426,29 @@ async fn stream_snapshot(
     let (tx, rx) = mpsc::channel::<SnapshotChunk>(4);
     tx.send(SnapshotChunk {
         message: encode_message(&m),
-        data: Vec::new(),
+        data: Default::default(),
     })
     .await
     .map_err(|_| "snapshot stream closed".to_string())?;
     let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counter = sent.clone();
-    let writer = tokio::task::spawn_blocking(move || {
-        dump.write_to(SNAPSHOT_CHUNK, |data| {
-            counter.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
-            tx.blocking_send(SnapshotChunk {
-                message: Vec::new(),
-                data,
-            })
-            .is_ok()
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    // A thread of its own, not the blocking pool: its priority is lowered for good.
+    std::thread::Builder::new()
+        .name("snapshot-dump".into())
+        .spawn(move || {
+            yield_to_requests();
+            let res = dump.write_to(SNAPSHOT_CHUNK, |data| {
+                counter.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                tx.blocking_send(SnapshotChunk {
+                    message: Vec::new(),
+                    data: data.into(),
+                })
+                .is_ok()
+            });
+            let _ = done_tx.send(res);
         })
-    });
+        .map_err(|e| format!("cannot start the snapshot dump: {e}"))?;
     let channel = link.connect().await?;
     let mut client = PeerClient::new(channel).max_encoding_message_size(super::MAX_SNAPSHOT_CHUNK);
     let req = link.request(tokio_stream::wrappers::ReceiverStream::new(rx));
@@ -448,11 +456,25 @@ async fn stream_snapshot(
         .snapshot(req)
         .await
         .map_err(|s| s.message().to_string())?;
-    match writer.await {
+    match done_rx.await {
         Ok(Ok(true)) => Ok((index, sent.load(std::sync::atomic::Ordering::Relaxed))),
         Ok(Ok(false)) => Err("the peer stopped reading".into()),
         Ok(Err(e)) => Err(e.to_string()),
-        Err(e) => Err(e.to_string()),
+        Err(_) => Err("the snapshot dump stopped".into()),
+    }
+}
+
+/// Nice value of a snapshot's dump thread. A dump reads the whole backend as fast as a
+/// core allows; the member's own work (client requests, raft, apply) comes first, and
+/// the dump takes the CPU time they leave.
+const DUMP_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority to [`DUMP_NICE`] (Linux: a nice
+/// value is per thread). Lowering needs no privilege; a failure only leaves it as is.
+fn yield_to_requests() {
+    let tid = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), DUMP_NICE) {
+        tracing::debug!("cannot lower the snapshot dump's priority: {e}");
     }
 }
 
