@@ -93,6 +93,11 @@ pub struct LearnerArgs {
     /// length as the catch-up, at most this long.
     #[arg(long, default_value_t = 30)]
     pub baseline_secs: u64,
+    /// Also writes every background put as `utc_ms,latency_us` lines to
+    /// `<dir>/round<N>-<system>/latencies.csv`, kept with the members' logs, to line
+    /// latency spikes up with what the members logged.
+    #[arg(long)]
+    pub latencies: bool,
     /// Gives up on a catch-up after this many seconds.
     #[arg(long, default_value_t = 1800)]
     pub timeout_secs: u64,
@@ -472,6 +477,9 @@ async fn measure(
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let samples = writers.stop().await;
+    if a.latencies {
+        write_latencies(&samples, &dir.join("latencies.csv"))?;
+    }
     stop.store(true, Ordering::Relaxed);
     let catchup = t1 - t0;
     eprintln!("   promoted after {:.2} s", catchup.as_secs_f64());
@@ -516,6 +524,24 @@ async fn measure(
     };
     drop(cluster);
     Ok(outcome)
+}
+
+/// Writes `utc_ms,latency_us` for every sample, in completion order.
+fn write_latencies(samples: &[load::Sample], path: &Path) -> Result<(), String> {
+    let (now, utc) = (Instant::now(), std::time::SystemTime::now());
+    let utc_ms = |done: Instant| {
+        let at = utc - now.saturating_duration_since(done);
+        at.duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    };
+    let mut sorted: Vec<_> = samples.iter().collect();
+    sorted.sort_by_key(|s| s.done);
+    let mut out = String::with_capacity(sorted.len() * 24);
+    for s in sorted {
+        out.push_str(&format!("{},{}\n", utc_ms(s.done), s.latency.as_micros()));
+    }
+    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// When the writers' first put finished (t0 if none did before it): the baseline
