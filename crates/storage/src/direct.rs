@@ -71,11 +71,6 @@ impl DirectWriter {
         })
     }
 
-    /// Whether writes bypass the page cache.
-    pub fn is_direct(&self) -> bool {
-        self.direct
-    }
-
     /// Appends `data`.
     pub fn write(&mut self, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
