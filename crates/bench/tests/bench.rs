@@ -253,6 +253,20 @@ fn a_missing_ca_file_is_a_clear_error() {
     );
 }
 
+/// Checks the markdown report at `out`: what the command printed, holding every one of
+/// `needles`; returns the raw figures written beside it (`.json`).
+fn written_report(out: &Path, printed: &str, needles: &[&str]) -> serde_json::Value {
+    let md = std::fs::read_to_string(out).expect("report written");
+    assert_eq!(md.trim(), printed.trim());
+    for needle in needles {
+        assert!(md.contains(needle), "{needle:?} missing from:\n{md}");
+    }
+    serde_json::from_str(
+        &std::fs::read_to_string(out.with_extension("json")).expect("raw figures written"),
+    )
+    .expect("json")
+}
+
 #[test]
 fn compare_runs_etcd_and_oxcd_and_writes_the_report() {
     let etcd = Path::new("/usr/bin/etcd");
@@ -279,24 +293,20 @@ fn compare_runs_etcd_and_oxcd_and_writes_the_report() {
         "--load-keys",
         "2000",
     ]);
-    let md = std::fs::read_to_string(&out).expect("report written");
-    assert_eq!(md.trim(), report.trim());
-    for needle in [
-        "| put, 1 client / 1 conn (to the leader) |",
-        "| CPU per request, µs |",
-        "| range linearizable, 1000 clients / 100 conns |",
-        "| auth: put, 1000 clients / 100 conns |",
-        "| auth: authenticate (bcrypt cost 10), 20 clients / 4 conns |",
-        "The cost of auth",
-        "peak RSS of the largest member",
-        "follower restart until it serves the keys",
-    ] {
-        assert!(md.contains(needle), "{needle:?} missing from:\n{md}");
-    }
-    let raw: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.with_extension("json")).expect("raw figures written"),
-    )
-    .expect("json");
+    let raw = written_report(
+        &out,
+        &report,
+        &[
+            "| put, 1 client / 1 conn (to the leader) |",
+            "| CPU per request, µs |",
+            "| range linearizable, 1000 clients / 100 conns |",
+            "| auth: put, 1000 clients / 100 conns |",
+            "| auth: authenticate (bcrypt cost 10), 20 clients / 4 conns |",
+            "The cost of auth",
+            "peak RSS of the largest member",
+            "follower restart until it serves the keys",
+        ],
+    );
     let systems: Vec<&str> = raw
         .as_array()
         .expect("array")
@@ -383,23 +393,19 @@ fn learner_catchup_runs_etcd_and_oxcd_and_writes_the_report() {
         "--timeout-secs",
         "40",
     ]);
-    let md = std::fs::read_to_string(&out).expect("report written");
-    assert_eq!(md.trim(), report.trim());
-    for needle in [
-        "## Round 1: etcd, then oxcd",
-        "| | etcd | oxcd | oxcd/etcd |",
-        "| **catch-up: MemberAdd → MemberPromote accepted, s** |",
-        "| **write p99 during catch-up, ms** |",
-        "| baseline write p99 (before MemberAdd), ms |",
-        "| leader term before → after |",
-        "Targets: catch-up ≤ 0.5x etcd's",
-    ] {
-        assert!(md.contains(needle), "{needle:?} missing from:\n{md}");
-    }
-    let raw: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.with_extension("json")).expect("raw figures written"),
-    )
-    .expect("json");
+    let raw = written_report(
+        &out,
+        &report,
+        &[
+            "## Round 1: etcd, then oxcd",
+            "| | etcd | oxcd | oxcd/etcd |",
+            "| **catch-up: MemberAdd → MemberPromote accepted, s** |",
+            "| **write p99 during catch-up, ms** |",
+            "| baseline write p99 (before MemberAdd), ms |",
+            "| leader term before → after |",
+            "Targets: catch-up ≤ 0.5x etcd's",
+        ],
+    );
     let systems: Vec<&str> = raw[0]
         .as_array()
         .expect("one round of outcomes")
