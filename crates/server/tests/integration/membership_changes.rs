@@ -63,27 +63,9 @@ async fn try_start(
     .await
 }
 
-/// Retries `f` while it fails with "unhealthy cluster" (the strict check wants every
-/// voter connected for 5 s), up to 30 s.
-async fn healthy_retry<T, F, Fut>(mut f: F) -> Result<T, etcd_client::Error>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match f().await {
-            Err(e) if e.to_string().contains("unhealthy cluster") && Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            other => return other,
-        }
-    }
-}
-
 /// Adds a voter at `seat`'s peer URL through `c`; returns its id.
 async fn add_voter(c: &Client, seat: &Seat) -> u64 {
-    let resp = healthy_retry(|| {
+    let resp = common::cluster::healthy_retry(|| {
         let mut c = c.clone();
         let urls = vec![seat.peer.clone()];
         async move { c.member_add(urls, None).await }
@@ -198,14 +180,14 @@ async fn one_member_grows_to_three_and_shrinks_back_under_writes() {
 
     // Shrink back: each removed member stops by itself.
     let [ma, mb, mc]: [InProc; 3] = members.try_into().ok().expect("three");
-    healthy_retry(|| {
+    common::cluster::healthy_retry(|| {
         let mut c = ca.clone();
         async move { c.member_remove(c_id).await }
     })
     .await
     .expect("remove c");
     stops_by_itself(mc).await;
-    healthy_retry(|| {
+    common::cluster::healthy_retry(|| {
         let mut c = ca.clone();
         async move { c.member_remove(b_id).await }
     })
@@ -288,17 +270,12 @@ async fn adding_a_voter_while_a_member_is_down_is_refused() {
     );
     // Removing the member that is down is safe, once the live follower has been
     // connected for etcd's 5 s health interval (the cluster may be younger than that).
-    loop {
-        match c2.member_remove(down_id).await {
-            Ok(_) => break,
-            Err(etcd_client::Error::GRpcStatus(s))
-                if s.message() == "etcdserver: unhealthy cluster" && Instant::now() < deadline =>
-            {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => panic!("remove the member that is down: {e:?}"),
-        }
-    }
+    common::cluster::healthy_retry(|| {
+        let mut c = c2.clone();
+        async move { c.member_remove(down_id).await }
+    })
+    .await
+    .expect("remove the member that is down");
     let mut listed_by = members[0].client().await;
     assert_eq!(listed(&mut listed_by).await.len(), 2);
     c2.put("still", "writable", None).await.expect("put");
@@ -326,7 +303,7 @@ async fn a_learner_serves_reads_only_and_is_promoted_once_caught_up() {
         })
         .collect();
     let l = Seat::new("learner");
-    let added = healthy_retry(|| {
+    let added = common::cluster::healthy_retry(|| {
         let mut c = c.clone();
         let urls = vec![l.peer.clone()];
         async move {
@@ -490,7 +467,7 @@ async fn with_auto_promotion_a_caught_up_learner_becomes_a_voter_by_itself() {
     for i in 0..100 {
         c.put(format!("k{i:03}"), "v", None).await.expect("put");
     }
-    healthy_retry(|| {
+    common::cluster::healthy_retry(|| {
         let mut c = c.clone();
         let urls = vec![l.peer.clone()];
         async move {

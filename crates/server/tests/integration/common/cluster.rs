@@ -220,3 +220,21 @@ pub async fn state_hashes(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Retries `f` while it fails with "unhealthy cluster" (the strict check wants every
+/// voter connected for 5 s), up to 30 s.
+pub async fn healthy_retry<T, F, Fut>(mut f: F) -> Result<T, etcd_client::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match f().await {
+            Err(e) if e.to_string().contains("unhealthy cluster") && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => return other,
+        }
+    }
+}
