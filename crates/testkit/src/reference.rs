@@ -41,3 +41,10 @@ pub fn etcd_version() -> String {
         .trim()
         .to_string()
 }
+
+/// etcd 3.5's offline tool beside the reference etcd, where there is one (Debian's 3.4
+/// has none: its `etcdctl snapshot ...` does that work).
+pub fn etcdutl_binary() -> Option<PathBuf> {
+    let beside = etcd_binary().with_file_name("etcdutl");
+    beside.exists().then_some(beside)
+}
