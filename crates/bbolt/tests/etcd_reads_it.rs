@@ -1,7 +1,12 @@
-//! The real etcd tools read what the writer writes: `etcdctl snapshot status` (3.4, the
-//! client that must keep working) and `etcdutl snapshot status` (3.5, where the reference
-//! etcd has it beside it) agree with the hash, revision, key count and size computed
-//! here, on a file laid out with etcd's buckets and encodings.
+//! The format against the real etcd tools, both ways:
+//! - `etcdctl snapshot status` (3.4, the client that must keep working) and `etcdutl
+//!   snapshot status` (3.5, where the reference etcd has it beside it) agree with the
+//!   hash, revision, key count and size computed here, on files the writer laid out with
+//!   etcd's buckets and encodings;
+//! - the reference etcd restores such a file (with etcd's sha256 trailer) and serves its
+//!   keys at its revision;
+//! - the reader reads a snapshot that etcd saved (inline buckets, a tombstone), and what
+//!   it reads hashes as etcdctl's status says.
 
 use std::path::Path;
 use std::process::Command;
@@ -159,22 +164,89 @@ fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A one-member reference etcd on loopback, killed when dropped.
+struct Etcd {
+    child: std::process::Child,
+    client_url: String,
+    log: std::path::PathBuf,
+}
+
+impl Etcd {
+    /// Starts the reference etcd on `data_dir` as member `name` of a one-member cluster
+    /// whose peer URL is `peer_url`.
+    fn start(data_dir: &Path, name: &str, peer_url: &str) -> Etcd {
+        let client = oxcd_testkit::ports::free_port().expect("port");
+        let client_url = format!("http://127.0.0.1:{client}");
+        let log = data_dir.with_extension("log");
+        let child = oxcd_testkit::process::spawn_logged(
+            Command::new(oxcd_testkit::reference::etcd_binary())
+                .args(["--name", name, "--data-dir"])
+                .arg(data_dir)
+                .args(["--listen-peer-urls", peer_url])
+                .args(["--initial-advertise-peer-urls", peer_url])
+                .args(["--listen-client-urls", &client_url])
+                .args(["--advertise-client-urls", &client_url])
+                .args(["--initial-cluster", &format!("{name}={peer_url}")]),
+            &log,
+        )
+        .expect("start etcd");
+        Etcd {
+            child,
+            client_url,
+            log,
+        }
+    }
+
+    /// Runs etcdctl 3.4 against it until it succeeds (up to 20 s); returns its output.
+    fn etcdctl(&self, args: &[&str]) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let out = Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .args(["--endpoints", &self.client_url, "--command-timeout=2s"])
+                .args(args)
+                .output();
+            match out {
+                Ok(out) if out.status.success() => {
+                    return String::from_utf8_lossy(&out.stdout).into_owned();
+                }
+                other => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "etcdctl {args:?}: {other:?}; etcd's log: {}",
+                        self.log.display()
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn peer_url() -> String {
+    let peer = oxcd_testkit::ports::free_port().expect("port");
+    format!("http://127.0.0.1:{peer}")
+}
+
 #[test]
 fn etcd_restores_and_serves_the_writers_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let snap = dir.path().join("snap.db");
     let want = write_etcd_shaped(&snap, 500, 100);
     add_trailer(&snap);
-    let etcd = oxcd_testkit::reference::etcd_binary();
     // Restored by etcdutl where the reference etcd has it, by etcdctl 3.4 otherwise;
     // both check the trailer.
     let restored = dir.path().join("restored");
     let restore_tool = oxcd_testkit::reference::etcdutl_binary()
         .unwrap_or_else(|| std::path::PathBuf::from("etcdctl"));
-    let peer = oxcd_testkit::ports::free_port().expect("port");
-    let client = oxcd_testkit::ports::free_port().expect("port");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let client_url = format!("http://127.0.0.1:{client}");
+    let peer_url = peer_url();
     run(Command::new(&restore_tool)
         .env("ETCDCTL_API", "3")
         .arg("snapshot")
@@ -186,51 +258,64 @@ fn etcd_restores_and_serves_the_writers_snapshot() {
         .arg(format!("r0={peer_url}"))
         .arg("--initial-advertise-peer-urls")
         .arg(&peer_url));
-    let log = dir.path().join("etcd.log");
-    let mut child = oxcd_testkit::process::spawn_logged(
-        Command::new(&etcd)
-            .args(["--name", "r0", "--data-dir"])
-            .arg(&restored)
-            .args([
-                "--listen-peer-urls",
-                &peer_url,
-                "--initial-advertise-peer-urls",
-                &peer_url,
-            ])
-            .args([
-                "--listen-client-urls",
-                &client_url,
-                "--advertise-client-urls",
-                &client_url,
-            ])
-            .args(["--initial-cluster", &format!("r0={peer_url}")]),
-        &log,
-    )
-    .expect("start etcd");
-    let count = |prefix: &str| {
-        Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args(["--endpoints", &client_url, "--command-timeout=2s"])
-            .args(["get", "--prefix", "--limit=1", "-w", "json", prefix])
-            .output()
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let answer = loop {
-        match count("/registry/") {
-            Ok(out) if out.status.success() => break out.stdout,
-            other => {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "etcd did not serve the restore: {other:?}"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-        }
-    };
-    let _ = child.kill();
-    let _ = child.wait();
-    let json: serde_json::Value = serde_json::from_slice(&answer).expect("json");
+    let etcd = Etcd::start(&restored, "r0", &peer_url);
+    let answer = etcd.etcdctl(&["get", "--prefix", "--limit=1", "-w", "json", "/registry/"]);
+    let json: serde_json::Value = serde_json::from_str(&answer).expect("json");
     assert_eq!(json["count"], 500, "{json}");
     // The revision etcd reports is the snapshot's.
     assert_eq!(json["header"]["revision"], want.revision, "{json}");
+}
+
+#[test]
+fn the_reader_reads_a_snapshot_etcd_saved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = Etcd::start(&dir.path().join("etcd"), "e0", &peer_url());
+    for i in 0..300 {
+        let key = format!("k{i:04}");
+        etcd.etcdctl(&["put", &key, &"v".repeat(i * 7)]);
+    }
+    etcd.etcdctl(&["del", "k0000"]);
+    let snap = dir.path().join("saved.db");
+    let snap_arg = snap.to_string_lossy().into_owned();
+    etcd.etcdctl(&["snapshot", "save", &snap_arg]);
+    let r = oxcd_bbolt::BoltReader::open(&snap).expect("open etcd's snapshot");
+    let names: Vec<String> = r
+        .buckets()
+        .expect("buckets")
+        .into_iter()
+        .map(|(n, _)| String::from_utf8_lossy(&n).into_owned())
+        .collect();
+    for want in [
+        "alarm", "auth", "cluster", "key", "lease", "members", "meta",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+    // 300 puts and a delete: 301 revisions after the first, the last a tombstone.
+    let mut revisions = Vec::new();
+    r.for_each(&r.bucket(b"key").expect("key bucket"), &mut |k, v| {
+        revisions.push((k.to_vec(), v.to_vec()));
+        Ok(())
+    })
+    .expect("walk the key bucket");
+    assert_eq!(revisions.len(), 301);
+    let (last, value) = revisions.last().expect("revisions");
+    assert_eq!((last.len(), last[17]), (18, b't'), "a tombstone last");
+    assert_eq!(value, b"\x0a\x05k0000");
+    // The hash etcd's status prints, computed from what the reader read.
+    let mut crc = 0u32;
+    let mut keys = 0u64;
+    for (name, root) in r.buckets().expect("buckets") {
+        crc = crc32c::crc32c_append(crc, &name);
+        r.for_each(&root, &mut |k, v| {
+            crc = crc32c::crc32c_append(crc, k);
+            crc = crc32c::crc32c_append(crc, v);
+            keys += 1;
+            Ok(())
+        })
+        .expect("walk");
+    }
+    let status = status_json(Path::new("etcdctl"), &snap);
+    assert_eq!(status["hash"], u64::from(crc));
+    assert_eq!(status["totalKey"], keys);
+    assert_eq!(status["totalSize"], r.size());
 }
