@@ -17,6 +17,7 @@ pub mod apply;
 pub mod apply_loop;
 pub mod auth;
 pub mod authority;
+pub mod backup;
 pub mod bootstrap;
 pub mod corrupt;
 pub mod flags;

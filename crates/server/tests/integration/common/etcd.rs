@@ -31,11 +31,24 @@ pub fn start_etcd(dir: &Path) -> Etcd {
 /// etcd serving clients on a `scheme` URL with `flags`; `ctl` are the etcdctl flags
 /// that reach it.
 pub fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String]) -> Etcd {
+    start_etcd_from(command(dir, scheme), scheme, flags, ctl)
+}
+
+/// etcd from a data dir restored for member `default` with the peer URL on port `peer`.
+pub fn start_restored_etcd(dir: &Path, peer: u16) -> Etcd {
+    start_etcd_from(command_with_peer(dir, "http", peer), "http", &[], &[])
+}
+
+fn start_etcd_from(
+    (mut cmd, client, c): (Command, String, u16),
+    scheme: &str,
+    flags: &[String],
+    ctl: &[String],
+) -> Etcd {
     assert!(
         Path::new(ETCDCTL).exists(),
         "this test needs etcdctl 3.4: apt-get install -y etcd-client"
     );
-    let (mut cmd, client, c) = command(dir, scheme);
     let child = cmd
         .args(flags)
         .stdout(Stdio::null())
@@ -63,7 +76,12 @@ pub fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String
 /// The command that starts a one-member etcd in `dir` serving clients on a `scheme` URL
 /// at a free loopback port (more flags may follow); with that URL and its port.
 pub fn command(dir: &Path, scheme: &str) -> (Command, String, u16) {
-    let (c, p) = (free_port(), free_port());
+    command_with_peer(dir, scheme, free_port())
+}
+
+/// As [`command`], with the peer URL on port `p` (a restored data dir names its peer URL).
+pub fn command_with_peer(dir: &Path, scheme: &str, p: u16) -> (Command, String, u16) {
+    let c = free_port();
     let client = format!("{scheme}://127.0.0.1:{c}");
     let peer = format!("http://127.0.0.1:{p}");
     let mut cmd = Command::new(oxcd_testkit::reference::etcd_binary());

@@ -1,0 +1,279 @@
+//! Writes the backend as etcd 3.5 keeps its own: a bbolt file with etcd's ten buckets and
+//! etcd's encodings, from one read transaction (a consistent point in time). This is
+//! what `Maintenance.Snapshot` streams and `etcdctl snapshot restore` reads.
+//!
+//! Most tables are etcd's already (`key`, `lease`, `auth`, `authUsers`, `authRoles`) and
+//! are copied row by row; the `key` table streams, so memory does not grow with the
+//! database. The rest is translated:
+//! - `meta`: `consistent_index` and `term` big-endian (oxcd keeps them little-endian),
+//!   the conf state as etcd's JSON, the compaction revisions as they are;
+//! - `alarm`: oxcd keeps alarms as `alarm/<id>/<type>` meta rows; etcd as encoded
+//!   `AlarmMember` keys;
+//! - `members`, `members_removed`: keyed by unpadded hex id, members as etcd's JSON;
+//! - `cluster`: the cluster version oxcd speaks.
+
+use std::fs::File;
+
+use oxcd_api::etcdserverpb::AlarmMember;
+use oxcd_api::oxcdpb::{MemberAttributes, MemberInfo};
+use oxcd_bbolt::BoltWriter;
+use oxcd_storage::backend::Backend;
+use oxcd_storage::backend::redb;
+use oxcd_storage::schema;
+use oxcd_storage::tables::TABLES;
+use prost::Message as _;
+use redb::{ReadTransaction, ReadableTable};
+
+/// The cluster version written in the `cluster` bucket.
+const CLUSTER_VERSION: &[u8] = b"3.5.0";
+
+/// Key/value rows of one bucket.
+type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Writes the backend's current state to `file` in etcd's format; returns the file and
+/// the database's size in bytes (bbolt's `tx.Size()`, what etcd streams before the
+/// sha256).
+pub fn write_etcd_file(backend: &Backend, file: File) -> Result<(File, u64), String> {
+    let tx = backend.begin_read().map_err(|e| e.to_string())?;
+    let err = |e: redb::Error| backend.err(e).to_string();
+    let mut w = BoltWriter::new(file).map_err(|e| e.to_string())?;
+    let meta = meta_rows(&tx).map_err(err)?;
+    // In bbolt's byte order.
+    put_rows(&mut w, b"alarm", &alarms(&meta)?)?;
+    for name in [
+        schema::AUTH_NAME,
+        schema::AUTH_ROLES_NAME,
+        schema::AUTH_USERS_NAME,
+    ] {
+        copy_table(&mut w, &tx, name).map_err(err)?;
+    }
+    put_rows(
+        &mut w,
+        b"cluster",
+        &[(b"clusterVersion".to_vec(), CLUSTER_VERSION.to_vec())],
+    )?;
+    copy_table(&mut w, &tx, schema::KEY_NAME).map_err(err)?;
+    copy_table(&mut w, &tx, schema::LEASE_NAME).map_err(err)?;
+    let (members, removed) = members(&tx, &meta)?;
+    put_rows(&mut w, b"members", &members)?;
+    put_rows(&mut w, b"members_removed", &removed)?;
+    put_rows(&mut w, b"meta", &etcd_meta(&meta)?)?;
+    w.finish().map_err(|e| e.to_string())
+}
+
+/// Every row of oxcd's meta table.
+fn meta_rows(tx: &ReadTransaction) -> Result<Vec<(String, Vec<u8>)>, redb::Error> {
+    let t = tx.open_table(schema::META)?;
+    Backend::meta_with_prefix(&t, "")
+}
+
+fn put_rows(w: &mut BoltWriter, bucket: &[u8], rows: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
+    w.bucket(bucket).map_err(|e| e.to_string())?;
+    for (k, v) in rows {
+        w.put(k, v).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Copies a table kept in etcd's encoding, row by row.
+fn copy_table(w: &mut BoltWriter, tx: &ReadTransaction, name: &str) -> Result<(), redb::Error> {
+    let Some(spec) = TABLES.iter().find(|t| t.name == name) else {
+        return Ok(());
+    };
+    let mut failed = None;
+    if let Err(e) = w.bucket(name.as_bytes()) {
+        return Err(redb::Error::Corrupted(e.to_string()));
+    }
+    spec.scan(tx, |k, v| match w.put(k, v) {
+        Ok(()) => true,
+        Err(e) => {
+            failed = Some(e.to_string());
+            false
+        }
+    })?;
+    match failed {
+        Some(e) => Err(redb::Error::Corrupted(e)),
+        None => Ok(()),
+    }
+}
+
+/// oxcd's `alarm/<member id hex>/<type>` meta rows as etcd's `alarm` bucket.
+fn alarms(meta: &[(String, Vec<u8>)]) -> Result<Rows, String> {
+    let mut rows = Vec::new();
+    for (k, _) in meta {
+        let Some(rest) = k.strip_prefix(schema::META_ALARM_PREFIX) else {
+            continue;
+        };
+        let parsed = rest.split_once('/').and_then(|(id, kind)| {
+            Some((u64::from_str_radix(id, 16).ok()?, kind.parse::<i32>().ok()?))
+        });
+        let Some((member_id, alarm)) = parsed else {
+            return Err(format!("backend: unreadable alarm row {k:?}"));
+        };
+        let key = AlarmMember { member_id, alarm }.encode_to_vec();
+        rows.push((key, Vec::new()));
+    }
+    rows.sort();
+    Ok(rows)
+}
+
+/// The members (as etcd's JSON) and the removed ids, keyed by unpadded hex id and sorted
+/// as bytes.
+fn members(tx: &ReadTransaction, meta: &[(String, Vec<u8>)]) -> Result<(Rows, Rows), String> {
+    let db = |e: redb::Error| format!("backend: {e}");
+    let attributes = |id: u64| {
+        meta.iter()
+            .find(|(k, _)| {
+                k.strip_prefix(schema::META_MEMBER_ATTRIBUTES_PREFIX)
+                    .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                    == Some(id)
+            })
+            .and_then(|(_, v)| MemberAttributes::decode(v.as_slice()).ok())
+    };
+    let mut members = Vec::new();
+    let table = tx.open_table(schema::MEMBERS).map_err(|e| db(e.into()))?;
+    for row in table.iter().map_err(|e| db(e.into()))? {
+        let (_, v) = row.map_err(|e| db(e.into()))?;
+        let m = MemberInfo::decode(v.value())
+            .map_err(|e| format!("backend: undecodable member: {e}"))?;
+        let json = member_json(&m, attributes(m.id));
+        members.push((format!("{:x}", m.id).into_bytes(), json));
+    }
+    members.sort();
+    let mut removed = Vec::new();
+    let table = tx
+        .open_table(schema::MEMBERS_REMOVED)
+        .map_err(|e| db(e.into()))?;
+    for row in table.iter().map_err(|e| db(e.into()))? {
+        let (k, _) = row.map_err(|e| db(e.into()))?;
+        let id: [u8; 8] = k
+            .value()
+            .try_into()
+            .map_err(|_| "backend: a removed member id is not 8 bytes".to_string())?;
+        removed.push((
+            format!("{:x}", u64::from_be_bytes(id)).into_bytes(),
+            b"removed".to_vec(),
+        ));
+    }
+    removed.sort();
+    Ok((members, removed))
+}
+
+/// etcd's `membership.Member` JSON, fields in Go's order: id, peerURLs, isLearner when
+/// true, name and clientURLs when not empty.
+fn member_json(m: &MemberInfo, attrs: Option<MemberAttributes>) -> Vec<u8> {
+    let (name, client_urls) = match attrs {
+        Some(a) => (a.name, a.client_urls),
+        None => (m.name.clone(), m.client_urls.clone()),
+    };
+    let text = |v: &dyn erased::Json| v.json();
+    let mut out = format!(r#"{{"id":{},"peerURLs":{}"#, m.id, text(&m.peer_urls));
+    if m.is_learner {
+        out.push_str(r#","isLearner":true"#);
+    }
+    if !name.is_empty() {
+        out.push_str(&format!(r#","name":{}"#, text(&name)));
+    }
+    if !client_urls.is_empty() {
+        out.push_str(&format!(r#","clientURLs":{}"#, text(&client_urls)));
+    }
+    out.push('}');
+    out.into_bytes()
+}
+
+/// JSON text of strings and lists, as Go's encoder writes them.
+mod erased {
+    /// A value with a JSON text.
+    pub trait Json {
+        fn json(&self) -> String;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> String {
+            serde_json::to_string(self).unwrap_or_default()
+        }
+    }
+}
+
+/// oxcd's meta rows as etcd's `meta` bucket (sorted).
+fn etcd_meta(meta: &[(String, Vec<u8>)]) -> Result<Rows, String> {
+    let get = |k: &str| meta.iter().find(|(m, _)| m == k).map(|(_, v)| v.as_slice());
+    let le = |b: &[u8]| -> Result<u64, String> {
+        let a: [u8; 8] = b
+            .try_into()
+            .map_err(|_| "backend: a meta number is not 8 bytes".to_string())?;
+        Ok(u64::from_le_bytes(a))
+    };
+    let mut rows = Vec::new();
+    if let Some(cs) = get(schema::META_CONF_STATE) {
+        let cs = oxcd_raft::persist::decode_conf_state(cs).map_err(|e| e.to_string())?;
+        rows.push((b"confState".to_vec(), conf_state_json(&cs)));
+    }
+    if let Some(ci) = get(schema::META_CONSISTENT_INDEX) {
+        rows.push((b"consistent_index".to_vec(), le(ci)?.to_be_bytes().to_vec()));
+    }
+    for k in [
+        schema::META_FINISHED_COMPACT,
+        schema::META_SCHEDULED_COMPACT,
+    ] {
+        if let Some(v) = get(k) {
+            rows.push((k.as_bytes().to_vec(), v.to_vec()));
+        }
+    }
+    if let Some(t) = get(schema::META_CONSISTENT_TERM) {
+        let term = le(t)?;
+        if term > 0 {
+            rows.push((b"term".to_vec(), term.to_be_bytes().to_vec()));
+        }
+    }
+    rows.sort();
+    Ok(rows)
+}
+
+/// etcd's JSON of a `raftpb.ConfState`, fields in Go's order: the four lists when not
+/// empty, `auto_leave` always.
+fn conf_state_json(cs: &oxcd_raft::ConfState) -> Vec<u8> {
+    let mut out = String::from("{");
+    for (name, ids) in [
+        ("voters", cs.get_voters()),
+        ("learners", cs.get_learners()),
+        ("voters_outgoing", cs.get_voters_outgoing()),
+        ("learners_next", cs.get_learners_next()),
+    ] {
+        if !ids.is_empty() {
+            let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+            out.push_str(&format!(r#""{name}":[{}],"#, list.join(",")));
+        }
+    }
+    out.push_str(&format!(r#""auto_leave":{}}}"#, cs.get_auto_leave()));
+    out.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conf_state_json_is_etcds() {
+        let mut cs = oxcd_raft::ConfState::default();
+        cs.set_voters(vec![13668033151171901709]);
+        assert_eq!(
+            String::from_utf8(conf_state_json(&cs)).expect("utf8"),
+            r#"{"voters":[13668033151171901709],"auto_leave":false}"#
+        );
+    }
+
+    #[test]
+    fn member_json_is_etcds() {
+        let m = MemberInfo {
+            id: 13668033151171901709,
+            name: "s1".into(),
+            peer_urls: vec!["http://127.0.0.1:23801".into()],
+            client_urls: vec![],
+            is_learner: false,
+        };
+        assert_eq!(
+            String::from_utf8(member_json(&m, None)).expect("utf8"),
+            r#"{"id":13668033151171901709,"peerURLs":["http://127.0.0.1:23801"],"name":"s1"}"#
+        );
+    }
+}

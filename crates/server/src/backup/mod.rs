@@ -1,0 +1,4 @@
+//! Backups in etcd's format: the backend written as etcd's bbolt file (what
+//! `Maintenance.Snapshot` will stream and `etcdctl snapshot restore` reads).
+
+pub mod etcd_file;
