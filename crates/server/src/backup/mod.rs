@@ -2,3 +2,4 @@
 //! `Maintenance.Snapshot` will stream and `etcdctl snapshot restore` reads).
 
 pub mod etcd_file;
+pub mod stream;

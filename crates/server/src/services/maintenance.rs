@@ -1,5 +1,5 @@
-//! The Maintenance service: status, alarms, hashes and leader moves; the rest answers
-//! Unimplemented.
+//! The Maintenance service: status, alarms, hashes, snapshots in etcd's format and
+//! leader moves; the rest answers Unimplemented.
 
 use std::sync::Arc;
 
@@ -8,12 +8,13 @@ use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::maintenance_server::Maintenance;
 use oxcd_api::etcdserverpb::{
     AlarmRequest, AlarmResponse, HashKvRequest, HashKvResponse, HashRequest, HashResponse,
-    StatusRequest, StatusResponse,
+    SnapshotRequest, StatusRequest, StatusResponse,
 };
 use oxcd_api::etcdserverpb::{MoveLeaderRequest, MoveLeaderResponse};
 use tonic::{Request, Response, Status};
 
 use crate::apply::{Applied, alarms};
+use crate::backup::stream::{SnapshotStream, snapshot_stream};
 use crate::member::Member;
 use crate::services::caller::{caller, name};
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
@@ -89,6 +90,15 @@ impl Maintenance for MaintenanceService {
             header: Some(m.header(m.store.current_rev())),
             hash,
         }))
+    }
+
+    async fn snapshot(
+        &self,
+        req: Request<SnapshotRequest>,
+    ) -> Result<Response<SnapshotStream>, Status> {
+        let m = &self.member;
+        admin(m, &req).await?;
+        Ok(Response::new(snapshot_stream(m.store.backend().clone())))
     }
 
     async fn move_leader(
