@@ -191,3 +191,77 @@ async fn etcdctl_snapshot_save_from_oxcd_restores_into_etcd() {
         oxcd_testkit::reference::etcd_version()
     );
 }
+
+/// Files in the backend's directory that a snapshot stream left behind.
+fn snapshot_leftovers(data: &Path) -> Vec<String> {
+    std::fs::read_dir(data.join("member/snap"))
+        .expect("snap dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".snapshot-"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_killed_while_streaming_a_snapshot_starts_clean() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("m");
+    let mut p = common::OxcdProcess::start(&data, common::free_port());
+    let mut c = Client::connect([p.url.clone()], None)
+        .await
+        .expect("connect");
+    for i in 0..300 {
+        c.put(format!("big{i:03}"), vec![i as u8; 10_000], None)
+            .await
+            .expect("put");
+    }
+    let before = state(&mut c).await;
+    // A client that reads one message and then stops reading.
+    let mut stream = c.snapshot().await.expect("snapshot");
+    let first = stream
+        .message()
+        .await
+        .expect("message")
+        .expect("a first message");
+    assert_eq!(first.blob().len(), 32 * 1024);
+    assert!(
+        first.remaining_bytes() > 2_000_000,
+        "{}",
+        first.remaining_bytes()
+    );
+    assert_eq!(
+        snapshot_leftovers(&data),
+        Vec::<String>::new(),
+        "unlinked while open"
+    );
+    // Writes go on while a snapshot streams.
+    c.put("during", "1", None)
+        .await
+        .expect("put during the stream");
+    let after_put = state(&mut c).await;
+    p.child.kill().expect("kill -9");
+    let _ = p.child.wait();
+    drop(stream);
+    assert_eq!(snapshot_leftovers(&data), Vec::<String>::new());
+    let p2 = common::OxcdProcess::start(&data, common::free_port());
+    let mut c2 = Client::connect([p2.url.clone()], None)
+        .await
+        .expect("connect");
+    assert_eq!(state(&mut c2).await, after_put, "nothing lost");
+    assert_ne!(before.1, after_put.1);
+    // And a whole snapshot after the restart.
+    let mut stream = c2.snapshot().await.expect("snapshot");
+    let mut bytes = 0;
+    let mut last = None;
+    while let Some(msg) = stream.message().await.expect("message") {
+        bytes += msg.blob().len();
+        last = Some(msg);
+    }
+    let last = last.expect("messages");
+    assert_eq!(
+        (last.blob().len(), last.remaining_bytes()),
+        (32, 0),
+        "the sha256 last"
+    );
+    assert!(bytes > 3_000_000, "{bytes}");
+}
