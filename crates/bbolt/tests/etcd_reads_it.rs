@@ -144,16 +144,6 @@ fn etcds_snapshot_status_reads_the_writers_files() {
     }
 }
 
-/// Appends etcd's snapshot trailer: the sha256 of the database bytes.
-fn add_trailer(path: &Path) {
-    use sha2::Digest;
-    let db = std::fs::read(path).expect("read");
-    let sum = sha2::Sha256::digest(&db);
-    let mut all = db;
-    all.extend_from_slice(&sum);
-    std::fs::write(path, all).expect("write");
-}
-
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().expect("run");
     assert!(
@@ -240,7 +230,7 @@ fn etcd_restores_and_serves_the_writers_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let snap = dir.path().join("snap.db");
     let want = write_etcd_shaped(&snap, 500, 100);
-    add_trailer(&snap);
+    oxcd_testkit::reference::append_sha256_trailer(&snap).expect("trailer");
     // Restored by etcdutl where the reference etcd has it, by etcdctl 3.4 otherwise;
     // both check the trailer.
     let restored = dir.path().join("restored");

@@ -48,3 +48,13 @@ pub fn etcdutl_binary() -> Option<PathBuf> {
     let beside = etcd_binary().with_file_name("etcdutl");
     beside.exists().then_some(beside)
 }
+
+/// Appends etcd's snapshot trailer to the bbolt file at `path`: the sha256 of its bytes,
+/// which `snapshot restore` checks (what `Maintenance.Snapshot` sends last).
+pub fn append_sha256_trailer(path: &std::path::Path) -> std::io::Result<()> {
+    use sha2::Digest;
+    let mut all = std::fs::read(path)?;
+    let sum = sha2::Sha256::digest(&all);
+    all.extend_from_slice(&sum);
+    std::fs::write(path, all)
+}

@@ -75,15 +75,6 @@ async fn state(c: &mut Client) -> (Vec<String>, i64, u32) {
     (kvs, rev, hash)
 }
 
-fn add_trailer(path: &Path) {
-    use sha2::Digest;
-    let db = std::fs::read(path).expect("read");
-    let sum = sha2::Sha256::digest(&db);
-    let mut all = db;
-    all.extend_from_slice(&sum);
-    std::fs::write(path, all).expect("write");
-}
-
 fn run(cmd: &mut Command) -> String {
     let out = cmd.env("ETCDCTL_API", "3").output().expect("run");
     assert!(
@@ -110,14 +101,9 @@ async fn etcd_restores_oxcds_backup_and_serves_the_same_keys() {
     let (file, size) = write_etcd_file(&backend, file).expect("write etcd's format");
     file.sync_all().expect("sync");
     drop(backend);
-    add_trailer(&snap);
+    oxcd_testkit::reference::append_sha256_trailer(&snap).expect("trailer");
 
-    let (their_keys, their_rev, their_hash, ttl) =
-        restore_into_etcd(&snap, dir.path(), lease).await;
-    assert_eq!(their_keys, keys);
-    assert_eq!(their_rev, rev);
-    assert_eq!(their_hash, hash, "HashKV at revision {rev}");
-    assert!(ttl > 500, "the lease lives on: {ttl}");
+    etcd_restores_the_same(&snap, dir.path(), lease, (&keys, rev, hash)).await;
     eprintln!(
         "{} keys at revision {rev}, HashKV {hash:#x}: equal on etcd {} after restore ({} B snapshot)",
         keys.len(),
@@ -128,14 +114,21 @@ async fn etcd_restores_oxcds_backup_and_serves_the_same_keys() {
 
 /// `snapshot status` and `snapshot restore` of `snap` with etcd's tool (etcdutl 3.5
 /// beside the reference etcd, else etcdctl 3.4), then the reference etcd started on the
-/// restore: its keys, revision and HashKV, and the remaining TTL of `lease`.
-async fn restore_into_etcd(snap: &Path, dir: &Path, lease: i64) -> (Vec<String>, i64, u32, i64) {
+/// restore: it must serve the `expected` keys at the same revision with the same HashKV,
+/// and keep `lease`.
+async fn etcd_restores_the_same(
+    snap: &Path,
+    dir: &Path,
+    lease: i64,
+    (keys, rev, hash): (&[String], i64, u32),
+) {
     let tool =
         oxcd_testkit::reference::etcdutl_binary().unwrap_or_else(|| PathBuf::from("etcdctl"));
     let status: serde_json::Value = serde_json::from_str(&run(Command::new(&tool)
         .args(["snapshot", "status", "-w", "json"])
         .arg(snap)))
     .expect("status json");
+    assert_eq!(status["revision"], rev, "{status}");
     let peer = common::free_port();
     let restored = dir.join("restored");
     run(Command::new(&tool)
@@ -151,14 +144,16 @@ async fn restore_into_etcd(snap: &Path, dir: &Path, lease: i64) -> (Vec<String>,
     let mut ec = Client::connect([etcd.endpoint.clone()], None)
         .await
         .expect("connect to etcd");
-    let (keys, rev, hash) = state(&mut ec).await;
-    assert_eq!(status["revision"], rev, "{status}");
+    let (their_keys, their_rev, their_hash) = state(&mut ec).await;
+    assert_eq!(their_keys, keys);
+    assert_eq!(their_rev, rev);
+    assert_eq!(their_hash, hash, "HashKV at revision {rev}");
     let ttl = ec
         .lease_time_to_live(lease, None)
         .await
         .expect("lease ttl")
         .ttl();
-    (keys, rev, hash, ttl)
+    assert!(ttl > 500, "the lease lives on: {ttl}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,12 +174,7 @@ async fn etcdctl_snapshot_save_from_oxcd_restores_into_etcd() {
         .await
         .expect("put after the snapshot");
     m.stop().await;
-    let (their_keys, their_rev, their_hash, ttl) =
-        restore_into_etcd(&snap, dir.path(), lease).await;
-    assert_eq!(their_keys, keys);
-    assert_eq!(their_rev, rev);
-    assert_eq!(their_hash, hash, "HashKV at revision {rev}");
-    assert!(ttl > 500, "the lease lives on: {ttl}");
+    etcd_restores_the_same(&snap, dir.path(), lease, (&keys, rev, hash)).await;
     eprintln!(
         "etcdctl snapshot save from oxcd: {} keys at revision {rev} equal on etcd {} after restore",
         keys.len(),
