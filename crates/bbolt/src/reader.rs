@@ -211,8 +211,12 @@ impl BoltReader {
         if id + pages > self.meta.pgid || at + pages * self.page_size > self.file_len {
             return Err(damaged(id, "overflow past the end"));
         }
-        let mut all = vec![0u8; (pages * self.page_size) as usize];
-        self.file.read_exact_at(&mut all, at)?;
+        // The header came with the first page: read only the pages after it.
+        let mut all = first;
+        all.resize((pages * self.page_size) as usize, 0);
+        let ps = self.page_size as usize;
+        self.file
+            .read_exact_at(&mut all[ps..], at + self.page_size)?;
         Ok(all)
     }
 }

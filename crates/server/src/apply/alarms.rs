@@ -16,7 +16,8 @@ fn key(member: u64, alarm: i32) -> String {
     format!("{META_ALARM_PREFIX}{member:016x}/{alarm}")
 }
 
-fn parse(key: &str) -> Option<AlarmMember> {
+/// The alarm an `alarm/<member>/<type>` meta key records.
+pub(crate) fn parse(key: &str) -> Option<AlarmMember> {
     let (member, alarm) = key.strip_prefix(META_ALARM_PREFIX)?.split_once('/')?;
     Some(AlarmMember {
         member_id: u64::from_str_radix(member, 16).ok()?,

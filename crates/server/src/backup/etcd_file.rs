@@ -14,7 +14,6 @@
 
 use std::fs::File;
 
-use oxcd_api::etcdserverpb::AlarmMember;
 use oxcd_api::oxcdpb::{MemberAttributes, MemberInfo};
 use oxcd_bbolt::BoltWriter;
 use oxcd_storage::backend::Backend;
@@ -34,10 +33,12 @@ type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 /// the database's size in bytes (bbolt's `tx.Size()`, what etcd streams before the
 /// sha256).
 pub fn write_etcd_file(backend: &Backend, file: File) -> Result<(File, u64), String> {
+    let db = |e: redb::Error| backend.err(e).to_string();
     let tx = backend.begin_read().map_err(|e| e.to_string())?;
-    let err = |e: redb::Error| backend.err(e).to_string();
     let mut w = BoltWriter::new(file).map_err(|e| e.to_string())?;
-    let meta = meta_rows(&tx).map_err(err)?;
+    let meta =
+        Backend::meta_with_prefix(&tx.open_table(schema::META).map_err(|e| db(e.into()))?, "")
+            .map_err(db)?;
     // In bbolt's byte order.
     put_rows(&mut w, b"alarm", &alarms(&meta)?)?;
     for name in [
@@ -45,26 +46,20 @@ pub fn write_etcd_file(backend: &Backend, file: File) -> Result<(File, u64), Str
         schema::AUTH_ROLES_NAME,
         schema::AUTH_USERS_NAME,
     ] {
-        copy_table(&mut w, &tx, name).map_err(err)?;
+        copy_table(&mut w, &tx, name, db)?;
     }
     put_rows(
         &mut w,
         b"cluster",
         &[(b"clusterVersion".to_vec(), CLUSTER_VERSION.to_vec())],
     )?;
-    copy_table(&mut w, &tx, schema::KEY_NAME).map_err(err)?;
-    copy_table(&mut w, &tx, schema::LEASE_NAME).map_err(err)?;
-    let (members, removed) = members(&tx, &meta)?;
+    copy_table(&mut w, &tx, schema::KEY_NAME, db)?;
+    copy_table(&mut w, &tx, schema::LEASE_NAME, db)?;
+    let (members, removed) = members(&tx, &meta, db)?;
     put_rows(&mut w, b"members", &members)?;
     put_rows(&mut w, b"members_removed", &removed)?;
     put_rows(&mut w, b"meta", &etcd_meta(&meta)?)?;
     w.finish().map_err(|e| e.to_string())
-}
-
-/// Every row of oxcd's meta table.
-fn meta_rows(tx: &ReadTransaction) -> Result<Vec<(String, Vec<u8>)>, redb::Error> {
-    let t = tx.open_table(schema::META)?;
-    Backend::meta_with_prefix(&t, "")
 }
 
 fn put_rows(w: &mut BoltWriter, bucket: &[u8], rows: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
@@ -75,68 +70,60 @@ fn put_rows(w: &mut BoltWriter, bucket: &[u8], rows: &[(Vec<u8>, Vec<u8>)]) -> R
     Ok(())
 }
 
-/// Copies a table kept in etcd's encoding, row by row.
-fn copy_table(w: &mut BoltWriter, tx: &ReadTransaction, name: &str) -> Result<(), redb::Error> {
-    let Some(spec) = TABLES.iter().find(|t| t.name == name) else {
-        return Ok(());
-    };
+/// Copies a table kept in etcd's encoding, row by row (`db` names a backend error).
+fn copy_table(
+    w: &mut BoltWriter,
+    tx: &ReadTransaction,
+    name: &str,
+    db: impl Fn(redb::Error) -> String,
+) -> Result<(), String> {
+    let spec = TABLES
+        .iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| format!("backend: no table {name}"))?;
+    w.bucket(name.as_bytes()).map_err(|e| e.to_string())?;
     let mut failed = None;
-    if let Err(e) = w.bucket(name.as_bytes()) {
-        return Err(redb::Error::Corrupted(e.to_string()));
-    }
     spec.scan(tx, |k, v| match w.put(k, v) {
         Ok(()) => true,
         Err(e) => {
             failed = Some(e.to_string());
             false
         }
-    })?;
-    match failed {
-        Some(e) => Err(redb::Error::Corrupted(e)),
-        None => Ok(()),
-    }
+    })
+    .map_err(db)?;
+    failed.map_or(Ok(()), Err)
 }
 
 /// oxcd's `alarm/<member id hex>/<type>` meta rows as etcd's `alarm` bucket.
 fn alarms(meta: &[(String, Vec<u8>)]) -> Result<Rows, String> {
     let mut rows = Vec::new();
-    for (k, _) in meta {
-        let Some(rest) = k.strip_prefix(schema::META_ALARM_PREFIX) else {
-            continue;
-        };
-        let parsed = rest.split_once('/').and_then(|(id, kind)| {
-            Some((u64::from_str_radix(id, 16).ok()?, kind.parse::<i32>().ok()?))
-        });
-        let Some((member_id, alarm)) = parsed else {
-            return Err(format!("backend: unreadable alarm row {k:?}"));
-        };
-        let key = AlarmMember { member_id, alarm }.encode_to_vec();
-        rows.push((key, Vec::new()));
+    for (k, _) in meta
+        .iter()
+        .filter(|(k, _)| k.starts_with(schema::META_ALARM_PREFIX))
+    {
+        let alarm = crate::apply::alarms::parse(k)
+            .ok_or_else(|| format!("backend: unreadable alarm row {k:?}"))?;
+        rows.push((alarm.encode_to_vec(), Vec::new()));
     }
     rows.sort();
     Ok(rows)
 }
 
-/// The members (as etcd's JSON) and the removed ids, keyed by unpadded hex id and sorted
-/// as bytes.
-fn members(tx: &ReadTransaction, meta: &[(String, Vec<u8>)]) -> Result<(Rows, Rows), String> {
-    let db = |e: redb::Error| format!("backend: {e}");
-    let attributes = |id: u64| {
-        meta.iter()
-            .find(|(k, _)| {
-                k.strip_prefix(schema::META_MEMBER_ATTRIBUTES_PREFIX)
-                    .and_then(|hex| u64::from_str_radix(hex, 16).ok())
-                    == Some(id)
-            })
-            .and_then(|(_, v)| MemberAttributes::decode(v.as_slice()).ok())
-    };
+/// The members (as etcd's JSON, with the attributes they published) and the removed
+/// ids, keyed by unpadded hex id and sorted as bytes.
+fn members(
+    tx: &ReadTransaction,
+    meta: &[(String, Vec<u8>)],
+    db: impl Fn(redb::Error) -> String,
+) -> Result<(Rows, Rows), String> {
+    let mut attributes = crate::membership::attributes_by_id(meta);
     let mut members = Vec::new();
     let table = tx.open_table(schema::MEMBERS).map_err(|e| db(e.into()))?;
     for row in table.iter().map_err(|e| db(e.into()))? {
         let (_, v) = row.map_err(|e| db(e.into()))?;
         let m = MemberInfo::decode(v.value())
             .map_err(|e| format!("backend: undecodable member: {e}"))?;
-        let json = member_json(&m, attributes(m.id));
+        let json = member_json(&m, attributes.remove(&m.id));
         members.push((format!("{:x}", m.id).into_bytes(), json));
     }
     members.sort();
@@ -146,14 +133,8 @@ fn members(tx: &ReadTransaction, meta: &[(String, Vec<u8>)]) -> Result<(Rows, Ro
         .map_err(|e| db(e.into()))?;
     for row in table.iter().map_err(|e| db(e.into()))? {
         let (k, _) = row.map_err(|e| db(e.into()))?;
-        let id: [u8; 8] = k
-            .value()
-            .try_into()
-            .map_err(|_| "backend: a removed member id is not 8 bytes".to_string())?;
-        removed.push((
-            format!("{:x}", u64::from_be_bytes(id)).into_bytes(),
-            b"removed".to_vec(),
-        ));
+        let id = crate::membership::table::id_of(k.value()).map_err(|e| e.to_string())?;
+        removed.push((format!("{id:x}").into_bytes(), b"removed".to_vec()));
     }
     removed.sort();
     Ok((members, removed))
@@ -166,32 +147,23 @@ fn member_json(m: &MemberInfo, attrs: Option<MemberAttributes>) -> Vec<u8> {
         Some(a) => (a.name, a.client_urls),
         None => (m.name.clone(), m.client_urls.clone()),
     };
-    let text = |v: &dyn erased::Json| v.json();
-    let mut out = format!(r#"{{"id":{},"peerURLs":{}"#, m.id, text(&m.peer_urls));
+    let mut out = format!(r#"{{"id":{},"peerURLs":{}"#, m.id, json(&m.peer_urls));
     if m.is_learner {
         out.push_str(r#","isLearner":true"#);
     }
     if !name.is_empty() {
-        out.push_str(&format!(r#","name":{}"#, text(&name)));
+        out.push_str(&format!(r#","name":{}"#, json(&name)));
     }
     if !client_urls.is_empty() {
-        out.push_str(&format!(r#","clientURLs":{}"#, text(&client_urls)));
+        out.push_str(&format!(r#","clientURLs":{}"#, json(&client_urls)));
     }
     out.push('}');
     out.into_bytes()
 }
 
-/// JSON text of strings and lists, as Go's encoder writes them.
-mod erased {
-    /// A value with a JSON text.
-    pub trait Json {
-        fn json(&self) -> String;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> String {
-            serde_json::to_string(self).unwrap_or_default()
-        }
-    }
+/// The JSON text of a string or a list of strings.
+fn json(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// oxcd's meta rows as etcd's `meta` bucket (sorted).

@@ -311,13 +311,22 @@ mod tests;
 pub fn published(
     store: &oxcd_mvcc::Store,
 ) -> std::collections::HashMap<u64, oxcd_api::oxcdpb::MemberAttributes> {
-    use prost::Message as _;
     let prefix = oxcd_storage::schema::META_MEMBER_ATTRIBUTES_PREFIX;
     let rows = store.read_meta_prefix(prefix).unwrap_or_else(|e| {
         tracing::warn!("cannot read member attributes: {e}");
         Vec::new()
     });
-    rows.into_iter()
+    attributes_by_id(&rows)
+}
+
+/// The member attributes among meta `rows` (`member_attributes/<id>` keys), by id.
+pub fn attributes_by_id(
+    rows: &[(String, Vec<u8>)],
+) -> std::collections::HashMap<u64, oxcd_api::oxcdpb::MemberAttributes> {
+    use prost::Message as _;
+    let prefix = oxcd_storage::schema::META_MEMBER_ATTRIBUTES_PREFIX;
+    rows.iter()
+        .filter(|(k, _)| k.starts_with(prefix))
         .filter_map(|(_, v)| oxcd_api::oxcdpb::MemberAttributes::decode(v.as_slice()).ok())
         .map(|a| (a.id, a))
         .collect()

@@ -14,7 +14,8 @@ fn corrupt(what: &str, e: impl std::fmt::Display) -> MvccError {
     MvccError::Corrupt(Default::default(), format!("{what}: {e}"))
 }
 
-fn id_of(key: &[u8]) -> Result<u64, MvccError> {
+/// The member id a `members` or `members_removed` key holds.
+pub(crate) fn id_of(key: &[u8]) -> Result<u64, MvccError> {
     let bytes: [u8; 8] = key
         .try_into()
         .map_err(|_| corrupt("member id", format!("{} bytes", key.len())))?;
