@@ -222,7 +222,8 @@ pub async fn state_hashes(
 }
 
 /// Retries `f` while it fails with "unhealthy cluster" (the strict check wants every
-/// voter connected for 5 s), up to 30 s.
+/// voter connected for 5 s) or "not enough started members" (a member just added has
+/// not connected yet), up to 30 s.
 pub async fn healthy_retry<T, F, Fut>(mut f: F) -> Result<T, etcd_client::Error>
 where
     F: FnMut() -> Fut,
@@ -231,7 +232,11 @@ where
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         match f().await {
-            Err(e) if e.to_string().contains("unhealthy cluster") && Instant::now() < deadline => {
+            Err(e)
+                if (e.to_string().contains("unhealthy cluster")
+                    || e.to_string().contains("not enough started members"))
+                    && Instant::now() < deadline =>
+            {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             other => return other,
