@@ -11,9 +11,10 @@
 //! miss looks for buffered pages to write back while non-durable commits have left some,
 //! and a dump misses on nearly every page. A durable commit writes that buffer out.
 
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 pub use redb;
 use redb::{
@@ -25,10 +26,50 @@ use crate::{Result, StorageError, schema};
 /// The backend database.
 #[derive(Debug)]
 pub struct Backend {
-    db: Database,
+    /// The open database file. Replaced only by [`crate::defrag`], with every writer held
+    /// at [`Backend::write_gate`]; a reader clones it and keeps what it read from.
+    db: Mutex<Arc<Database>>,
+    /// Held shared by every write transaction from begin to commit, and exclusively by a
+    /// defragmentation while it copies the last changes and swaps the file.
+    pub(crate) write_gate: RwLock<()>,
     path: PathBuf,
     /// Dumps being read (see the module doc).
     dumps: Arc<AtomicUsize>,
+    /// Snapshot installs so far: a defragmentation that sees this move starts over.
+    pub(crate) installs: AtomicU64,
+    /// One defragmentation at a time.
+    pub(crate) defragmenting: Mutex<()>,
+}
+
+/// A write transaction on the backend. It holds the backend's write gate until it is
+/// committed or dropped, so a defragmentation never swaps the file under it.
+pub struct WriteTx<'b> {
+    tx: WriteTransaction,
+    _gate: RwLockReadGuard<'b, ()>,
+}
+
+/// A read transaction on the backend: a consistent snapshot of one commit. It keeps the
+/// file it reads open, even after a defragmentation replaced it.
+pub struct ReadTx {
+    // Dropped before the database it reads.
+    tx: ReadTransaction,
+    _db: Arc<Database>,
+}
+
+impl Deref for ReadTx {
+    type Target = ReadTransaction;
+
+    fn deref(&self) -> &ReadTransaction {
+        &self.tx
+    }
+}
+
+impl Deref for WriteTx<'_> {
+    type Target = WriteTransaction;
+
+    fn deref(&self) -> &WriteTransaction {
+        &self.tx
+    }
 }
 
 /// Counts one open dump of a [`Backend`] for as long as it lives.
@@ -48,6 +89,14 @@ fn backend_err(path: &Path, e: impl std::fmt::Display) -> StorageError {
     }
 }
 
+/// Opens (or creates) a redb file with oxcd's settings.
+pub(crate) fn create_database(path: &Path) -> Result<Database> {
+    redb::Builder::new()
+        .set_cache_size(CACHE_BYTES)
+        .create(path)
+        .map_err(|e| backend_err(path, e))
+}
+
 /// redb's page cache. Its default (1 GiB) made most of a member's memory after a million
 /// keys; reads that miss it are served from the kernel's page cache.
 const CACHE_BYTES: usize = 64 << 20;
@@ -58,14 +107,15 @@ impl Backend {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| StorageError::io(parent, e))?;
         }
-        let db = redb::Builder::new()
-            .set_cache_size(CACHE_BYTES)
-            .create(path)
-            .map_err(|e| backend_err(path, e))?;
+        crate::defrag::remove_leftover(path)?;
+        let db = create_database(path)?;
         let backend = Backend {
-            db,
+            db: Mutex::new(Arc::new(db)),
+            write_gate: RwLock::new(()),
             path: path.to_path_buf(),
             dumps: Arc::default(),
+            installs: AtomicU64::new(0),
+            defragmenting: Mutex::new(()),
         };
         let tx = backend.begin_write()?;
         crate::tables::create_all(&tx).map_err(|e| backend_err(path, e))?;
@@ -73,16 +123,23 @@ impl Backend {
         Ok(backend)
     }
 
-    /// Starts a write transaction.
-    pub fn begin_write(&self) -> Result<WriteTransaction> {
-        self.db
+    /// Starts a write transaction (waiting while a defragmentation swaps the file).
+    pub fn begin_write(&self) -> Result<WriteTx<'_>> {
+        let gate = self
+            .write_gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tx = self
+            .database()
             .begin_write()
-            .map_err(|e| backend_err(&self.path, e))
+            .map_err(|e| backend_err(&self.path, e))?;
+        Ok(WriteTx { tx, _gate: gate })
     }
 
     /// Commits `tx`; durably (fsync) when `durable` or while a dump is read, otherwise
     /// only visible to readers.
-    pub fn commit(&self, mut tx: WriteTransaction, durable: bool) -> Result<()> {
+    pub fn commit(&self, tx: WriteTx<'_>, durable: bool) -> Result<()> {
+        let WriteTx { mut tx, _gate } = tx;
         let d = if durable || self.commits_forced_durable() {
             Durability::Immediate
         } else {
@@ -91,6 +148,23 @@ impl Backend {
         tx.set_durability(d)
             .map_err(|e| backend_err(&self.path, e))?;
         tx.commit().map_err(|e| backend_err(&self.path, e))
+    }
+
+    /// The database file open now.
+    pub(crate) fn database(&self) -> Arc<Database> {
+        self.db
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts `db` in place of the open database (the caller holds the write gate).
+    pub(crate) fn replace_database(&self, db: Database) -> Arc<Database> {
+        let mut slot = self
+            .db
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::replace(&mut *slot, Arc::new(db))
     }
 
     /// Whether commits are made durable whatever their caller asks (a dump is open).
@@ -105,8 +179,10 @@ impl Backend {
     }
 
     /// Starts a read transaction: a consistent snapshot of the last commit.
-    pub fn begin_read(&self) -> Result<ReadTransaction> {
-        self.db.begin_read().map_err(|e| backend_err(&self.path, e))
+    pub fn begin_read(&self) -> Result<ReadTx> {
+        let db = self.database();
+        let tx = db.begin_read().map_err(|e| backend_err(&self.path, e))?;
+        Ok(ReadTx { tx, _db: db })
     }
 
     /// The state hash of the last commit (see [`crate::tables::state_hash`]).

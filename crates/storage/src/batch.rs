@@ -8,15 +8,15 @@
 //!   holds data without the index that produced it (or the reverse).
 //! - Nothing written through a batch is visible to readers before `commit` returns.
 
-use redb::{Table, TableDefinition, WriteTransaction};
+use redb::{Table, TableDefinition};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, WriteTx};
 use crate::{Result, schema};
 
 /// A write transaction on the backend, for one batch of applied entries.
 pub struct BatchTx<'b> {
     backend: &'b Backend,
-    tx: WriteTransaction,
+    tx: WriteTx<'b>,
 }
 
 impl Backend {

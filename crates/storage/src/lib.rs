@@ -16,6 +16,7 @@
 
 pub mod backend;
 pub mod batch;
+pub mod defrag;
 pub mod direct;
 pub mod lock;
 pub mod schema;

@@ -29,7 +29,7 @@ const SUFFIX: &str = ".snapdata";
 
 /// A consistent read of the whole backend, ready to stream.
 pub struct Dump {
-    tx: ReadTransaction,
+    tx: crate::backend::ReadTx,
     path: PathBuf,
     /// Keeps the backend's commits durable while the dump is read (see
     /// [`crate::backend`]).
@@ -127,6 +127,8 @@ impl Backend {
             )
         };
         self.commit(tx, true)?;
+        self.installs
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(position)
     }
 }

@@ -87,11 +87,11 @@ pub const TABLES: &[TableSpec] = &[
 ];
 
 impl TableSpec {
-    fn bytes(&self) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
+    pub(crate) fn bytes(&self) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
         TableDefinition::new(self.name)
     }
 
-    fn text(&self) -> TableDefinition<'static, &'static str, &'static [u8]> {
+    pub(crate) fn text(&self) -> TableDefinition<'static, &'static str, &'static [u8]> {
         TableDefinition::new(self.name)
     }
 

@@ -6,8 +6,8 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use oxcd_api::mvccpb::event::EventType;
 use oxcd_api::mvccpb::{Event, KeyValue};
-use oxcd_storage::backend::Backend;
 use oxcd_storage::backend::redb::{ReadOnlyTable, ReadTransaction, ReadableTable, Table};
+use oxcd_storage::backend::{Backend, ReadTx};
 use oxcd_storage::batch::BatchTx;
 use oxcd_storage::schema;
 use prost::Message;
@@ -144,8 +144,21 @@ fn read_rows<T: ReadableTable<&'static [u8], &'static [u8]>>(
     Ok(kvs)
 }
 
-/// Reads the applied state's position and rebuilds the key index from the rows.
-fn load(backend: &Backend) -> Result<(IndexState, i64, u64)> {
+/// What [`load`] rebuilt from the backend.
+struct Loaded {
+    index: IndexState,
+    /// The current revision: the newest row's, or a compaction's if above it.
+    current: i64,
+    consistent_index: u64,
+    /// A compaction scheduled above the finished one (0: none), to finish now.
+    scheduled: i64,
+}
+
+/// Reads the applied state's position and rebuilds the key index from the rows, as etcd
+/// does: every row of the key table is indexed, a row with an empty value too (`oxcdutl
+/// snapshot restore --bump-revision` writes one, as etcdutl does, to raise the revision;
+/// its empty key is below every key a request can name, so no read sees it).
+fn load(backend: &Backend) -> Result<Loaded> {
     let tx = backend.begin_read()?;
     let meta_u64 = |k: &str| -> Result<u64> {
         let v = Backend::read_meta(&tx, k).map_err(|e| backend.err(e))?;
@@ -179,22 +192,58 @@ fn load(backend: &Backend) -> Result<(IndexState, i64, u64)> {
         }
         current = current.max(rev.main);
     }
-    current = current.max(compact_rev);
+    let scheduled = Backend::read_meta(&tx, schema::META_SCHEDULED_COMPACT)
+        .map_err(|e| backend.err(e))?
+        .and_then(|b| Revision::from_bytes(&b))
+        .map_or(0, |(r, _)| r.main);
+    current = current.max(compact_rev).max(scheduled);
     drop(table);
-    Ok((IndexState { tree, compact_rev }, current, consistent_index))
+    Ok(Loaded {
+        index: IndexState { tree, compact_rev },
+        current,
+        consistent_index,
+        scheduled: if scheduled > compact_rev {
+            scheduled
+        } else {
+            0
+        },
+    })
 }
 
 impl Store {
-    /// Opens the store and rebuilds the key index from the backend's rows.
+    /// Opens the store and rebuilds the key index from the backend's rows; a compaction
+    /// scheduled but not finished is finished first, as etcd resumes it at start.
     pub fn open(backend: Arc<Backend>) -> Result<Store> {
-        let (index, current, consistent_index) = load(&backend)?;
-        Ok(Store {
+        let loaded = load(&backend)?;
+        let store = Store {
             backend,
-            index: RwLock::new(index),
-            current_rev: AtomicI64::new(current),
-            consistent_index: AtomicU64::new(consistent_index),
+            index: RwLock::new(loaded.index),
+            current_rev: AtomicI64::new(loaded.current),
+            consistent_index: AtomicU64::new(loaded.consistent_index),
             gate: RwLock::new(()),
-        })
+        };
+        if loaded.scheduled > 0 {
+            store.finish_compaction(loaded.scheduled)?;
+        }
+        Ok(store)
+    }
+
+    /// Finishes a compaction to `rev` found scheduled above the finished one (left so by
+    /// `snapshot restore --mark-compacted`, etcd's or oxcd's), in a durable commit that
+    /// keeps the raft position as it is.
+    fn finish_compaction(&self, rev: i64) -> Result<()> {
+        let tx = self.backend.begin_read()?;
+        let term = Backend::read_meta(&tx, schema::META_CONSISTENT_TERM)
+            .map_err(|e| self.backend.err(e))?
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes);
+        drop(tx);
+        self.write_batch(self.consistent_index(), term, true, |b| b.compact(rev))?;
+        tracing::info!(
+            scheduled_compact_revision = rev,
+            "resume scheduled compaction"
+        );
+        Ok(())
     }
 
     /// Replaces the whole state with the snapshot file at `path` (received from the
@@ -203,11 +252,11 @@ impl Store {
     pub fn install_snapshot(&self, path: &std::path::Path) -> Result<(u64, u64)> {
         let _exclusive = self.gate.write().unwrap_or_else(|p| p.into_inner());
         let position = self.backend.install(path)?;
-        let (index, current, consistent_index) = load(&self.backend)?;
-        *self.index_write() = index;
-        self.current_rev.store(current, Ordering::Release);
+        let loaded = load(&self.backend)?;
+        *self.index_write() = loaded.index;
+        self.current_rev.store(loaded.current, Ordering::Release);
         self.consistent_index
-            .store(consistent_index, Ordering::Release);
+            .store(loaded.consistent_index, Ordering::Release);
         Ok(position)
     }
 
@@ -260,7 +309,7 @@ impl Store {
         range: KeyRange<'_>,
         opts: RangeOptions,
         readers: impl FnOnce(usize) -> usize,
-    ) -> Result<(i64, Matches, usize, Vec<ReadTransaction>)> {
+    ) -> Result<(i64, Matches, usize, Vec<ReadTx>)> {
         let idx = self.index_read();
         let cur = self.current_rev();
         let (found, count) = find(&idx, range, opts, cur)?;
@@ -369,7 +418,7 @@ impl Store {
         range: KeyRange<'_>,
         opts: RangeOptions,
         readers: impl FnOnce(usize) -> usize,
-        read: impl FnOnce(&[(Vec<u8>, Found)], Vec<ReadTransaction>) -> Result<()>,
+        read: impl FnOnce(&[(Vec<u8>, Found)], Vec<ReadTx>) -> Result<()>,
     ) -> Result<EncodedRange> {
         let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
         let (rev, found, count, txs) = self.lookup_and_begin(range, opts, readers)?;
@@ -463,7 +512,7 @@ impl Store {
 
     /// Runs `read` over the key table in a read transaction of its own.
     fn with_key_table<R>(&self, read: impl FnOnce(&KeyTable) -> Result<R>) -> Result<R> {
-        self.with_key_table_in(&self.backend.begin_read()?, read)
+        self.with_key_table_in(&*self.backend.begin_read()?, read)
     }
 
     /// Runs `read` over the key table as `tx` sees it.
