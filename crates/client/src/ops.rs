@@ -3,15 +3,15 @@
 
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{
-    AlarmRequest, AlarmResponse, CompactionRequest, CompactionResponse, DeleteRangeRequest,
-    DeleteRangeResponse, HashKvRequest, HashKvResponse, LeaseGrantRequest, LeaseGrantResponse,
-    LeaseKeepAliveRequest, LeaseKeepAliveResponse, LeaseLeasesRequest, LeaseLeasesResponse,
-    LeaseRevokeRequest, LeaseRevokeResponse, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
-    MemberAddRequest, MemberAddResponse, MemberListRequest, MemberListResponse,
-    MemberPromoteRequest, MemberPromoteResponse, MemberRemoveRequest, MemberRemoveResponse,
-    MemberUpdateRequest, MemberUpdateResponse, MoveLeaderRequest, MoveLeaderResponse, PutRequest,
-    PutResponse, RangeRequest, RangeResponse, StatusRequest, StatusResponse, TxnRequest,
-    TxnResponse,
+    AlarmRequest, AlarmResponse, CompactionRequest, CompactionResponse, DefragmentRequest,
+    DefragmentResponse, DeleteRangeRequest, DeleteRangeResponse, HashKvRequest, HashKvResponse,
+    LeaseGrantRequest, LeaseGrantResponse, LeaseKeepAliveRequest, LeaseKeepAliveResponse,
+    LeaseLeasesRequest, LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse,
+    LeaseTimeToLiveRequest, LeaseTimeToLiveResponse, MemberAddRequest, MemberAddResponse,
+    MemberListRequest, MemberListResponse, MemberPromoteRequest, MemberPromoteResponse,
+    MemberRemoveRequest, MemberRemoveResponse, MemberUpdateRequest, MemberUpdateResponse,
+    MoveLeaderRequest, MoveLeaderResponse, PutRequest, PutResponse, RangeRequest, RangeResponse,
+    StatusRequest, StatusResponse, TxnRequest, TxnResponse,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -116,6 +116,12 @@ impl Client {
             alarm: 0,
         };
         self.bounded(self.maintenance().alarm(req)).await
+    }
+
+    /// `Maintenance.Defragment` of the connected endpoint.
+    pub async fn defragment(&self) -> Result<DefragmentResponse, Error> {
+        self.bounded(self.maintenance().defragment(DefragmentRequest {}))
+            .await
     }
 
     /// `Maintenance.MoveLeader` to member `target_id`.

@@ -68,7 +68,7 @@ pub const HASHKV: Command = Command {
 
 /// The endpoints to ask: `--endpoints`, or with `--cluster` every member's client URLs
 /// (asked without credentials, as etcdctl: listing members needs none).
-async fn endpoints(ctx: &Ctx, s: &Session) -> Result<Vec<String>, Fail> {
+pub(super) async fn endpoints(ctx: &Ctx, s: &Session) -> Result<Vec<String>, Fail> {
     if !ctx.flags.flag("cluster") {
         return Ok(s.endpoints.clone());
     }

@@ -3,6 +3,7 @@
 
 mod auth;
 mod cluster;
+mod defrag;
 mod elect;
 mod endpoint;
 mod hold;
@@ -188,6 +189,7 @@ const COMMANDS: &[Command] = &[
     kv::DEL,
     txn::TXN,
     kv::COMPACTION,
+    defrag::DEFRAG,
     endpoint::GROUP,
     endpoint::HEALTH,
     endpoint::STATUS,

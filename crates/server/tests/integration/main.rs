@@ -15,6 +15,7 @@ mod cluster_processes;
 mod config_etcd_compat;
 mod corruption;
 mod crash;
+mod defrag;
 mod etcd_backup_format;
 mod etcdctl_compat;
 mod faults;
