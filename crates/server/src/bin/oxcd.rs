@@ -66,7 +66,13 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match rt.block_on(serve::run(settings, shutdown_signal(), |_| {})) {
+    // The handlers are installed before the member starts: a signal that arrives once it
+    // has logged readiness must stop it cleanly, not by the default action.
+    let shutdown = {
+        let _in_runtime = rt.enter();
+        shutdown_signal()
+    };
+    match rt.block_on(serve::run(settings, shutdown, |_| {})) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -76,19 +82,23 @@ fn main() -> ExitCode {
     }
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Installs the SIGINT and SIGTERM handlers now (inside the runtime) and returns what
+/// completes on either.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
+    let handlers = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
-    ) else {
-        // Without signal handlers the process still dies on the default action.
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
+    );
+    async move {
+        let (Ok(mut int), Ok(mut term)) = handlers else {
+            // Without signal handlers the process still dies on the default action.
+            std::future::pending::<()>().await;
+            return;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
     }
 }
