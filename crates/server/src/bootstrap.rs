@@ -232,7 +232,7 @@ pub fn start(
         max_txn_ops: s.max_txn_ops,
         max_request_bytes: s.max_request_bytes,
         request_timeout: s.request_timeout(),
-        quota_backend_bytes: s.quota_backend_bytes(),
+        quota: s.quota(),
         election_timeout: s.election_timeout,
     };
     let reconfig = Reconfig {

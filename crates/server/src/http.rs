@@ -44,7 +44,7 @@ async fn metrics(State(member): State<Arc<Member>>) -> impl IntoResponse {
         "# TYPE etcd_debugging_mvcc_current_revision gauge".to_string(),
         format!("etcd_debugging_mvcc_current_revision {}", member.store.current_rev()),
         "# TYPE etcd_server_quota_backend_bytes gauge".to_string(),
-        format!("etcd_server_quota_backend_bytes {}", member.limits.quota_backend_bytes),
+        format!("etcd_server_quota_backend_bytes {}", member.limits.quota.gauge()),
     ];
     let mut body = lines.join("\n");
     body.push('\n');

@@ -3,7 +3,8 @@
 //! Owns: the apply path ([`apply`], [`apply_loop`]), request validation ([`validate`]),
 //! leases ([`lease`]), the replicated membership ([`membership`]; changes are applied,
 //! not yet proposed: issue 13), the proposal registry ([`waiters`]), the member handle
-//! the services share ([`member`]), the gRPC services ([`services`]) and HTTP endpoints ([`http`]),
+//! the services share ([`member`]), the space quota ([`quota`]), the gRPC services
+//! ([`services`]) and HTTP endpoints ([`http`]),
 //! configuration ([`flags`], [`settings`]), ids ([`ids`]), TLS ([`security`]), the
 //! sockets ([`listeners`]), start-up ([`bootstrap`]) and serving ([`serve`]).
 //!
@@ -31,6 +32,7 @@ pub mod member;
 pub mod members;
 pub mod membership;
 pub mod peer;
+pub mod quota;
 pub mod security;
 pub mod serve;
 pub mod services;

@@ -1,12 +1,14 @@
 //! A running member as the services see it: propose-and-wait for writes, the ReadIndex
 //! barrier for linearizable reads, response headers, identity, the watch feed, the
-//! admission of multi-key range reads to the blocking pool.
+//! admission of multi-key range reads to the blocking pool, the space quota's check
+//! before proposing (which raises the NOSPACE alarm).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use oxcd_api::errors::EtcdError;
-use oxcd_api::etcdserverpb::ResponseHeader;
+use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
+use oxcd_api::etcdserverpb::{AlarmRequest, AlarmType, ResponseHeader};
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo};
 use oxcd_api::oxcdpb::{InternalRequest, RequestAuth};
@@ -14,14 +16,15 @@ use oxcd_mvcc::Store;
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::{ConfChange, ConfChangeType, RaftError};
 use prost::Message as _;
-use tokio::sync::{Semaphore, oneshot, watch};
+use tokio::sync::{Mutex, Semaphore, oneshot, watch};
 
-use crate::apply::Applied;
+use crate::apply::{Applied, alarms};
 use crate::auth::AuthStore;
 use crate::lease::Lessor;
 use crate::membership::Membership;
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
+use crate::quota::{self, Quota};
 use crate::waiters::Waiters;
 use crate::watch::WatchHub;
 
@@ -34,8 +37,8 @@ pub struct Limits {
     pub max_request_bytes: usize,
     /// How long a request may wait for raft (etcd: 5 s + 2 election timeouts).
     pub request_timeout: Duration,
-    /// `--quota-backend-bytes` resolved (0 in the flag means etcd's 2 GiB default).
-    pub quota_backend_bytes: u64,
+    /// The space quota (`--quota-backend-bytes`).
+    pub quota: Quota,
     /// `--election-timeout`.
     pub election_timeout: Duration,
 }
@@ -94,6 +97,9 @@ pub struct Member {
     /// Multi-key ranges read at once on the blocking pool: bounds the threads and the
     /// answers being built together.
     pub range_reads: Semaphore,
+    /// Held while this member raises its NOSPACE alarm: requests refused together
+    /// propose it once.
+    raising_nospace: Mutex<()>,
     waiters: Arc<Waiters>,
     applied: watch::Receiver<u64>,
 }
@@ -144,6 +150,7 @@ impl Member {
             watch_hub,
             reconfig,
             range_reads: Semaphore::new(cores().max(2)),
+            raising_nospace: Mutex::new(()),
             waiters,
             applied,
         }
@@ -174,23 +181,47 @@ impl Member {
         self.limits.election_timeout
     }
 
-    /// Refuses requests that would grow the database past the quota, as etcd does:
-    /// deletes, compactions and requests that write nothing still pass.
-    fn check_quota(&self, op: &Op, size: usize) -> Result<(), EtcdError> {
-        let writes = match op {
-            Op::Put(_) => true,
-            Op::Txn(t) => t.success.iter().chain(&t.failure).any(|o| {
-                matches!(
-                    o.request,
-                    Some(oxcd_api::etcdserverpb::request_op::Request::RequestPut(_))
-                )
-            }),
-            _ => false,
-        };
-        if writes && self.store.backend().size() + size as u64 > self.limits.quota_backend_bytes {
-            return Err(EtcdError::NoSpace);
+    /// etcd's space check before a request is proposed: a request costing `cost`
+    /// ([`quota::cost`]) must leave this member's backend below the quota. When it would
+    /// not, this member's NOSPACE alarm is raised through raft (unless already raised
+    /// here) before the refusal is returned, so that whoever saw the refusal finds the
+    /// alarm listed; the alarm then refuses such requests on every member until an
+    /// operator disarms it.
+    pub async fn check_space(&self, cost: u64) -> Result<(), EtcdError> {
+        if self.limits.quota.admits(self.store.backend().size(), cost) {
+            return Ok(());
         }
-        Ok(())
+        self.raise_nospace().await;
+        Err(EtcdError::NoSpace)
+    }
+
+    /// Proposes this member's NOSPACE alarm and waits for it, unless this member has
+    /// applied it already. Refused requests racing each other wait for the one proposal
+    /// in flight instead of each sending one (etcd sends one per refused request). A
+    /// failure is only logged: the request is refused either way, and the next refusal
+    /// tries again.
+    async fn raise_nospace(&self) {
+        let Ok(_raising) = self.raising_nospace.try_lock() else {
+            // Another refusal is raising it: wait for that attempt's end.
+            let _ = self.raising_nospace.lock().await;
+            return;
+        };
+        let me = self.id.member_id;
+        let raised = alarms::raised(&self.store).is_ok_and(|all| {
+            all.iter()
+                .any(|a| a.member_id == me && a.alarm() == AlarmType::Nospace)
+        });
+        if raised {
+            return;
+        }
+        let alarm = AlarmRequest {
+            action: AlarmAction::Activate as i32,
+            member_id: me,
+            alarm: AlarmType::Nospace as i32,
+        };
+        if let Err(e) = self.submit(Op::Alarm(alarm), None).await {
+            tracing::warn!(error = %e, "failed to raise the NOSPACE alarm");
+        }
     }
 
     /// Proposes `op` through raft and waits until it is applied here.
@@ -199,17 +230,20 @@ impl Member {
     }
 
     /// Proposes `op` for the user `auth` names (checked when it is applied; None: no
-    /// user, or auth is off) and waits until it is applied here.
+    /// user, or auth is off) and waits until it is applied here. A request that would
+    /// exceed the space quota is refused first ([`Member::check_space`]).
     pub async fn propose_as(
         &self,
         op: Op,
         auth: Option<RequestAuth>,
     ) -> Result<Applied, EtcdError> {
+        self.check_space(quota::cost(&op)).await?;
+        self.submit(op, auth).await
+    }
+
+    /// Proposes `op` without the space check and waits until it is applied here.
+    async fn submit(&self, op: Op, auth: Option<RequestAuth>) -> Result<Applied, EtcdError> {
         let (id, done) = self.waiters.register();
-        if let Err(e) = self.check_quota(&op, op.encoded_len()) {
-            self.waiters.cancel(id);
-            return Err(e);
-        }
         let data = InternalRequest {
             id,
             op: Some(op),

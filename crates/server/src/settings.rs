@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use oxcd_transport::TlsInfo;
 
+use crate::quota::Quota;
+
 /// Member settings.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -45,7 +47,7 @@ pub struct Settings {
     pub pre_vote: bool,
     /// `--max-wals`.
     pub max_wals: usize,
-    /// `--quota-backend-bytes` (0: etcd's default of 2 GiB).
+    /// `--quota-backend-bytes` (0: etcd's default of 2 GiB; negative: no quota).
     pub quota_backend_bytes: i64,
     /// `--experimental-initial-corrupt-check`: compare HashKV with peers before serving.
     pub initial_corrupt_check: bool,
@@ -123,13 +125,9 @@ impl Settings {
         self.data_dir.join("member").join("snap")
     }
 
-    /// The backend quota in bytes: etcd's 2 GiB default when unset (0 or less).
-    pub fn quota_backend_bytes(&self) -> u64 {
-        if self.quota_backend_bytes <= 0 {
-            2 << 30
-        } else {
-            self.quota_backend_bytes as u64
-        }
+    /// The backend quota: etcd's 2 GiB default when unset (0), none when negative.
+    pub fn quota(&self) -> Quota {
+        Quota::from_flag(self.quota_backend_bytes)
     }
 
     /// etcd's request timeout: 5 s plus two election timeouts.

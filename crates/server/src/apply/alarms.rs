@@ -1,18 +1,33 @@
 //! Alarms as replicated state. Raising or clearing one goes through raft, so every member
 //! holds the same set in its backend (`alarm/<member>/<type>` meta keys) and refuses the
-//! same requests: while a CORRUPT alarm is raised, writes and compactions fail with
-//! "etcdserver: corrupt cluster" (reads still answer, as in etcd).
+//! same requests, as etcd's capped appliers do:
+//! - while a CORRUPT alarm is raised, writes and compactions fail with "etcdserver:
+//!   corrupt cluster" (reads still answer);
+//! - while a NOSPACE alarm is raised (by any member), requests that cost space
+//!   ([`crate::quota::cost`]: puts, txns with a put, lease grants) fail with "etcdserver:
+//!   mvcc: database space exceeded"; reads, deletes, txns without puts, compactions,
+//!   lease revocations and keepalives, alarm, auth and member requests pass, so that an
+//!   operator can free space and then disarm the alarm.
+//!
+//! Whether a request is refused depends only on the request and the replicated alarms,
+//! never on the backend's size. etcd also applies a put, txn or grant that arrives while
+//! the database is over the quota without an alarm and answers it with NOSPACE (raising
+//! the alarm after); oxcd does not: each member's file has its own size, so a check of
+//! it while applying could differ between members. The check of the size is the
+//! receiving member's, before proposing ([`crate::member::Member::check_space`]).
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{AlarmMember, AlarmRequest, AlarmType};
+use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_mvcc::Store;
 use oxcd_storage::batch::BatchTx;
 use oxcd_storage::schema::META_ALARM_PREFIX;
 
 use super::{Applied, ApplyError};
 
-fn key(member: u64, alarm: i32) -> String {
+/// The meta key that records alarm `alarm` (an `AlarmType` number) of `member`.
+pub fn key(member: u64, alarm: i32) -> String {
     format!("{META_ALARM_PREFIX}{member:016x}/{alarm}")
 }
 
@@ -70,13 +85,23 @@ pub fn apply(tx: &BatchTx<'_>, req: &AlarmRequest) -> Result<Applied, ApplyError
     }
 }
 
-/// Refuses a write while a CORRUPT alarm is raised.
-pub fn check_writable(tx: &BatchTx<'_>) -> Result<(), ApplyError> {
-    if raised_in(tx)?
-        .iter()
-        .any(|a| a.alarm() == AlarmType::Corrupt)
-    {
+/// Refuses `op` if a raised alarm forbids it (see the module's doc); CORRUPT is
+/// checked first.
+pub fn check_allowed(tx: &BatchTx<'_>, op: &Op) -> Result<(), ApplyError> {
+    let writes = matches!(
+        op,
+        Op::Put(_) | Op::DeleteRange(_) | Op::Txn(_) | Op::Compaction(_) | Op::LeaseGrant(_)
+    );
+    if !writes {
+        return Ok(());
+    }
+    let raised = raised_in(tx)?;
+    let any = |t: AlarmType| raised.iter().any(|a| a.alarm() == t);
+    if any(AlarmType::Corrupt) {
         return Err(ApplyError::Request(EtcdError::Corrupt));
+    }
+    if any(AlarmType::Nospace) && crate::quota::cost(op) > 0 {
+        return Err(ApplyError::Request(EtcdError::NoSpace));
     }
     Ok(())
 }

@@ -173,12 +173,7 @@ pub fn apply(
             .check_admin(caller.map(|c| c.username.as_str()))?;
     }
     auth::check_request(ctx.auth, ctx.leases, caller, op)?;
-    if matches!(
-        op,
-        Op::Put(_) | Op::DeleteRange(_) | Op::Txn(_) | Op::Compaction(_) | Op::LeaseGrant(_)
-    ) {
-        alarms::check_writable(ctx.tx)?;
-    }
+    alarms::check_allowed(ctx.tx, op)?;
     match op {
         Op::Alarm(a) => alarms::apply(ctx.tx, a),
         Op::Compaction(c) => compact(&mut ctx.mvcc, c),

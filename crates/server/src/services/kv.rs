@@ -1,5 +1,6 @@
 //! The KV service: validate, then read (with the ReadIndex barrier unless serializable)
-//! or propose and wait; fill the header.
+//! or propose and wait; fill the header. Puts and txns meet the space quota first, before
+//! their caller and content are checked, as in etcd.
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::apply::Applied;
 use crate::member::Member;
+use crate::quota;
 use crate::services::caller::caller;
 use crate::validate;
 
@@ -64,6 +66,8 @@ impl Kv for KvService {
     }
 
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
+        let cost = quota::put_cost(req.get_ref());
+        self.member.check_space(cost).await?;
         let caller = caller(&self.member, &req).await?;
         let r = req.into_inner();
         validate::put(&r)?;
@@ -91,6 +95,8 @@ impl Kv for KvService {
     }
 
     async fn txn(&self, req: Request<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
+        let cost = quota::txn_cost(req.get_ref());
+        self.member.check_space(cost).await?;
         let caller = caller(&self.member, &req).await?;
         let r = req.into_inner();
         validate::txn(&r, self.member.limits.max_txn_ops)?;

@@ -25,6 +25,7 @@ use crate::auth::Access;
 use crate::lease::MAX_TTL;
 use crate::lease::renewals::Renewals;
 use crate::member::Member;
+use crate::quota::LEASE_OVERHEAD;
 use crate::services::caller::caller;
 
 /// Keepalives of one stream in flight at once.
@@ -95,6 +96,8 @@ impl Lease for LeaseService {
         &self,
         req: Request<LeaseGrantRequest>,
     ) -> Result<Response<LeaseGrantResponse>, Status> {
+        // The space quota first, as in etcd (before the caller and the TTL).
+        self.member.check_space(LEASE_OVERHEAD).await?;
         let caller = caller(&self.member, &req).await?;
         let mut r = req.into_inner();
         if r.ttl > MAX_TTL {

@@ -242,7 +242,7 @@ fn defaults_are_etcds() {
     assert!(!c.help);
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
     let s = c.settings();
-    assert_eq!(s.quota_backend_bytes(), 2 << 30, "0 means etcd's 2 GiB");
+    assert_eq!(s.quota().limit(), Some(2 << 30), "0 means etcd's 2 GiB");
     assert_eq!(s.max_request_bytes, 1536 * 1024);
 }
 

@@ -27,6 +27,8 @@ mod lock_election_client;
 mod lock_election_parity;
 mod membership;
 mod membership_changes;
+mod quota;
+mod quota_parity;
 mod tls;
 mod tls_cluster;
 mod watch;
