@@ -18,6 +18,7 @@ use crate::apply::{Applied, alarms};
 use crate::backup::stream::{SnapshotStream, snapshot_stream};
 use crate::member::Member;
 use crate::services::caller::{caller, name};
+use oxcd_api::etcdserverpb::AlarmType;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::oxcdpb::internal_request::Op;
 
@@ -169,7 +170,12 @@ impl Maintenance for MaintenanceService {
         let req = req.into_inner();
         let alarms = if req.action() == AlarmAction::Get {
             m.read_barrier().await?;
-            alarms::raised(&m.store)?
+            // As etcd: every alarm, or those of the type asked for.
+            let mut raised = alarms::raised(&m.store)?;
+            if req.alarm() != AlarmType::None {
+                raised.retain(|a| a.alarm == req.alarm);
+            }
+            raised
         } else {
             match m.propose(Op::Alarm(req)).await? {
                 Applied::Alarm(a) => a,

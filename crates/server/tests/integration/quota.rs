@@ -141,6 +141,11 @@ async fn a_raised_nospace_alarm_refuses_what_costs_space() {
         .expect("raise");
     assert_eq!(r.alarms().len(), 1);
     assert_eq!(alarms(&mut c).await, [(other, AlarmType::Nospace)]);
+    // A GET naming a type lists only alarms of that type, as etcd's.
+    for (asked, listed) in [(AlarmType::Nospace, 1), (AlarmType::Corrupt, 0)] {
+        let got = c.alarm(AlarmAction::Get, asked, None).await.expect("get");
+        assert_eq!(got.alarms().len(), listed, "{asked:?}");
+    }
     let status = c.status().await.expect("status");
     assert_eq!(
         status.errors(),
