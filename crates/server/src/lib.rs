@@ -6,7 +6,8 @@
 //! the services share ([`member`]), the space quota ([`quota`]), the gRPC services
 //! ([`services`]) and HTTP endpoints ([`http`]),
 //! configuration ([`flags`], [`settings`]), ids ([`ids`]), TLS ([`security`]), the
-//! sockets ([`listeners`]), start-up ([`bootstrap`]) and serving ([`serve`]).
+//! sockets ([`listeners`]), start-up ([`bootstrap`]), serving ([`serve`]) and
+//! auto-compaction ([`compactor`]).
 //!
 //! Invariants:
 //! - Every write goes through raft: propose, WAL fsync, commit, apply, then respond.
@@ -20,6 +21,7 @@ pub mod auth;
 pub mod authority;
 pub mod backup;
 pub mod bootstrap;
+pub mod compactor;
 pub mod corrupt;
 pub mod flags;
 pub mod grpc_compat;

@@ -213,6 +213,14 @@ pub async fn run_with(
     );
     on_ready(bound);
     tokio::spawn(crate::lease::expiry::run(member.clone(), stop_rx.clone()));
+    if let Some(mode) = settings.auto_compaction {
+        tokio::spawn(crate::compactor::run(
+            member.clone(),
+            mode,
+            settings.auto_compaction_revision_interval,
+            stop_rx.clone(),
+        ));
+    }
     if settings.auto_promote_learners {
         tokio::spawn(crate::membership::auto_promote::run(
             member.clone(),

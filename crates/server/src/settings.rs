@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use oxcd_transport::TlsInfo;
 
+use crate::compactor::AutoCompaction;
+
 use crate::quota::Quota;
 
 /// Member settings.
@@ -95,6 +97,12 @@ pub struct Settings {
     pub force_new_cluster: bool,
     /// `--auto-promote-learners` (oxcd's own): the leader promotes caught-up learners.
     pub auto_promote_learners: bool,
+    /// `--auto-compaction-mode` and `--auto-compaction-retention` as etcd reads them
+    /// (None: off, a retention of zero).
+    pub auto_compaction: Option<AutoCompaction>,
+    /// How often revision-mode auto-compaction looks at the revision: etcd's 5 minutes
+    /// ([`crate::compactor::REVISION_INTERVAL`]). Not a flag: tests shorten it.
+    pub auto_compaction_revision_interval: Duration,
 }
 
 impl Settings {

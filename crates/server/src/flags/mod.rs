@@ -16,6 +16,7 @@
 //! value stops the server with a "not supported yet" message ([`table::Support`]).
 
 mod file;
+pub mod go_duration;
 pub mod table;
 pub mod typed;
 pub mod value;
@@ -29,6 +30,7 @@ use typed::{Key, ValueType};
 
 use oxcd_transport::{TlsInfo, TlsOptions, TlsVersion};
 
+use crate::compactor::AutoCompaction;
 use crate::settings::Settings;
 
 /// Where a value came from.
@@ -117,7 +119,13 @@ pub fn load(
     }
     validate(&cfg)?;
     check_support(&cfg, &mut warnings)?;
-    if !has_wal(&cfg.wal_dir()) {
+    let restart = has_wal(&cfg.wal_dir());
+    // etcd reads --initial-cluster, then the retention, then checks the cluster.
+    if !restart {
+        cfg.initial_cluster()?;
+    }
+    cfg.auto_compaction()?;
+    if !restart {
         cfg.verify_bootstrap()?;
     }
     check_auth_token(&cfg, &mut warnings)?;
@@ -714,6 +722,16 @@ impl Config {
         Ok(())
     }
 
+    /// `--auto-compaction-mode` and `--auto-compaction-retention` as etcd reads them
+    /// (None: off), or etcd's error.
+    pub fn auto_compaction(&self) -> Result<Option<AutoCompaction>, ConfigError> {
+        crate::compactor::retention::parse(
+            self.get(key::AUTO_COMPACTION_MODE),
+            self.get(key::AUTO_COMPACTION_RETENTION),
+        )
+        .map_err(err)
+    }
+
     /// etcd's defaults: every flag unset.
     pub fn defaults() -> Config {
         Config::empty()
@@ -829,6 +847,9 @@ impl Config {
             .min(u64::from(u32::MAX)) as u32,
             force_new_cluster: self.get(key::FORCE_NEW_CLUSTER),
             auto_promote_learners: self.get(key::AUTO_PROMOTE_LEARNERS),
+            // Checked when the configuration was loaded.
+            auto_compaction: self.auto_compaction().ok().flatten(),
+            auto_compaction_revision_interval: crate::compactor::REVISION_INTERVAL,
         }
     }
 

@@ -214,58 +214,17 @@ fn underscores_ok(s: &str, prefixed: bool) -> bool {
 
 /// Go's time.ParseDuration as a yes/no (negative durations included).
 fn go_duration_ok(v: &str) -> bool {
-    let body = v.strip_prefix(['-', '+']).unwrap_or(v);
-    body == "0" || parse_duration(body).is_some()
+    super::go_duration::parse(v).is_ok()
 }
 
 /// Go's time.ParseDuration for non-negative values (ns, us, µs, ms, s, m, h; decimals;
 /// a leading `+`). `None` for anything Go refuses (syntax, overflow), and for negative
 /// durations.
 pub fn parse_duration(v: &str) -> Option<std::time::Duration> {
-    let v = v.strip_prefix('+').unwrap_or(v);
-    if v == "0" {
-        return Some(std::time::Duration::ZERO);
-    }
-    if v.is_empty() {
-        return None;
-    }
-    let mut total = 0f64;
-    let mut rest = v;
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let num_text = &rest[..n];
-        // Go takes one number then its unit: "1..s" or "1.2.3s" has none between.
-        if num_text.is_empty() || num_text == "." || num_text.matches('.').count() > 1 {
-            return None;
-        }
-        let num: f64 = if num_text.ends_with('.') {
-            num_text.trim_end_matches('.').parse().ok()?
-        } else {
-            num_text.parse().ok()?
-        };
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..u] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += num * scale;
-        rest = &rest[u..];
-    }
-    // Go refuses what overflows its int64 nanoseconds (and from_secs_f64 would panic).
-    if total >= 9_223_372_036.854_776 {
-        return None;
-    }
-    Some(std::time::Duration::from_secs_f64(total))
+    let nanos = super::go_duration::parse(v).ok()?;
+    u64::try_from(nanos)
+        .ok()
+        .map(std::time::Duration::from_nanos)
 }
 
 /// One URL as etcd keeps it after Go's `url.Parse`.

@@ -8,6 +8,7 @@ mod auth;
 mod auth_jwt;
 mod auth_jwt_parity;
 mod auth_parity;
+mod auto_compaction;
 mod bootstrap_checks;
 mod cli;
 mod cluster;
