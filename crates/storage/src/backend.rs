@@ -28,7 +28,7 @@ use crate::{Result, StorageError, schema};
 pub struct Backend {
     /// The open database file. Replaced only by [`crate::defrag`], with every writer held
     /// at [`Backend::write_gate`]; a reader clones it and keeps what it read from.
-    db: Mutex<Arc<Database>>,
+    db: RwLock<Arc<Database>>,
     /// Held shared by every write transaction from begin to commit, and exclusively by a
     /// defragmentation while it copies the last changes and swaps the file.
     pub(crate) write_gate: RwLock<()>,
@@ -110,7 +110,7 @@ impl Backend {
         crate::defrag::remove_leftover(path)?;
         let db = create_database(path)?;
         let backend = Backend {
-            db: Mutex::new(Arc::new(db)),
+            db: RwLock::new(Arc::new(db)),
             write_gate: RwLock::new(()),
             path: path.to_path_buf(),
             dumps: Arc::default(),
@@ -153,7 +153,7 @@ impl Backend {
     /// The database file open now.
     pub(crate) fn database(&self) -> Arc<Database> {
         self.db
-            .lock()
+            .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
@@ -162,7 +162,7 @@ impl Backend {
     pub(crate) fn replace_database(&self, db: Database) -> Arc<Database> {
         let mut slot = self
             .db
-            .lock()
+            .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         std::mem::replace(&mut *slot, Arc::new(db))
     }
