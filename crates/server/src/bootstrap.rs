@@ -112,6 +112,48 @@ fn applied_conf_state(store: &Store) -> Result<Option<oxcd_raft::ConfState>, Sta
     }
 }
 
+/// The raft configuration of this member of `cluster`, as of a backend that applied
+/// nothing (the caller sets what its backend holds: `conf_state`, `applied`). `joins`:
+/// it joins a running cluster.
+fn node_config(s: &Settings, cluster: &Cluster, joins: bool) -> NodeConfig {
+    let ms = s.heartbeat.as_millis().max(1);
+    NodeConfig {
+        id: cluster.me,
+        cluster_id: cluster.cluster_id,
+        // A member joining a running cluster starts with no configuration and no log:
+        // the leader sends both.
+        voters: if joins { Vec::new() } else { cluster.ids() },
+        members: cluster.encode(),
+        bootstrap_contexts: if joins {
+            Vec::new()
+        } else {
+            bootstrap_contexts(cluster)
+        },
+        conf_state: None,
+        wal_dir: s.wal_dir(),
+        heartbeat: s.heartbeat,
+        election_ticks: (s.election_timeout.as_millis() / ms) as usize,
+        pre_vote: s.pre_vote,
+        applied: 0,
+        max_wals: s.max_wals,
+        catch_up_entries: s.snapshot_catchup_entries,
+        fixed_election_timeout: false,
+        incarnation: oxcd_raft::node::incarnation(),
+        force_new_cluster: s.force_new_cluster.then(|| own_context(cluster)),
+    }
+}
+
+/// Creates, at `s.wal_dir()`, the WAL of a new member of the cluster
+/// `s.initial_cluster` describes, exactly as [`start`] creates it for a member without
+/// one, and returns that cluster; nothing is started. `oxcdutl snapshot restore` pairs
+/// it with a restored backend: on its first start the member applies the bootstrap conf
+/// changes over the restored data, so its member list is the new cluster's.
+pub fn create_member_wal(s: &Settings) -> Result<Cluster, StartError> {
+    let cluster = Cluster::bootstrap(s)?;
+    node::create_wal(&node_config(s, &cluster, false))?;
+    Ok(cluster)
+}
+
 /// Starts a member with `settings`, dialing peers with `dialer`; `faults` cuts peer
 /// links (partition tests only). `joining`: the running cluster a member without data
 /// joins (`--initial-cluster-state existing`), as its peers described it.
@@ -151,28 +193,9 @@ pub fn start(
         )));
     }
     let cfg = NodeConfig {
-        id: cluster.me,
-        cluster_id: cluster.cluster_id,
-        // A member joining a running cluster starts with no configuration and no log:
-        // the leader sends both.
-        voters: if joins { Vec::new() } else { cluster.ids() },
-        members: cluster.encode(),
-        bootstrap_contexts: if joins {
-            Vec::new()
-        } else {
-            bootstrap_contexts(&cluster)
-        },
         conf_state: applied_conf_state(&store)?,
-        wal_dir: s.wal_dir(),
-        heartbeat: s.heartbeat,
-        election_ticks: election_ticks as usize,
-        pre_vote: s.pre_vote,
         applied: store.consistent_index(),
-        max_wals: s.max_wals,
-        catch_up_entries: s.snapshot_catchup_entries,
-        fixed_election_timeout: false,
-        incarnation: oxcd_raft::node::incarnation(),
-        force_new_cluster: s.force_new_cluster.then(|| own_context(&cluster)),
+        ..node_config(s, &cluster, joins)
     };
     let raft_slot = Arc::new(OnceLock::new());
     // Marked changed: a member restarted after membership changes follows the

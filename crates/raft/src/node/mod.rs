@@ -350,13 +350,26 @@ pub fn start(
     Ok((handle, events_rx, thread))
 }
 
+/// Creates the WAL a new member started from `cfg` begins with (its metadata and, with
+/// `cfg.bootstrap_contexts`, the committed bootstrap conf changes), synced, without
+/// starting the node: what [`start`] does when `cfg.wal_dir` holds no WAL. For tools
+/// that prepare a member's data dir (`oxcdutl snapshot restore`): the member started on
+/// it later applies the bootstrap entries over whatever its backend holds.
+pub fn create_wal(cfg: &NodeConfig) -> Result<(), RaftError> {
+    create_fresh(cfg).map(drop)
+}
+
+fn create_fresh(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError> {
+    let (core, meta) = recovery::fresh(cfg);
+    let mut wal = Wal::create(&cfg.wal_dir, &meta.encode(), DEFAULT_SEGMENT_SIZE)?;
+    recovery::write_fresh(&mut wal, &core)?;
+    Ok((wal, LogStore::new(core), meta))
+}
+
 /// Opens (or creates) the WAL and rebuilds the in-memory log from it.
 fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError> {
     if !Wal::exists(&cfg.wal_dir) {
-        let (core, meta) = recovery::fresh(cfg);
-        let mut wal = Wal::create(&cfg.wal_dir, &meta.encode(), DEFAULT_SEGMENT_SIZE)?;
-        recovery::write_fresh(&mut wal, &core)?;
-        return Ok((wal, LogStore::new(core), meta));
+        return create_fresh(cfg);
     }
     let (mut wal, replay) = Wal::open(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE)?;
     let (mut core, meta) = recovery::recover(cfg, replay, &cfg.wal_dir.display().to_string())?;

@@ -625,101 +625,16 @@ impl Config {
     /// `--initial-cluster` as (name, sorted peer URLs), in order of first appearance
     /// (etcd's `types.NewURLsMap`).
     pub fn initial_cluster(&self) -> Result<Vec<(String, Vec<String>)>, ConfigError> {
-        let text = self.initial_cluster_text();
-        let mut members: Vec<(String, Vec<String>)> = Vec::new();
-        for part in text.split(',').filter(|p| !p.is_empty()) {
-            let (name, url) = part.split_once('=').unwrap_or((part, ""));
-            match members.iter_mut().find(|(n, _)| n == name) {
-                Some((_, urls)) => urls.push(url.to_string()),
-                None => members.push((name.to_string(), vec![url.to_string()])),
-            }
-        }
-        for (_, urls) in &mut members {
-            let mut parsed = Vec::new();
-            for u in urls.iter() {
-                let url = value::parse_url(u.trim())
-                    .map_err(|e| err(format!("error setting up initial cluster: {e}")))?;
-                parsed.push(url.text());
-            }
-            parsed.sort();
-            *urls = parsed;
-        }
-        Ok(members)
+        parse_initial_cluster(&self.initial_cluster_text())
+            .map_err(|e| err(format!("error setting up initial cluster: {e}")))
     }
 
     /// etcd's checks of a new member's `--initial-cluster` (config.VerifyBootstrap):
     /// it lists this member, with exactly its advertised peer URLs, and no URL twice.
     pub fn verify_bootstrap(&self) -> Result<(), ConfigError> {
         let members = self.initial_cluster()?;
-        let name = self.get(key::NAME);
-        let Some((_, urls)) = members.iter().find(|(n, _)| n == name) else {
-            return Err(err(format!(
-                "couldn't find local name {name:?} in the initial cluster configuration"
-            )));
-        };
         let advertised = self.get(key::INITIAL_ADVERTISE_PEER_URLS);
-        if &advertised != urls {
-            let why = if advertised.len() != urls.len() {
-                format!(
-                    "len({}) != len({})",
-                    go_quote_list(&advertised),
-                    go_quote_list(urls)
-                )
-            } else {
-                let (a, b) = advertised
-                    .iter()
-                    .zip(urls)
-                    .find(|(a, b)| a != b)
-                    .unwrap_or((&advertised[0], &urls[0]));
-                format!("resolved urls: {a:?} != {b:?}")
-            };
-            let ap = advertised.join(",");
-            let missing: Vec<String> = urls
-                .iter()
-                .filter(|u| !advertised.contains(u))
-                .map(|u| format!("{name}={u}"))
-                .collect();
-            if !missing.is_empty() {
-                return Err(err(format!(
-                    "--initial-cluster has {} but missing from --initial-advertise-peer-urls={ap} ({why})",
-                    missing.join(",")
-                )));
-            }
-            let extra: Vec<&str> = advertised
-                .iter()
-                .filter(|u| !urls.contains(u))
-                .map(String::as_str)
-                .collect();
-            let mine: Vec<String> = advertised.iter().map(|u| format!("{name}={u}")).collect();
-            if !extra.is_empty() {
-                return Err(err(format!(
-                    "--initial-advertise-peer-urls has {} but missing from --initial-cluster={}",
-                    extra.join(","),
-                    mine.join(",")
-                )));
-            }
-            return Err(err(format!(
-                "failed to resolve {ap} to match --initial-cluster={} ({why})",
-                mine.join(",")
-            )));
-        }
-        let mut seen = HashSet::new();
-        if members
-            .iter()
-            .flat_map(|(_, us)| us)
-            .any(|u| !seen.insert(u))
-        {
-            let mut pairs: Vec<String> = members
-                .iter()
-                .flat_map(|(n, us)| us.iter().map(move |u| format!("{n}={u}")))
-                .collect();
-            pairs.sort();
-            return Err(err(format!(
-                "initial cluster {} has duplicate url",
-                pairs.join(",")
-            )));
-        }
-        Ok(())
+        verify_bootstrap(self.get(key::NAME), &members, &advertised).map_err(err)
     }
 
     /// `--auto-compaction-mode` and `--auto-compaction-retention` as etcd reads them
@@ -871,6 +786,105 @@ impl Config {
         options.validate().map_err(|e| err(e.0))?;
         Ok(options)
     }
+}
+
+/// etcd's `types.NewURLsMap` on an `--initial-cluster` text: (name, sorted peer URLs),
+/// in order of first appearance; the error is the first bad URL's.
+pub fn parse_initial_cluster(text: &str) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut members: Vec<(String, Vec<String>)> = Vec::new();
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        let (name, url) = part.split_once('=').unwrap_or((part, ""));
+        match members.iter_mut().find(|(n, _)| n == name) {
+            Some((_, urls)) => urls.push(url.to_string()),
+            None => members.push((name.to_string(), vec![url.to_string()])),
+        }
+    }
+    for (_, urls) in &mut members {
+        let mut parsed = Vec::new();
+        for u in urls.iter() {
+            parsed.push(value::parse_url(u.trim())?.text());
+        }
+        parsed.sort();
+        *urls = parsed;
+    }
+    Ok(members)
+}
+
+/// etcd's `config.VerifyBootstrap` with etcd's messages: `members` (from
+/// [`parse_initial_cluster`]) lists the member `name`, with exactly its `advertised` peer
+/// URLs (sorted), and no URL twice.
+pub fn verify_bootstrap(
+    name: &str,
+    members: &[(String, Vec<String>)],
+    advertised: &[String],
+) -> Result<(), String> {
+    let Some((_, urls)) = members.iter().find(|(n, _)| n == name) else {
+        return Err(format!(
+            "couldn't find local name {name:?} in the initial cluster configuration"
+        ));
+    };
+    if advertised != urls.as_slice() {
+        let why = if advertised.len() != urls.len() {
+            format!(
+                "len({}) != len({})",
+                go_quote_list(advertised),
+                go_quote_list(urls)
+            )
+        } else {
+            let (a, b) = advertised
+                .iter()
+                .zip(urls)
+                .find(|(a, b)| a != b)
+                .unwrap_or((&advertised[0], &urls[0]));
+            format!("resolved urls: {a:?} != {b:?}")
+        };
+        let ap = advertised.join(",");
+        let missing: Vec<String> = urls
+            .iter()
+            .filter(|u| !advertised.contains(u))
+            .map(|u| format!("{name}={u}"))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "--initial-cluster has {} but missing from --initial-advertise-peer-urls={ap} ({why})",
+                missing.join(",")
+            ));
+        }
+        let extra: Vec<&str> = advertised
+            .iter()
+            .filter(|u| !urls.contains(u))
+            .map(String::as_str)
+            .collect();
+        let mine: Vec<String> = advertised.iter().map(|u| format!("{name}={u}")).collect();
+        if !extra.is_empty() {
+            return Err(format!(
+                "--initial-advertise-peer-urls has {} but missing from --initial-cluster={}",
+                extra.join(","),
+                mine.join(",")
+            ));
+        }
+        return Err(format!(
+            "failed to resolve {ap} to match --initial-cluster={} ({why})",
+            mine.join(",")
+        ));
+    }
+    let mut seen = HashSet::new();
+    if members
+        .iter()
+        .flat_map(|(_, us)| us)
+        .any(|u| !seen.insert(u))
+    {
+        let mut pairs: Vec<String> = members
+            .iter()
+            .flat_map(|(n, us)| us.iter().map(move |u| format!("{n}={u}")))
+            .collect();
+        pairs.sort();
+        return Err(format!(
+            "initial cluster {} has duplicate url",
+            pairs.join(",")
+        ));
+    }
+    Ok(())
 }
 
 /// The `--help` text.
