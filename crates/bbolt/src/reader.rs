@@ -67,8 +67,14 @@ pub enum BucketRoot {
 impl BoltReader {
     /// Opens `path` and picks its meta page: the valid one with the higher txid.
     pub fn open(path: &Path) -> Result<BoltReader, ReadError> {
+        BoltReader::open_first(path, u64::MAX)
+    }
+
+    /// As [`BoltReader::open`], reading no byte at or past `len` (a snapshot file less
+    /// its sha256 trailer): pages past it are damage.
+    pub fn open_first(path: &Path, len: u64) -> Result<BoltReader, ReadError> {
         let file = File::open(path)?;
-        let file_len = file.metadata()?.len();
+        let file_len = file.metadata()?.len().min(len);
         let mut first = vec![0u8; 4096.min(file_len as usize)];
         file.read_exact_at(&mut first, 0)?;
         let meta0 = Meta::parse(&first);

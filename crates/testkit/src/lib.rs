@@ -11,7 +11,8 @@
 //! (linearizability of a history against the model, plus checks of serializable reads), and
 //! [`pki`] (certificate authorities, certificates and CRLs for TLS tests), [`ports`]
 //! (loopback ports for servers started elsewhere, clear of the ephemeral range)
-//! and [`process`] (spawning them with a log file, signalling them).
+//! and [`process`] (spawning them with a log file, signalling them; the workspace's built
+//! binaries), and [`small_disk`] (a tmpfs of a few MiB, for disk-full tests).
 //!
 //! Invariants: the checker never drops an operation: an indeterminate write may or may
 //! not have taken effect and is checked both ways; a history is accepted only if one
@@ -32,5 +33,6 @@ pub mod proxy;
 pub mod reference;
 pub mod rng;
 pub mod scenario;
+pub mod small_disk;
 pub mod watches;
 pub mod workload;

@@ -42,12 +42,18 @@ pub fn signal(pid: u32, sig: &str) -> Result<(), String> {
 /// `target/<profile>/deps`, the binaries one level up). Panics, naming the path, when it
 /// is missing: the workspace must be built first.
 pub fn built_oxcd() -> std::path::PathBuf {
+    built_binary("oxcd")
+}
+
+/// The workspace's binary `name` (`oxcd`, `oxcdctl`, `oxcdutl`) of the build running
+/// this test, as [`built_oxcd`] finds it.
+pub fn built_binary(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let bin = exe
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target/<profile>")
-        .join("oxcd");
+        .join(name);
     assert!(
         bin.exists(),
         "{} is missing: build the workspace first (cargo build --workspace --all-targets)",

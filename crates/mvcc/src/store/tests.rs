@@ -402,3 +402,51 @@ fn reads_racing_compactions_to_the_newest_revision_find_every_row() {
         assert!(r.join().expect("reader") > 0);
     }
 }
+
+#[test]
+fn a_bumped_and_scheduled_compaction_is_finished_at_open() {
+    // What `snapshot restore --bump-revision 100 --mark-compacted` leaves: an empty row
+    // at {latest + 100, 0} and scheduledCompactRev there, finishedCompactRev untouched.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    put(&store, 1, &[("a", "1")]);
+    let latest = put(&store, 2, &[("a", "2"), ("b", "x")]);
+    let bumped = latest + 100;
+    let marker = Revision::new(bumped, 0).to_bytes(false);
+    let tx = store.backend().begin_batch().expect("batch");
+    tx.open(schema::KEY)
+        .expect("key table")
+        .insert(marker.as_slice(), &[][..])
+        .expect("marker row");
+    tx.put_meta(schema::META_SCHEDULED_COMPACT, &marker)
+        .expect("scheduled");
+    tx.commit(2, 1, true).expect("commit");
+    drop(store);
+
+    let store = open(dir.path());
+    assert_eq!(store.current_rev(), bumped);
+    assert_eq!(store.compact_rev(), bumped, "the compaction was finished");
+    assert!(matches!(
+        store.range(
+            KeyRange::new(b"a", b""),
+            RangeOptions {
+                rev: latest,
+                ..Default::default()
+            }
+        ),
+        Err(MvccError::Compacted)
+    ));
+    let a = get(&store, "a", 0).expect("a survives the compaction");
+    assert_eq!((a.mod_revision, a.version), (latest, 2));
+    let all = store
+        .range(KeyRange::new(b"\0", b"\0"), RangeOptions::default())
+        .expect("all keys");
+    assert_eq!(all.count, 2, "the marker row is no key anyone reads");
+    assert_eq!(put(&store, 3, &[("c", "1")]), bumped + 1);
+    drop(store);
+    let store = open(dir.path());
+    assert_eq!(
+        (store.current_rev(), store.compact_rev()),
+        (bumped + 1, bumped)
+    );
+}

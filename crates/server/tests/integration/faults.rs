@@ -5,12 +5,12 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::InProc;
 use etcd_client::GetOptions;
 use oxcd_server::serve::{self, ServeError};
 use oxcd_server::settings::Settings;
+use oxcd_testkit::small_disk::SmallDisk;
 
 async fn start_err(data_dir: PathBuf) -> ServeError {
     let mut s = Settings::new("default", data_dir);
@@ -146,42 +146,6 @@ async fn corrupt_backend_refuses_to_start_naming_the_file() {
         msg.contains(&db.display().to_string()),
         "names the file: {msg}"
     );
-}
-
-/// A tmpfs of a few MiB, unmounted on drop.
-struct SmallDisk {
-    path: PathBuf,
-}
-
-impl SmallDisk {
-    fn mount(path: PathBuf, size: &str) -> SmallDisk {
-        std::fs::create_dir_all(&path).expect("mkdir");
-        let st = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&path)
-            .status()
-            .expect("run mount");
-        assert!(
-            st.success(),
-            "mounting a tmpfs needs root (CI runs as root)"
-        );
-        SmallDisk { path }
-    }
-
-    fn grow(&self, size: &str) {
-        let st = Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(&self.path)
-            .status()
-            .expect("run mount");
-        assert!(st.success());
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
-    }
 }
 
 #[tokio::test]

@@ -1,0 +1,234 @@
+//! etcd's backend (a bbolt file, from etcd 3.4, 3.5 or oxcd's own snapshot) written as
+//! the backend of a new oxcd member, streamed row by row (at most [`FLUSH_BYTES`] of rows
+//! in memory, committed in large redb transactions, the last one durable):
+//!
+//! - `key`, `lease`, `auth`, `authUsers`, `authRoles`: copied as they are (oxcd keeps
+//!   etcd's encodings); every `key` row must be a revision and a `KeyValue` (a row with
+//!   an empty value too: a bumped revision's mark);
+//! - `meta`: the compaction revisions (`finishedCompactRev`, `scheduledCompactRev`) as
+//!   they are; etcd's raft position (`consistent_index`, `term`) and `confState` are
+//!   dropped: the new member starts at index 0 and applies its WAL's bootstrap entries,
+//!   which give it its configuration;
+//! - `alarm`: each encoded `AlarmMember` key becomes oxcd's `alarm/<id>/<type>` meta row
+//!   (alarms survive a restore, as in etcd);
+//! - `members`, `members_removed`, `cluster` and any other bucket: dropped (the new
+//!   cluster's members come from the WAL's bootstrap, as etcd 3.5 replaces them).
+//!
+//! `--bump-revision N --mark-compacted`, as etcdutl 3.5: a row with an empty value at
+//! `{latest.main + N, 0}` (latest: the greatest revision in `key`, `{0, 0}` if none) and
+//! `scheduledCompactRev` set to it; the member finishes that compaction when it starts.
+
+use std::path::Path;
+
+use oxcd_api::etcdserverpb::AlarmMember;
+use oxcd_bbolt::{BoltReader, BucketRoot, ReadError};
+use oxcd_mvcc::Revision;
+use oxcd_storage::backend::Backend;
+use oxcd_storage::backend::redb::{TableDefinition, TableHandle};
+use oxcd_storage::schema;
+use prost::Message as _;
+
+/// Rows buffered before they are written in one transaction.
+const FLUSH_BYTES: usize = 64 << 20;
+
+/// What was written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Rows of the key table (the bump's mark included).
+    pub key_rows: u64,
+    /// The greatest revision in the key table, after the bump.
+    pub revision: i64,
+}
+
+type Bytes = TableDefinition<'static, &'static [u8], &'static [u8]>;
+
+/// Why a bucket's rows are refused.
+type RowCheck = fn(&[u8], &[u8]) -> Result<(), String>;
+
+/// Called with each row of a bucket; an error stops the walk.
+type RowVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), String> + 'a;
+
+/// Writes the database in the first `db_len` bytes of `src` as an oxcd backend at
+/// `dest` (created), raising the revision by `bump` (0: no bump) as described in the
+/// module doc.
+pub fn write(src: &Path, db_len: u64, dest: &Path, bump: u64) -> Result<Written, String> {
+    let db = BoltReader::open_first(src, db_len).map_err(|e| unreadable(src, e))?;
+    let buckets = db.buckets().map_err(|e| unreadable(src, e))?;
+    let backend = Backend::open(dest).map_err(|e| e.to_string())?;
+    let mut out = Sink::new(&backend);
+    let mut latest = None;
+    let mut key_rows = 0u64;
+    for (name, root) in &buckets {
+        let table: Option<(Bytes, Option<RowCheck>)> = match name.as_slice() {
+            b"key" => Some((schema::KEY, Some(check_key_row))),
+            b"lease" => Some((schema::LEASE, None)),
+            b"auth" => Some((schema::AUTH, None)),
+            b"authUsers" => Some((schema::AUTH_USERS, None)),
+            b"authRoles" => Some((schema::AUTH_ROLES, None)),
+            _ => None,
+        };
+        if let Some((table, check)) = table {
+            let is_key = name == b"key";
+            each(&db, src, root, &mut |k, v| {
+                if let Some(check) = check {
+                    check(k, v).map_err(|why| format!("snapshot file {src:?}: {why}"))?;
+                }
+                if is_key {
+                    key_rows += 1;
+                    latest = Revision::from_bytes(k).map(|(r, _)| r).max(latest);
+                }
+                out.put(Table::Bytes(table), k, v)
+            })?;
+        } else if name == b"alarm" {
+            each(&db, src, root, &mut |k, _| {
+                let a = AlarmMember::decode(k).map_err(|e| {
+                    format!("snapshot file {src:?}: an alarm that does not decode: {e}")
+                })?;
+                let key = oxcd_server::apply::alarms::key(a.member_id, a.alarm);
+                out.put(Table::Meta, key.as_bytes(), &[])
+            })?;
+        } else if name == b"meta" {
+            each(&db, src, root, &mut |k, v| {
+                let carried = [
+                    schema::META_FINISHED_COMPACT,
+                    schema::META_SCHEDULED_COMPACT,
+                ];
+                if carried.iter().any(|c| c.as_bytes() == k) {
+                    if Revision::from_bytes(v).is_none() {
+                        return Err(format!(
+                            "snapshot file {src:?}: meta {} is not a revision",
+                            String::from_utf8_lossy(k)
+                        ));
+                    }
+                    out.put(Table::Meta, k, v)?;
+                }
+                Ok(())
+            })?;
+        }
+    }
+    let mut revision = latest.map_or(0, |r| r.main);
+    if bump > 0 {
+        let bumped = Revision::new(revision.saturating_add(bump as i64), 0).to_bytes(false);
+        out.put(Table::Bytes(schema::KEY), &bumped, &[])?;
+        out.put(
+            Table::Meta,
+            schema::META_SCHEDULED_COMPACT.as_bytes(),
+            &bumped,
+        )?;
+        revision = revision.saturating_add(bump as i64);
+        key_rows += 1;
+    }
+    out.finish()?;
+    Ok(Written { key_rows, revision })
+}
+
+/// Calls `f` with each row of the bucket at `root`.
+fn each(
+    db: &BoltReader,
+    src: &Path,
+    root: &BucketRoot,
+    f: &mut RowVisitor<'_>,
+) -> Result<(), String> {
+    let mut failed = None;
+    let read = db.for_each(root, &mut |k, v| {
+        f(k, v).map_err(|e| {
+            failed = Some(e);
+            ReadError::NoBucket
+        })
+    });
+    match (failed, read) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(unreadable(src, e)),
+        (None, Ok(())) => Ok(()),
+    }
+}
+
+/// A key-table row oxcd can load: a revision key and a `KeyValue` value.
+fn check_key_row(k: &[u8], v: &[u8]) -> Result<(), String> {
+    if Revision::from_bytes(k).is_none() {
+        return Err(format!("key row {k:02x?} is not a revision"));
+    }
+    oxcd_api::mvccpb::KeyValue::decode(v)
+        .map(drop)
+        .map_err(|e| format!("key row {k:02x?} does not hold a key-value: {e}"))
+}
+
+/// The error for a file the bbolt reader refuses: not bbolt at all, or damaged.
+fn unreadable(src: &Path, e: ReadError) -> String {
+    match e {
+        ReadError::Meta(oxcd_bbolt::page::MetaError::Invalid) | ReadError::TooSmall => format!(
+            "snapshot file {src:?} is not a bbolt database (the format of etcd's snapshots and backends): {e}"
+        ),
+        ReadError::Io(e) => crate::goerr::path_error("read", src, &e),
+        e => format!("snapshot file {src:?} is damaged: {e}"),
+    }
+}
+
+/// Which table a row goes to.
+#[derive(Clone, Copy)]
+enum Table {
+    Bytes(Bytes),
+    Meta,
+}
+
+/// Rows on their way to the backend: buffered, then written in one transaction.
+struct Sink<'b> {
+    backend: &'b Backend,
+    rows: Vec<(Table, Vec<u8>, Vec<u8>)>,
+    bytes: usize,
+}
+
+impl<'b> Sink<'b> {
+    fn new(backend: &'b Backend) -> Sink<'b> {
+        Sink {
+            backend,
+            rows: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    fn put(&mut self, table: Table, k: &[u8], v: &[u8]) -> Result<(), String> {
+        self.bytes += k.len() + v.len() + 64;
+        self.rows.push((table, k.to_vec(), v.to_vec()));
+        if self.bytes >= FLUSH_BYTES {
+            self.flush(false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered rows in one transaction; `durable` syncs it.
+    fn flush(&mut self, durable: bool) -> Result<(), String> {
+        let be = |e: oxcd_storage::backend::redb::Error| self.backend.err(e).to_string();
+        let tx = self.backend.begin_write().map_err(|e| e.to_string())?;
+        {
+            let mut meta = tx.open_table(schema::META).map_err(|e| be(e.into()))?;
+            let mut open: Option<(Bytes, _)> = None;
+            for (table, k, v) in self.rows.drain(..) {
+                match table {
+                    Table::Meta => {
+                        let k = std::str::from_utf8(&k)
+                            .map_err(|_| "a meta key is not UTF-8".to_string())?;
+                        meta.insert(k, v.as_slice()).map_err(|e| be(e.into()))?;
+                    }
+                    Table::Bytes(def) => {
+                        if open.as_ref().is_none_or(|(d, _)| d.name() != def.name()) {
+                            drop(open.take());
+                            open = Some((def, tx.open_table(def).map_err(|e| be(e.into()))?));
+                        }
+                        if let Some((_, t)) = open.as_mut() {
+                            t.insert(k.as_slice(), v.as_slice())
+                                .map_err(|e| be(e.into()))?;
+                        }
+                    }
+                }
+            }
+        }
+        self.bytes = 0;
+        self.backend.commit(tx, durable).map_err(|e| e.to_string())
+    }
+
+    /// Writes what is left and makes everything durable.
+    fn finish(mut self) -> Result<(), String> {
+        self.flush(true)
+    }
+}
