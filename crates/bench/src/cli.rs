@@ -84,6 +84,9 @@ pub enum Command {
     /// it is in sync, and report the catch-up time, the writes' latency meanwhile and
     /// the leader's term.
     LearnerCatchup(crate::learner::LearnerArgs),
+    /// Fill etcd and then oxcd with history, and report snapshot save throughput,
+    /// restore time (etcdutl, oxcdutl) and the writes' pause during a defragmentation.
+    Backup(crate::backup::BackupArgs),
 }
 
 /// Key and value shape shared by the writing workloads.

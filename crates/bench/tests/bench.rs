@@ -1,5 +1,6 @@
-//! oxcd-bench end to end: the workloads against a real oxcd process, and the whole
-//! comparison (a 3-member etcd 3.4 and a 3-member oxcd) at a tiny scale.
+//! oxcd-bench end to end: the workloads against a real oxcd process, and the
+//! side-by-side benchmarks (the whole comparison of a 3-member etcd 3.4 and a 3-member
+//! oxcd, the learner catch-up, snapshot/restore/defragmentation) at a tiny scale.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -360,18 +361,32 @@ fn learner_etcd() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-#[test]
-fn learner_catchup_runs_etcd_and_oxcd_and_writes_the_report() {
+/// A side-by-side benchmark's run at a tiny scale.
+struct SideBySide {
+    /// The etcd it ran.
+    etcd: PathBuf,
+    /// The first round's outcomes, etcd's then oxcd's.
+    outcomes: Vec<serde_json::Value>,
+    /// Where each system's round left its logs.
+    kept: [PathBuf; 2],
+    _dir: tempfile::TempDir,
+}
+
+/// Runs `oxcd-bench <mode> <args>` on etcd (none installed: `None`, the test is
+/// skipped) and the built oxcd, one round with etcd first, and checks what is common
+/// to these benchmarks: the report written and printed with every one of `needles`,
+/// both systems in it, each one's member log kept and its data dir removed.
+fn side_by_side(mode: &str, args: &[&str], needles: &[&str]) -> Option<SideBySide> {
     let Some(etcd) = learner_etcd() else {
         eprintln!("skipped: no etcd binary (apt-get install etcd-server, or fetch-etcd35.sh)");
-        return;
+        return None;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = dir.path().join("learner.md");
+    let out = dir.path().join(format!("{mode}.md"));
     let data = dir.path().join("data");
     let oxcd = oxcd();
-    let report = bench(&[
-        "learner-catchup",
+    let mut all = vec![
+        mode,
         "--etcd",
         etcd.to_str().expect("utf-8 path"),
         "--oxcd",
@@ -380,40 +395,63 @@ fn learner_catchup_runs_etcd_and_oxcd_and_writes_the_report() {
         data.to_str().expect("utf-8 path"),
         "--out",
         out.to_str().expect("utf-8 path"),
-        "--data-mb",
-        "5",
-        "--snapshot-count",
-        "500",
-        "--settle-secs",
-        "0",
-        "--baseline-secs",
-        "2",
-        "--write-rate",
-        "200",
-        "--timeout-secs",
-        "40",
+    ];
+    all.extend_from_slice(args);
+    let report = bench(&all);
+    let mut needles = needles.to_vec();
+    needles.extend([
+        "## Round 1: etcd, then oxcd",
+        "| | etcd | oxcd | oxcd/etcd |",
     ]);
-    let raw = written_report(
-        &out,
-        &report,
+    let raw = written_report(&out, &report, &needles);
+    let outcomes = raw[0].as_array().expect("one round of outcomes").clone();
+    let systems: Vec<&str> = outcomes
+        .iter()
+        .filter_map(|o| o["system"].as_str())
+        .collect();
+    assert_eq!(systems, ["etcd", "oxcd"]);
+    let kept = ["etcd", "oxcd"].map(|system| data.join(format!("round1-{system}")));
+    for k in &kept {
+        assert!(k.join("m0.log").exists(), "the member's log is kept");
+        assert!(!k.join("m0").exists(), "data dirs left behind");
+    }
+    Some(SideBySide {
+        etcd,
+        outcomes,
+        kept,
+        _dir: dir,
+    })
+}
+
+#[test]
+fn learner_catchup_runs_etcd_and_oxcd_and_writes_the_report() {
+    let Some(run) = side_by_side(
+        "learner-catchup",
         &[
-            "## Round 1: etcd, then oxcd",
-            "| | etcd | oxcd | oxcd/etcd |",
+            "--data-mb",
+            "5",
+            "--snapshot-count",
+            "500",
+            "--settle-secs",
+            "0",
+            "--baseline-secs",
+            "2",
+            "--write-rate",
+            "200",
+            "--timeout-secs",
+            "40",
+        ],
+        &[
             "| **catch-up: MemberAdd → MemberPromote accepted, s** |",
             "| **write p99 during catch-up, ms** |",
             "| baseline write p99 (before MemberAdd), ms |",
             "| leader term before → after |",
             "Targets: catch-up ≤ 0.5x etcd's",
         ],
-    );
-    let systems: Vec<&str> = raw[0]
-        .as_array()
-        .expect("one round of outcomes")
-        .iter()
-        .filter_map(|o| o["system"].as_str())
-        .collect();
-    assert_eq!(systems, ["etcd", "oxcd"]);
-    for o in raw[0].as_array().expect("outcomes") {
+    ) else {
+        return;
+    };
+    for o in &run.outcomes {
         assert_eq!(o["fill"]["puts"], 5120, "{o}");
         assert!(o["catchup_secs"].as_f64().is_some_and(|t| t > 0.0), "{o}");
         assert!(
@@ -422,9 +460,66 @@ fn learner_catchup_runs_etcd_and_oxcd_and_writes_the_report() {
         );
         assert!(o["learner_du_bytes"].as_u64().is_some_and(|b| b > 0), "{o}");
     }
-    for system in ["etcd", "oxcd"] {
-        let kept = data.join(format!("round1-{system}"));
+    for kept in &run.kept {
         assert!(kept.join("m3.log").exists(), "the learner's log is kept");
-        assert!(!kept.join("m0").exists(), "data dirs left behind");
+    }
+}
+
+/// Snapshot, restore and defragmentation on one member of each, 4 MiB of data.
+#[test]
+fn backup_runs_etcd_and_oxcd_and_writes_the_report() {
+    let Some(run) = side_by_side(
+        "backup",
+        &[
+            "--data-mb",
+            "4",
+            "--writers",
+            "10",
+            "--write-rate",
+            "200",
+            "--baseline-secs",
+            "1",
+        ],
+        &[
+            "| **snapshot save, MB/s of database** |",
+            "| **restore, s** |",
+            "| **longest write in flight during defrag, ms** |",
+            "| write p99 before defrag (baseline), ms |",
+            "Targets: snapshot MB/s ≥ 1x etcd's",
+        ],
+    ) else {
+        return;
+    };
+    for o in &run.outcomes {
+        assert_eq!(o["fill"]["puts"], 4096, "{o}");
+        assert_eq!(o["overwrite"]["puts"], 2048, "{o}");
+        assert_eq!(o["live_keys"], 4096, "{o}");
+        let snapshot = &o["snapshot"];
+        assert!(snapshot["error"].is_null(), "{snapshot}");
+        assert_eq!(snapshot["sha256_ok"], true, "{snapshot}");
+        assert!(
+            snapshot["file_bytes"].as_u64().is_some_and(|b| b > 4 << 20),
+            "the snapshot holds the data: {snapshot}"
+        );
+        // A restore was timed, or it says why not (oxcdutl may not be built).
+        let restore = &o["restore"];
+        assert!(
+            restore["secs"].as_f64().is_some() || restore["note"].is_string(),
+            "{restore}"
+        );
+        let defrag = &o["defrag"];
+        assert!(defrag["error"].is_null(), "{defrag}");
+        assert!(defrag["secs"].as_f64().is_some(), "{defrag}");
+        assert!(defrag["during"]["ok"].as_u64().is_some(), "{defrag}");
+        assert_eq!(defrag["all"]["errors"], serde_json::json!({}), "{defrag}");
+    }
+    assert_eq!(
+        run.outcomes[0]["restore"]["secs"].as_f64().is_some(),
+        run.etcd.with_file_name("etcdutl").exists(),
+        "etcd's restore is timed where etcdutl is beside etcd: {}",
+        run.outcomes[0]["restore"]
+    );
+    for kept in &run.kept {
+        assert!(!kept.join("backup").exists(), "snapshot left behind");
     }
 }

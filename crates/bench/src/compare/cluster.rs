@@ -1,4 +1,4 @@
-//! A 3-member cluster of either server on loopback, started with the same etcd flags
+//! A cluster of either server on loopback (3 members unless asked otherwise), started with the same etcd flags
 //! (oxcd takes etcd's flags, so one launcher serves both): free ports, one data dir per
 //! member under one parent (same disk for both systems), logs beside them. More members
 //! can join it later as etcd's runbook adds them (`--initial-cluster-state existing`).
@@ -231,6 +231,16 @@ async fn client(url: &str, tls: Option<&TlsFiles>) -> Result<Client, String> {
 impl Cluster {
     /// Starts three members of `binary` with data under `dir`.
     pub fn start(binary: &Path, dir: &Path, s: &Settings) -> Result<Cluster, String> {
+        Cluster::start_members(binary, dir, s, 3)
+    }
+
+    /// Starts `members` members (at least one) of `binary` with data under `dir`.
+    pub fn start_members(
+        binary: &Path,
+        dir: &Path,
+        s: &Settings,
+        members: usize,
+    ) -> Result<Cluster, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut cluster = Cluster {
             binary: binary.to_path_buf(),
@@ -239,7 +249,7 @@ impl Cluster {
             dir: dir.to_path_buf(),
             settings: s.clone(),
         };
-        for i in 0..3 {
+        for i in 0..members.max(1) {
             cluster.prepare_member(&format!("m{i}"))?;
         }
         let initial = cluster.initial_cluster();

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::versus::Systems;
 use cluster::{Cluster, Settings};
 use matrix::Outcome;
 
@@ -86,24 +87,12 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
     } else {
         Some(cluster::TlsFiles::make(&a.dir.join("pki"))?)
     };
-    let systems = [("etcd", a.etcd.clone()), ("oxcd", oxcd_binary(a))];
-    for (name, binary) in &systems {
-        if a.only.as_deref().is_none_or(|o| o == *name) && !binary.exists() {
-            return Err(format!("{name} binary {} not found", binary.display()));
-        }
-    }
+    let systems = Systems::new(&a.etcd, oxcd_binary(a), a.only.as_deref())?;
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
     let mut rounds: Vec<report::Round> = Vec::new();
     for round in 0..a.rounds.max(1) {
-        let mut order: Vec<&(&str, PathBuf)> = systems.iter().collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
         let mut this = report::Round::default();
-        for (name, binary) in order {
-            if a.only.as_deref().is_some_and(|o| o != *name) {
-                continue;
-            }
+        for (name, binary) in systems.in_order(round) {
             let cases = if round == 0 {
                 let outcome = measure(name, binary, a, &settings, tls.as_ref()).await?;
                 let cases = outcome.cases.clone();
@@ -122,27 +111,17 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("bench/results/{date}.md")));
-    if let Some(parent) = out.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    }
     let mut md = report::markdown(&date, &settings, a, &outcomes);
     report::auth_cost_table(&mut md, &rounds);
     if rounds.len() > 1 {
         report::rounds_table(&mut md, &rounds);
+    }
+    crate::versus::write_report(&out, &md, &outcomes)?;
+    if rounds.len() > 1 {
         let path = out.with_extension("rounds.json");
         let json = serde_json::to_string_pretty(&rounds).map_err(|e| e.to_string())?;
         std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    std::fs::write(&out, &md).map_err(|e| format!("{}: {e}", out.display()))?;
-    let json = serde_json::to_string_pretty(&outcomes).map_err(|e| e.to_string())?;
-    let json_path = out.with_extension("json");
-    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
-    println!("{md}");
-    eprintln!(
-        "report: {} (raw figures: {})",
-        out.display(),
-        json_path.display()
-    );
     Ok(())
 }
 

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::CompareArgs;
 use super::cluster::Settings;
 use super::matrix::{Case, Outcome};
+use crate::versus::table::mib;
 
 fn ratio(oxcd: f64, etcd: f64) -> String {
     if etcd > 0.0 && oxcd > 0.0 {
@@ -13,10 +14,6 @@ fn ratio(oxcd: f64, etcd: f64) -> String {
     } else {
         "-".to_string()
     }
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1024.0 * 1024.0)
 }
 
 /// Reads one figure of a system's outcome.
@@ -52,9 +49,7 @@ pub fn markdown(
         s.election_ms,
         s.snapshot_count,
         a.scale,
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(0),
+        crate::versus::table::cores(),
         a.etcd.display(),
     );
     let _ = writeln!(
@@ -172,14 +167,9 @@ impl Round {
 }
 
 /// The middle value (the mean of the two middle ones for an even count); NaN if none.
-fn median(mut v: Vec<f64>) -> f64 {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+/// The median of the finite values, NaN when there is none.
+fn median(v: Vec<f64>) -> f64 {
+    crate::versus::table::median(v).unwrap_or(f64::NAN)
 }
 
 /// Every round's oxcd/etcd ratios of each workload, and their median: what one noisy
@@ -366,18 +356,5 @@ fn cpu_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Op
             show(fig(ce, bench)),
             show(fig(co, bench)),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn median_of_odd_even_and_empty() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(vec![f64::NAN, 5.0]), 5.0);
-        assert!(median(Vec::new()).is_nan());
     }
 }

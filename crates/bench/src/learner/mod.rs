@@ -11,20 +11,19 @@
 //! to catch up by the same measure. The writes finished in [t0, t1] are compared with
 //! those of as many seconds before t0; the leader's term is watched throughout.
 
-pub mod load;
 pub mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use oxcd_api::etcdserverpb::RangeRequest;
 use serde::Serialize;
 
 use crate::compare::cluster::{Cluster, Settings, disk_usage};
-use load::{Fill, Window, Writers};
+use crate::load::{self, Fill, Window, Writers};
+use crate::versus::{self, Measured};
 
 /// The name the learner gets.
 const LEARNER: &str = "m3";
@@ -37,30 +36,13 @@ const UNHEALTHY: &str = "etcdserver: unhealthy cluster";
 pub const NOT_IN_SYNC: &str =
     "etcdserver: can only promote a learner member which is in sync with leader";
 
+/// The benchmark's name: its subcommand, its default data dir and report.
+pub const NAME: &str = "learner-catchup";
+
 #[derive(Debug, Clone, Args)]
 pub struct LearnerArgs {
-    /// The etcd binary.
-    #[arg(long, default_value = "/tmp/etcd-3.5/bin/etcd")]
-    pub etcd: PathBuf,
-    /// The oxcd binary (default: `oxcd` beside this program).
-    #[arg(long)]
-    pub oxcd: Option<PathBuf>,
-    /// Parent of the members' data dirs and logs (the same disk for both systems): one
-    /// directory per round and system, whose data dirs are removed after it (its
-    /// members' logs are kept).
-    #[arg(long, default_value = "/tmp/oxcd-learner-catchup")]
-    pub dir: PathBuf,
-    /// Where the markdown report goes (a .json with the raw figures goes beside it);
-    /// default bench/results/<date>-learner-catchup.md.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Measures each system this many times, the order alternating (etcd first in odd
-    /// rounds).
-    #[arg(long, default_value_t = 1)]
-    pub rounds: usize,
-    /// Run only one system: etcd or oxcd.
-    #[arg(long)]
-    pub only: Option<String>,
+    #[command(flatten)]
+    pub versus: versus::Flags,
     /// MiB of values written before the learner is added.
     #[arg(long, default_value_t = 1024)]
     pub data_mb: u64,
@@ -117,12 +99,6 @@ impl LearnerArgs {
     /// Puts of the fill.
     fn fill_puts(&self) -> u64 {
         (self.data_mb * 1024 * 1024).div_ceil(self.value_size.max(1) as u64)
-    }
-
-    fn oxcd(&self) -> PathBuf {
-        self.oxcd
-            .clone()
-            .unwrap_or_else(crate::compare::oxcd_beside_this_program)
     }
 }
 
@@ -190,99 +166,24 @@ impl Outcome {
     }
 }
 
-/// One round: each system's outcome, in the order they ran.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Round(pub Vec<Outcome>);
-
-impl Round {
-    pub fn of(&self, system: &str) -> Option<&Outcome> {
-        self.0.iter().find(|o| o.system == system)
+impl Measured for Outcome {
+    fn system(&self) -> &str {
+        &self.system
     }
 }
 
-/// The first line of `binary --version`, with the API version when it prints one.
-fn version(binary: &Path) -> String {
-    let out = std::process::Command::new(binary)
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    out.lines()
-        .filter(|l| l.contains("Version:") && !l.starts_with("Go "))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+/// One round: each system's outcome, in the order they ran.
+pub type Round = versus::Round<Outcome>;
 
 /// Runs every round and writes the report.
 pub async fn run(a: &LearnerArgs) -> Result<(), String> {
-    let systems = [("etcd", a.etcd.clone()), ("oxcd", a.oxcd())];
-    let wanted = |name: &str| a.only.as_deref().is_none_or(|o| o == name);
-    for (name, binary) in &systems {
-        if wanted(name) && !binary.exists() {
-            return Err(format!("{name} binary {} not found", binary.display()));
-        }
-    }
-    let versions: Vec<(String, String, String)> = systems
-        .iter()
-        .filter(|(n, _)| wanted(n))
-        .map(|(n, b)| (n.to_string(), b.display().to_string(), version(b)))
-        .collect();
-    let mut rounds = Vec::new();
-    for round in 0..a.rounds.max(1) {
-        let mut order: Vec<&(&str, PathBuf)> = systems.iter().collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        let mut this = Round::default();
-        for (name, binary) in order {
-            if !wanted(name) {
-                continue;
-            }
-            eprintln!("== round {}: {name} ({})", round + 1, binary.display());
-            let dir = a.dir.join(format!("round{}-{name}", round + 1));
-            let _ = std::fs::remove_dir_all(&dir);
-            let outcome = measure(name, binary, &dir, a).await;
-            remove_data_dirs(&dir);
-            eprintln!("   members' logs kept: {}/*.log", dir.display());
-            this.0.push(outcome?);
-        }
-        rounds.push(this);
-    }
-    let date = crate::compare::today();
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("bench/results/{date}-learner-catchup.md")));
-    if let Some(parent) = out.parent()
-        && !parent.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    }
-    let md = report::markdown(&date, a, &versions, &rounds);
-    std::fs::write(&out, &md).map_err(|e| format!("{}: {e}", out.display()))?;
-    let json = serde_json::to_string_pretty(&rounds).map_err(|e| e.to_string())?;
-    let json_path = out.with_extension("json");
-    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
-    println!("{md}");
-    eprintln!(
-        "report: {} (raw figures: {})",
-        out.display(),
-        json_path.display()
-    );
-    Ok(())
-}
-
-/// Removes the members' data dirs under `dir` (every directory in it), keeping their
-/// logs: the next system needs the disk space, the logs tell what happened.
-fn remove_data_dirs(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
+    a.versus
+        .run(
+            NAME,
+            async |name, binary, dir| measure(name, binary, dir, a).await,
+            |date, versions, rounds| report::markdown(date, a, versions, rounds),
+        )
+        .await
 }
 
 /// Hexadecimal, as etcdctl prints member ids.
@@ -345,16 +246,9 @@ fn first_status(url: String, t0: Instant, until: Instant) -> tokio::task::JoinHa
 async fn all_keys_served(url: &str, count: u64, t0: Instant, within: Duration) -> Option<f64> {
     let deadline = Instant::now() + within;
     let c = load::connect(url, Duration::from_secs(30)).await.ok()?;
-    let req = RangeRequest {
-        key: b"fill/".to_vec(),
-        range_end: oxcd_client::prefix_end(b"fill/"),
-        serializable: true,
-        count_only: true,
-        ..RangeRequest::default()
-    };
     while Instant::now() < deadline {
-        if let Ok(r) = c.range(req.clone()).await
-            && r.count >= count as i64
+        if let Ok((served, _)) = load::fill_keys(&c, true).await
+            && served >= count as i64
         {
             return Some(t0.elapsed().as_secs_f64());
         }
@@ -384,7 +278,8 @@ async fn measure(
     );
     let fill = load::fill(
         &leader_url,
-        a.fill_puts(),
+        0..a.fill_puts(),
+        0,
         a.value_size,
         a.fill_clients,
         a.fill_conns,
@@ -401,7 +296,15 @@ async fn measure(
     let (li, leader_id, term_before) = cluster.leader().await?;
     let leader_url = cluster.members[li].client_url.clone();
     let leader_dir = cluster.members[li].data_dir.clone();
-    let writers = Writers::start(&leader_url, a.writers, a.write_rate, a.write_value_size).await?;
+    // One connection per writer.
+    let writers = Writers::start(
+        &leader_url,
+        a.writers,
+        a.writers,
+        a.write_rate,
+        a.write_value_size,
+    )
+    .await?;
     tokio::time::sleep(Duration::from_secs(a.baseline_secs)).await;
 
     let admin = load::connect(&leader_url, Duration::from_secs(30)).await?;

@@ -5,43 +5,9 @@
 use std::fmt::Write as _;
 
 use super::{LearnerArgs, Outcome, Round};
+use crate::versus::table::{Compared, Num, Text, met, mib, round_table, rounds_table};
 
-fn mib(b: u64) -> f64 {
-    b as f64 / (1024.0 * 1024.0)
-}
-
-fn ratio(oxcd: Option<f64>, etcd: Option<f64>) -> Option<f64> {
-    match (oxcd, etcd) {
-        (Some(o), Some(e)) if e > 0.0 && o.is_finite() => Some(o / e),
-        _ => None,
-    }
-}
-
-fn x(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.2}x")).unwrap_or_else(|| "-".into())
-}
-
-/// The middle value (the mean of the two middle ones for an even count).
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
-/// A numeric row: label, the figure, its digits, and whether it gets a ratio.
-type Num = (&'static str, fn(&Outcome) -> Option<f64>, usize, bool);
-
-/// A ratio row: label and the figure compared.
-type Compared = (&'static str, fn(&Outcome) -> f64);
-
-/// A text row: label and the figure as text.
-type Text = (&'static str, fn(&Outcome) -> String);
-
-const NUMBERS: [Num; 14] = [
+const NUMBERS: [Num<Outcome>; 14] = [
     (
         "**catch-up: MemberAdd → MemberPromote accepted, s**",
         |o| Some(o.catchup_secs),
@@ -123,7 +89,7 @@ const NUMBERS: [Num; 14] = [
     ),
 ];
 
-const TEXTS: [Text; 8] = [
+const TEXTS: [Text<Outcome>; 8] = [
     ("background puts during catch-up: ok / failed", |o| {
         format!("{} / {}", o.during.ok, o.during.failed())
     }),
@@ -164,31 +130,10 @@ const TEXTS: [Text; 8] = [
     }),
 ];
 
-/// One round's table.
-fn round_table(md: &mut String, n: usize, r: &Round) {
-    let order: Vec<&str> = r.0.iter().map(|o| o.system.as_str()).collect();
-    let _ = writeln!(md, "\n## Round {n}: {}\n", order.join(", then "));
-    let (e, o) = (r.of("etcd"), r.of("oxcd"));
-    let _ = writeln!(md, "| | etcd | oxcd | oxcd/etcd |");
-    let _ = writeln!(md, "|---|---:|---:|---:|");
-    for (label, f, digits, with_ratio) in NUMBERS {
-        let show = |s: Option<&Outcome>| {
-            s.and_then(f)
-                .map(|v| format!("{v:.digits$}"))
-                .unwrap_or_else(|| "-".into())
-        };
-        let rt = if with_ratio {
-            x(ratio(o.and_then(f), e.and_then(f)))
-        } else {
-            String::new()
-        };
-        let _ = writeln!(md, "| {label} | {} | {} | {rt} |", show(e), show(o));
-    }
-    for (label, f) in TEXTS {
-        let show = |s: Option<&Outcome>| s.map(f).unwrap_or_else(|| "-".into());
-        let _ = writeln!(md, "| {label} | {} | {} | |", show(e), show(o));
-    }
-    if let (Some(e), Some(o)) = (e, o) {
+/// One round's table, the targets and what was odd.
+fn round(md: &mut String, n: usize, r: &Round) {
+    round_table(md, n, r, &NUMBERS, &TEXTS);
+    if let (Some(e), Some(o)) = (r.of("etcd"), r.of("oxcd")) {
         let catchup = o.catchup_secs / e.catchup_secs;
         let _ = writeln!(
             md,
@@ -203,10 +148,6 @@ fn round_table(md: &mut String, n: usize, r: &Round) {
         );
     }
     notes(md, r);
-}
-
-fn met(ok: bool) -> &'static str {
-    if ok { "met" } else { "**not met**" }
 }
 
 /// What was odd in a round: term or leader changes, failures.
@@ -253,42 +194,15 @@ fn notes(md: &mut String, r: &Round) {
             ));
         }
     }
-    if lines.is_empty() {
-        return;
-    }
-    let _ = writeln!(md, "\nNotes:\n");
-    for l in lines {
-        let _ = writeln!(md, "- {l}");
-    }
+    crate::versus::table::notes(md, &lines);
 }
 
-/// Every round's ratios and their median.
-fn rounds_table(md: &mut String, rounds: &[Round]) {
-    let rows: [Compared; 3] = [
-        ("catch-up time", |o| o.catchup_secs),
-        ("write p99 during catch-up", |o| o.during.p99_ms),
-        ("baseline write p99", |o| o.baseline.p99_ms),
-    ];
-    let _ = writeln!(
-        md,
-        "\n## {} rounds: oxcd/etcd (lower is better)\n",
-        rounds.len()
-    );
-    let _ = writeln!(md, "| | per round | median |");
-    let _ = writeln!(md, "|---|---|---:|");
-    for (label, f) in rows {
-        let per: Vec<f64> = rounds
-            .iter()
-            .filter_map(|r| ratio(r.of("oxcd").map(f), r.of("etcd").map(f)))
-            .collect();
-        let list = per
-            .iter()
-            .map(|v| x(Some(*v)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let _ = writeln!(md, "| {label} | {list} | {} |", x(median(per)));
-    }
-}
+/// The rows of the rounds table.
+const COMPARED: [Compared<Outcome>; 3] = [
+    ("catch-up time", |o| Some(o.catchup_secs)),
+    ("write p99 during catch-up", |o| Some(o.during.p99_ms)),
+    ("baseline write p99", |o| Some(o.baseline.p99_ms)),
+];
 
 /// Renders the report. `versions`: (system, binary, its `--version`).
 pub fn markdown(
@@ -319,7 +233,7 @@ pub fn markdown(
          leader's Status polled every 250 ms from t0 to t1 for term and leader changes. \
          Load from `oxcd-bench learner-catchup` in one process on the same machine ({} \
          cores). The members' logs are kept in `<dir>/round<N>-<system>/`.\n",
-        a.dir.display(),
+        a.versus.dir(super::NAME).display(),
         s.heartbeat_ms,
         s.election_ms,
         s.snapshot_count,
@@ -335,30 +249,14 @@ pub fn markdown(
         a.write_rate,
         a.baseline_secs,
         a.baseline_secs,
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(0),
+        crate::versus::table::cores(),
     );
-    for (system, binary, version) in versions {
-        let _ = writeln!(md, "- {system}: `{binary}` ({version})");
-    }
+    crate::versus::table::binaries(&mut md, versions);
     for (i, r) in rounds.iter().enumerate() {
-        round_table(&mut md, i + 1, r);
+        round(&mut md, i + 1, r);
     }
     if rounds.len() > 1 {
-        rounds_table(&mut md, rounds);
+        rounds_table(&mut md, rounds, &COMPARED, "lower is better");
     }
     md
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn median_of_odd_even_and_empty() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median(Vec::new()), None);
-    }
 }

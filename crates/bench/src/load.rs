@@ -1,13 +1,15 @@
-//! The load of the learner benchmark: the fill (many unique keys of incompressible
-//! values, as fast as a fixed number of concurrent puts allow) and the background
-//! writers (rate-capped puts whose every latency and completion time is kept, to be cut
-//! into windows afterwards).
+//! The load of the side-by-side benchmarks that measure an event under writes
+//! (`learner-catchup`, `backup`): the fill (many unique keys of incompressible values,
+//! as fast as a fixed number of concurrent puts allow; again over part of them to leave
+//! history behind) and the background writers (closed-loop puts, rate-capped or not,
+//! whose every latency and completion time is kept, to be cut into windows afterwards).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use oxcd_api::etcdserverpb::RangeRequest;
 use oxcd_client::{Client, ConnectOptions};
 use serde::Serialize;
 
@@ -37,13 +39,33 @@ pub fn incompressible(seed: u64, len: usize) -> Vec<u8> {
     out
 }
 
+/// The prefix of every fill key.
+pub const FILL_PREFIX: &[u8] = b"fill/";
+
 /// The key of fill put `n`: `fill/` and `n` zero-padded to 10 digits (unique, sorted).
 pub fn fill_key(n: u64) -> Vec<u8> {
     format!("fill/{n:010}").into_bytes()
 }
 
+/// How many fill keys the member at `c` holds, and at which revision; `serializable`:
+/// from its own state, without asking the leader.
+pub async fn fill_keys(c: &Client, serializable: bool) -> Result<(i64, i64), String> {
+    let req = RangeRequest {
+        key: FILL_PREFIX.to_vec(),
+        range_end: oxcd_client::prefix_end(FILL_PREFIX),
+        serializable,
+        count_only: true,
+        ..RangeRequest::default()
+    };
+    let r = c
+        .range(req)
+        .await
+        .map_err(|e| format!("count of the fill keys: {e}"))?;
+    Ok((r.count, r.header.map(|h| h.revision).unwrap_or_default()))
+}
+
 /// What the fill did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Fill {
     pub puts: u64,
     /// Bytes of values written.
@@ -64,12 +86,14 @@ impl Fill {
     }
 }
 
-/// Writes `puts` unique keys ([`fill_key`]) of `value_size` incompressible bytes to `url`
+/// Puts keys `keys` ([`fill_key`]) to `url`, each with `value_size` incompressible bytes
+/// of its own (`generation` makes them differ from an earlier fill of the same keys),
 /// from `clients` concurrent puts over `conns` connections. A failed put is sent again
 /// (up to 5 times) so the data written is exactly what was asked.
 pub async fn fill(
     url: &str,
-    puts: u64,
+    keys: std::ops::Range<u64>,
+    generation: u64,
     value_size: usize,
     clients: usize,
     conns: usize,
@@ -78,7 +102,8 @@ pub async fn fill(
     for _ in 0..conns.max(1) {
         connections.push(connect(url, Duration::from_secs(60)).await?);
     }
-    let next = Arc::new(AtomicU64::new(0));
+    let puts = keys.end.saturating_sub(keys.start);
+    let next = Arc::new(AtomicU64::new(keys.start));
     let retried = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -88,10 +113,10 @@ pub async fn fill(
         tasks.push(tokio::spawn(async move {
             loop {
                 let n = next.fetch_add(1, Ordering::Relaxed);
-                if n >= puts {
+                if n >= keys.end {
                     return Ok::<(), String>(());
                 }
-                let value = incompressible(n, value_size);
+                let value = incompressible(n ^ (generation << 48), value_size);
                 let mut tries = 0;
                 loop {
                     match c.put(fill_key(n), value.clone()).await {
@@ -127,6 +152,13 @@ pub struct Sample {
     pub error: Option<String>,
 }
 
+impl Sample {
+    /// When the put was sent.
+    pub fn sent(&self) -> Instant {
+        self.done - self.latency
+    }
+}
+
 /// Background writers running until [`Writers::stop`] or until dropped.
 pub struct Writers {
     stop: Arc<AtomicBool>,
@@ -143,34 +175,43 @@ impl Drop for Writers {
 const WRITER_KEYS: u64 = 1000;
 
 impl Writers {
-    /// Starts `writers` writers on their own connections to `url`, each putting
-    /// `value_size`-byte values at most `rate / writers` times a second (one put at a
-    /// time: a put slower than its interval delays the next, it does not pile up).
+    /// Starts `clients` writers sharing `conns` connections to `url`, each putting
+    /// `value_size`-byte values one at a time (closed loop): at most `rate / clients`
+    /// times a second, or as fast as answered when `rate` is 0. A put slower than its
+    /// interval delays the next, it does not pile up.
     pub async fn start(
         url: &str,
-        writers: usize,
+        clients: usize,
+        conns: usize,
         rate: u64,
         value_size: usize,
     ) -> Result<Writers, String> {
-        let writers = writers.max(1);
-        let mut clients = Vec::new();
-        for _ in 0..writers {
-            clients.push(connect(url, Duration::from_secs(60)).await?);
+        let clients = clients.max(1);
+        let mut connections = Vec::new();
+        for _ in 0..conns.clamp(1, clients) {
+            connections.push(connect(url, Duration::from_secs(60)).await?);
         }
-        let interval = Duration::from_secs_f64(writers as f64 / rate.max(1) as f64);
+        let interval = (rate > 0).then(|| Duration::from_secs_f64(clients as f64 / rate as f64));
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::new();
-        for (w, c) in clients.into_iter().enumerate() {
+        for w in 0..clients {
+            let c = connections[w % connections.len()].clone();
             let stop = stop.clone();
             // Staggered so the writers' puts spread over each interval.
-            let first = tokio::time::Instant::now() + interval.mul_f64(w as f64 / writers as f64);
-            tasks.push(tokio::spawn(async move {
+            let mut ticks = interval.map(|interval| {
+                let first =
+                    tokio::time::Instant::now() + interval.mul_f64(w as f64 / clients as f64);
                 let mut ticks = tokio::time::interval_at(first, interval);
                 ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                ticks
+            });
+            tasks.push(tokio::spawn(async move {
                 let mut samples = Vec::new();
                 let mut n: u64 = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    ticks.tick().await;
+                    if let Some(ticks) = ticks.as_mut() {
+                        ticks.tick().await;
+                    }
                     let key = format!("load/{w}/{:04}", n % WRITER_KEYS);
                     let value = incompressible((w as u64) << 40 | n, value_size);
                     let sent = Instant::now();
@@ -218,9 +259,31 @@ pub struct Window {
 impl Window {
     /// The samples that finished in `[from, to]`.
     pub fn of(samples: &[Sample], from: Instant, to: Instant) -> Window {
+        let finished = samples.iter().filter(|s| s.done >= from && s.done <= to);
+        Window::summary(finished, from, to)
+    }
+
+    /// The samples that were in flight at some moment of `[from, to]`: sent before its
+    /// end, finished after its start (a put that waited through it counts whole).
+    pub fn overlapping(samples: &[Sample], from: Instant, to: Instant) -> Window {
+        let overlapping = samples.iter().filter(|s| s.sent() <= to && s.done >= from);
+        Window::summary(overlapping, from, to)
+    }
+
+    /// The samples sent in `(from, to]`, wherever they finished.
+    pub fn sent_in(samples: &[Sample], from: Instant, to: Instant) -> Window {
+        let sent = samples.iter().filter(|s| s.sent() > from && s.sent() <= to);
+        Window::summary(sent, from, to)
+    }
+
+    fn summary<'a>(
+        samples: impl Iterator<Item = &'a Sample>,
+        from: Instant,
+        to: Instant,
+    ) -> Window {
         let mut lat: Vec<Duration> = Vec::new();
         let mut errors = BTreeMap::new();
-        for s in samples.iter().filter(|s| s.done >= from && s.done <= to) {
+        for s in samples {
             match &s.error {
                 None => lat.push(s.latency),
                 Some(e) => *errors.entry(e.clone()).or_default() += 1,
@@ -291,5 +354,19 @@ mod tests {
         assert_eq!(w.failed(), 1);
         assert_eq!((w.p50_ms, w.p99_ms, w.max_ms), (1.0, 3.0, 3.0));
         assert!((w.secs - 0.030).abs() < 1e-9);
+        // In flight during [25, 35]: the one that failed at 30 and the one that took
+        // 50 ms to finish at 40, not the one sent at 17 that finished at 20.
+        let w = Window::overlapping(
+            &samples,
+            t + Duration::from_millis(25),
+            t + Duration::from_millis(35),
+        );
+        assert_eq!((w.ok, w.failed(), w.max_ms), (1, 1, 50.0));
+        let w = Window::sent_in(
+            &samples,
+            t + Duration::from_millis(15),
+            t + Duration::from_millis(30),
+        );
+        assert_eq!((w.ok, w.failed(), w.max_ms), (1, 1, 3.0));
     }
 }

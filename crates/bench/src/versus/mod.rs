@@ -1,0 +1,258 @@
+//! What the side-by-side benchmarks that start their own clusters share (`learner-catchup`,
+//! `backup`): their common flags, the two systems and their binaries, rounds that run
+//! them one after the other on the same disk with the order alternating, and the
+//! written report (markdown, raw figures as JSON beside it). [`table`] renders the
+//! tables of such a report.
+//!
+//! Invariants: a round's directory is emptied before a system runs in it, and its data
+//! dirs are removed after (the logs stay); every binary named is checked to exist before
+//! anything starts.
+
+pub mod table;
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::Serialize;
+
+/// The flags every side-by-side benchmark takes.
+#[derive(Debug, Clone, Args)]
+pub struct Flags {
+    /// The etcd binary (its offline tool, etcdutl, is taken from beside it).
+    #[arg(long, default_value = "/tmp/etcd-3.5/bin/etcd")]
+    pub etcd: PathBuf,
+    /// The oxcd binary (default: `oxcd` beside this program; oxcdutl is taken from
+    /// beside it).
+    #[arg(long)]
+    pub oxcd: Option<PathBuf>,
+    /// Parent of the members' data dirs and logs, the same disk for both systems
+    /// (default: /tmp/oxcd-<benchmark>): one directory per round and system, whose
+    /// data dirs are removed after it (the logs are kept).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Where the markdown report goes (a .json with the raw figures goes beside it);
+    /// default bench/results/<date>-<benchmark>.md.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Measures each system this many times, the order alternating (etcd first in odd
+    /// rounds).
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
+    /// Run only one system: etcd or oxcd.
+    #[arg(long)]
+    pub only: Option<String>,
+}
+
+impl Flags {
+    /// The parent of benchmark `bench`'s data.
+    pub fn dir(&self, bench: &str) -> PathBuf {
+        self.dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("/tmp/oxcd-{bench}")))
+    }
+
+    /// Runs benchmark `bench`: every round of `measure(system, binary, dir)`, then the
+    /// report `markdown(date, versions, rounds)` written with the raw figures.
+    pub async fn run<O: Measured + Serialize>(
+        &self,
+        bench: &str,
+        measure: impl AsyncFnMut(&str, &Path, &Path) -> Result<O, String>,
+        markdown: impl FnOnce(&str, &[(String, String, String)], &[Round<O>]) -> String,
+    ) -> Result<(), String> {
+        let oxcd = self
+            .oxcd
+            .clone()
+            .unwrap_or_else(crate::compare::oxcd_beside_this_program);
+        let systems = Systems::new(&self.etcd, oxcd, self.only.as_deref())?;
+        let rounds = systems
+            .rounds(self.rounds, &self.dir(bench), measure)
+            .await?;
+        let date = crate::compare::today();
+        let out = self
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("bench/results/{date}-{bench}.md")));
+        let md = markdown(&date, &systems.versions(), &rounds);
+        write_report(&out, &md, &rounds)
+    }
+}
+
+/// What one system's measurement in a round is: it names its system.
+pub trait Measured {
+    fn system(&self) -> &str;
+}
+
+/// One round: each system's outcome, in the order they ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct Round<O>(pub Vec<O>);
+
+impl<O: Measured> Round<O> {
+    pub fn of(&self, system: &str) -> Option<&O> {
+        self.0.iter().find(|o| o.system() == system)
+    }
+
+    /// The systems, in the order they ran.
+    pub fn order(&self) -> Vec<&str> {
+        self.0.iter().map(|o| o.system()).collect()
+    }
+}
+
+/// The systems a run measures, each with its binary: etcd, then oxcd, or only one.
+pub struct Systems(Vec<(&'static str, PathBuf)>);
+
+impl Systems {
+    /// etcd's and oxcd's binaries, or the one `only` names; an error when a binary
+    /// is missing or `only` names neither.
+    pub fn new(etcd: &Path, oxcd: PathBuf, only: Option<&str>) -> Result<Systems, String> {
+        if let Some(o) = only
+            && o != "etcd"
+            && o != "oxcd"
+        {
+            return Err(format!("--only takes etcd or oxcd, not {o:?}"));
+        }
+        let all = [("etcd", etcd.to_path_buf()), ("oxcd", oxcd)];
+        let chosen: Vec<_> = all
+            .into_iter()
+            .filter(|(name, _)| only.is_none_or(|o| o == *name))
+            .collect();
+        for (name, binary) in &chosen {
+            if !binary.exists() {
+                return Err(format!("{name} binary {} not found", binary.display()));
+            }
+        }
+        Ok(Systems(chosen))
+    }
+
+    /// The systems in the order round `round` (from 0) runs them: etcd first in odd
+    /// rounds counted from 1.
+    pub fn in_order(&self, round: usize) -> Vec<(&'static str, &Path)> {
+        let mut order: Vec<_> = self.0.iter().map(|(n, b)| (*n, b.as_path())).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        order
+    }
+
+    /// (system, binary, its `--version`) of each system, for the report's header.
+    pub fn versions(&self) -> Vec<(String, String, String)> {
+        self.0
+            .iter()
+            .map(|(n, b)| (n.to_string(), b.display().to_string(), version(b)))
+            .collect()
+    }
+
+    /// Runs `rounds` rounds (at least one) of `measure(system, binary, dir)`, `dir`
+    /// being `<parent>/round<N>-<system>`, emptied before and its data dirs removed
+    /// after (the members' logs are kept).
+    pub async fn rounds<O>(
+        &self,
+        rounds: usize,
+        parent: &Path,
+        mut measure: impl AsyncFnMut(&str, &Path, &Path) -> Result<O, String>,
+    ) -> Result<Vec<Round<O>>, String> {
+        let mut all = Vec::new();
+        for round in 0..rounds.max(1) {
+            let mut this = Vec::new();
+            for (name, binary) in self.in_order(round) {
+                eprintln!("== round {}: {name} ({})", round + 1, binary.display());
+                let dir = parent.join(format!("round{}-{name}", round + 1));
+                let _ = std::fs::remove_dir_all(&dir);
+                let outcome = measure(name, binary, &dir).await;
+                remove_data_dirs(&dir);
+                eprintln!("   members' logs kept: {}/*.log", dir.display());
+                this.push(outcome?);
+            }
+            all.push(Round(this));
+        }
+        Ok(all)
+    }
+}
+
+/// The first lines of `binary --version` that give a version, joined.
+fn version(binary: &Path) -> String {
+    let out = std::process::Command::new(binary)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    out.lines()
+        .filter(|l| l.contains("Version:") && !l.starts_with("Go "))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Removes the directories under `dir` (the members' data dirs), keeping its files
+/// (their logs): the next system needs the disk space, the logs tell what happened.
+fn remove_data_dirs(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Writes the markdown report `md` to `out` and `raw` as JSON beside it (`.json`), and
+/// prints the report.
+pub fn write_report(out: &Path, md: &str, raw: &impl Serialize) -> Result<(), String> {
+    if let Some(parent) = out.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    std::fs::write(out, md).map_err(|e| format!("{}: {e}", out.display()))?;
+    let json = serde_json::to_string_pretty(raw).map_err(|e| e.to_string())?;
+    let json_path = out.with_extension("json");
+    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    println!("{md}");
+    eprintln!(
+        "report: {} (raw figures: {})",
+        out.display(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+/// The device and file system that hold `dir` (its nearest existing ancestor), as `df`
+/// names them: `/dev/vda (ext4)`; "unknown" when `df` does not answer.
+pub fn disk_of(dir: &Path) -> String {
+    let existing = dir.ancestors().find(|d| d.exists()).unwrap_or(dir);
+    let out = std::process::Command::new("df")
+        .args(["--output=source,fstype"])
+        .arg(existing)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let mut fields = out.lines().nth(1).unwrap_or_default().split_whitespace();
+    match (fields.next(), fields.next()) {
+        (Some(source), Some(fstype)) => format!("{source} ({fstype})"),
+        _ => "unknown".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn systems_alternate_and_only_is_checked() {
+        let here = std::env::current_exe().expect("this test's binary");
+        let s = Systems::new(&here, here.clone(), None).expect("both exist");
+        let names = |r| s.in_order(r).iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        assert_eq!(names(0), ["etcd", "oxcd"]);
+        assert_eq!(names(1), ["oxcd", "etcd"]);
+        let one = Systems::new(&here, here.clone(), Some("oxcd")).expect("oxcd exists");
+        assert_eq!(one.in_order(1).len(), 1);
+        assert!(Systems::new(&here, here.clone(), Some("zetcd")).is_err());
+        let missing = Systems::new(Path::new("/no/such/etcd"), here, None);
+        assert!(missing.is_err_and(|e| e.contains("/no/such/etcd not found")));
+    }
+
+    #[test]
+    fn the_disk_of_a_directory_not_made_yet_is_its_parents() {
+        let d = disk_of(Path::new("/tmp/no/such/dir/yet"));
+        assert_ne!(d, "unknown");
+    }
+}
