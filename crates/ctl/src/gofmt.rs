@@ -12,6 +12,19 @@ pub fn quote_str(s: &str) -> String {
     quote(s.as_bytes())
 }
 
+/// Go's text for an `*os.PathError`: `<op> <path>: <errno text>` (lower case, no
+/// "(os error N)").
+pub fn path_error(op: &str, path: &str, e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    let mut chars = text.chars();
+    let lower: String = chars
+        .next()
+        .map(|c| c.to_lowercase().chain(chars).collect())
+        .unwrap_or_default();
+    format!("{op} {path}: {lower}")
+}
+
 /// A JSON string as Go's `encoding/json` writes it (HTML-safe: `<`, `>`, `&` escaped).
 pub fn json_string(s: &str) -> String {
     let mut out = String::from("\"");

@@ -15,6 +15,7 @@ mod lookup;
 mod member;
 mod mirror;
 mod role;
+mod snapshot;
 mod txn;
 mod txn_syntax;
 mod user;
@@ -226,6 +227,8 @@ const COMMANDS: &[Command] = &[
     role::LIST,
     role::GRANT_PERMISSION,
     role::REVOKE_PERMISSION,
+    snapshot::GROUP,
+    snapshot::SAVE,
     auth::GROUP,
     auth::ENABLE,
     auth::DISABLE,

@@ -4,6 +4,7 @@
 
 mod coord;
 mod parity;
+mod snapshot;
 mod vs_etcd;
 
 use std::process::{Child, Output};
