@@ -7,4 +7,5 @@ mod common;
 mod errors;
 mod from_etcd;
 mod into_cluster;
+mod migration;
 mod status;
