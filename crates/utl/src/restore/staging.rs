@@ -24,8 +24,10 @@ pub struct Staging {
     data_dir: PathBuf,
     created_data_dir: bool,
     member_tmp: PathBuf,
-    /// `--wal-dir` and where it is built, when given.
+    /// `--wal-dir` and where it is built, when given outside the member directory.
     wal: Option<(PathBuf, PathBuf)>,
+    /// Where the WAL is built when it belongs inside the member directory.
+    wal_inside: PathBuf,
     done: bool,
 }
 
@@ -34,16 +36,20 @@ impl Staging {
     /// `wal_dir` absent (the caller checked, with etcd's messages).
     pub fn begin(data_dir: &Path, wal_dir: Option<&Path>) -> Result<Staging, String> {
         let created_data_dir = !data_dir.exists();
+        let member_tmp = data_dir.join(MEMBER_TMP);
+        // A `--wal-dir` inside the member directory is built in its place there.
+        let inside = wal_dir.and_then(|w| w.strip_prefix(data_dir.join("member")).ok());
         let mut s = Staging {
             data_dir: data_dir.to_path_buf(),
             created_data_dir,
-            member_tmp: data_dir.join(MEMBER_TMP),
+            wal_inside: member_tmp.join(inside.unwrap_or(Path::new("wal"))),
+            member_tmp,
             wal: None,
             done: false,
         };
         std::fs::create_dir_all(s.member_tmp.join("snap"))
             .map_err(|e| path_error("mkdir", &s.member_tmp, &e))?;
-        if let Some(w) = wal_dir {
+        if let Some(w) = wal_dir.filter(|_| inside.is_none()) {
             let name = w
                 .file_name()
                 .map_or_else(|| "wal".to_string(), |n| n.to_string_lossy().into_owned());
@@ -70,7 +76,7 @@ impl Staging {
     pub fn wal_path(&self) -> PathBuf {
         match &self.wal {
             Some((_, tmp)) => tmp.clone(),
-            None => self.member_tmp.join("wal"),
+            None => self.wal_inside.clone(),
         }
     }
 

@@ -97,6 +97,18 @@ pub fn start_etcd_at(binary: &Path, dir: &Path, c: u16, peer: &str, cluster: &st
 /// `oxcd` named `name` in `dir`, serving clients on port `c` and peers at `peer`,
 /// bootstrapped (if its data dir is new) with `cluster`; waits until it serves.
 pub fn spawn_oxcd(name: &str, dir: &Path, c: u16, peer: &str, cluster: &str) -> Server {
+    spawn_oxcd_with(name, dir, c, peer, cluster, &[])
+}
+
+/// [`spawn_oxcd`] with more flags.
+pub fn spawn_oxcd_with(
+    name: &str,
+    dir: &Path,
+    c: u16,
+    peer: &str,
+    cluster: &str,
+    extra: &[String],
+) -> Server {
     let client = format!("http://127.0.0.1:{c}");
     let log = dir.with_extension("oxcd.log");
     let mut cmd = Command::new(oxcd_testkit::process::built_oxcd());
@@ -108,7 +120,8 @@ pub fn spawn_oxcd(name: &str, dir: &Path, c: u16, peer: &str, cluster: &str) -> 
         .args(["--listen-peer-urls", peer])
         .args(["--initial-advertise-peer-urls", peer])
         .args(["--initial-cluster", cluster])
-        .args(["--initial-cluster-token", "utl-tests"]);
+        .args(["--initial-cluster-token", "utl-tests"])
+        .args(extra);
     let child = oxcd_testkit::process::spawn_logged(&mut cmd, &log).expect("start oxcd");
     Server {
         child,

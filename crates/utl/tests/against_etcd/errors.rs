@@ -241,3 +241,44 @@ fn a_disk_that_fills_during_a_restore_leaves_nothing_behind() {
     assert!(data.join("member/snap/db").exists());
     assert!(data.join("member/wal").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wal_dir_elsewhere_is_restored_and_used() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snap = dir.path().join("s.db");
+    write_snapshot(&snap, 30, 10, true);
+    let (port, peer_port) = (
+        oxcd_testkit::ports::free_port().expect("port"),
+        oxcd_testkit::ports::free_port().expect("port"),
+    );
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    let data = dir.path().join("data");
+    let wal = dir.path().join("elsewhere/wal");
+    let mut flags = crate::common::restore_flags(&data, "default", &peer);
+    flags.extend(["--wal-dir".to_string(), wal.display().to_string()]);
+    crate::common::restore(&snap, &flags);
+    let names = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .expect("dir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&data.join("member")), ["snap"]);
+    assert_eq!(names(&dir.path().join("elsewhere")), ["wal"]);
+    let m = crate::common::spawn_oxcd_with(
+        "default",
+        &data,
+        port,
+        &peer,
+        &format!("default={peer}"),
+        &["--wal-dir".to_string(), wal.display().to_string()],
+    );
+    crate::common::wait_ready(&m);
+    let mut c = m.client().await;
+    let r = c.get("k000029", None).await.expect("get");
+    assert_eq!(r.kvs()[0].mod_revision(), 31);
+    assert_eq!(r.header().expect("header").revision(), 31);
+}

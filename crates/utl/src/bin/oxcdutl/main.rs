@@ -96,7 +96,10 @@ fn run(argv: &[String]) -> Outcome {
         ["version"] => Outcome::ok(help::version()),
         ["help"] => match commands::find(&flags.args) {
             Ok((c, _)) => Outcome::ok(help::usage(c)),
-            Err(_) => Outcome::ok(help::unknown_topic(&flags.args, &commands::ROOT)),
+            Err(_) => Outcome {
+                stderr: help::unknown_topic(&flags.args, &commands::ROOT),
+                ..Default::default()
+            },
         },
         ["snapshot", "status"] => snapshot_status(&flags, &specs),
         ["snapshot", "restore"] => snapshot_restore(&flags),
