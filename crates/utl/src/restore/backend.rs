@@ -232,3 +232,138 @@ impl<'b> Sink<'b> {
         self.flush(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxcd_api::mvccpb::KeyValue;
+    use oxcd_bbolt::BoltWriter;
+    use oxcd_storage::backend::redb::ReadableTable;
+
+    fn rev(main: i64, tomb: bool) -> Vec<u8> {
+        Revision::new(main, 0).to_bytes(tomb)
+    }
+
+    /// An etcd 3.5 backend in miniature: every bucket etcd has.
+    fn etcd_file(path: &Path) {
+        let mut w = BoltWriter::new(std::fs::File::create(path).expect("create")).expect("w");
+        let alarm = AlarmMember {
+            member_id: 0xbdae9bbc11dd390d,
+            alarm: 1,
+        };
+        let put = |w: &mut BoltWriter, k: &[u8], v: &[u8]| w.put(k, v).expect("put");
+        w.bucket(b"alarm").expect("bucket");
+        put(&mut w, &alarm.encode_to_vec(), b"");
+        w.bucket(b"auth").expect("bucket");
+        put(&mut w, b"authEnabled", &[1]);
+        w.bucket(b"cluster").expect("bucket");
+        put(&mut w, b"clusterVersion", b"3.5.0");
+        w.bucket(b"key").expect("bucket");
+        let kv = |key: &str, r: i64| {
+            KeyValue {
+                key: key.into(),
+                create_revision: 2,
+                mod_revision: r,
+                version: r - 1,
+                value: b"v".to_vec(),
+                lease: 0,
+            }
+            .encode_to_vec()
+        };
+        put(&mut w, &rev(2, false), &kv("a", 2));
+        put(&mut w, &rev(3, false), &kv("a", 3));
+        let tomb = KeyValue {
+            key: b"a".to_vec(),
+            ..Default::default()
+        };
+        put(&mut w, &rev(4, true), &tomb.encode_to_vec());
+        w.bucket(b"lease").expect("bucket");
+        put(&mut w, &7i64.to_be_bytes(), b"\x08\x07\x10\x3c");
+        w.bucket(b"members").expect("bucket");
+        put(
+            &mut w,
+            b"bdae9bbc11dd390d",
+            br#"{"id":1,"peerURLs":["http://a:1"]}"#,
+        );
+        w.bucket(b"meta").expect("bucket");
+        put(
+            &mut w,
+            b"confState",
+            br#"{"voters":[1],"auto_leave":false}"#,
+        );
+        put(&mut w, b"consistent_index", &11u64.to_be_bytes());
+        put(&mut w, b"finishedCompactRev", &rev(3, false));
+        put(&mut w, b"scheduledCompactRev", &rev(3, false));
+        put(&mut w, b"term", &2u64.to_be_bytes());
+        w.finish().expect("finish");
+    }
+
+    fn rows(b: &Backend, def: Bytes) -> Vec<(Vec<u8>, Vec<u8>)> {
+        b.rows(def).expect("rows")
+    }
+
+    #[test]
+    fn etcds_buckets_become_oxcds_tables() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("etcd.db");
+        etcd_file(&src);
+        let len = std::fs::metadata(&src).expect("stat").len();
+        let dest = dir.path().join("db");
+        let written = write(&src, len, &dest, 0).expect("restore");
+        assert_eq!(
+            written,
+            Written {
+                key_rows: 3,
+                revision: 4
+            }
+        );
+        let b = Backend::open(&dest).expect("open");
+        assert_eq!(rows(&b, schema::KEY).len(), 3);
+        assert_eq!(rows(&b, schema::LEASE).len(), 1);
+        assert_eq!(rows(&b, schema::AUTH), [(b"authEnabled".to_vec(), vec![1])]);
+        assert!(
+            rows(&b, schema::MEMBERS).is_empty(),
+            "members come from the WAL"
+        );
+        let tx = b.begin_read().expect("read");
+        let meta: Vec<String> = tx
+            .open_table(schema::META)
+            .expect("meta")
+            .iter()
+            .expect("iter")
+            .map(|r| r.expect("row").0.value().to_string())
+            .collect();
+        assert_eq!(
+            meta,
+            [
+                "alarm/bdae9bbc11dd390d/1",
+                "finishedCompactRev",
+                "scheduledCompactRev"
+            ],
+            "the raft position and confState are not carried"
+        );
+    }
+
+    #[test]
+    fn a_bump_marks_the_revision_and_schedules_its_compaction() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("etcd.db");
+        etcd_file(&src);
+        let len = std::fs::metadata(&src).expect("stat").len();
+        let dest = dir.path().join("db");
+        let written = write(&src, len, &dest, 100).expect("restore");
+        assert_eq!(written.revision, 104, "latest (the tombstone at 4) + 100");
+        let b = Backend::open(&dest).expect("open");
+        let keys = rows(&b, schema::KEY);
+        assert_eq!(keys.last(), Some(&(rev(104, false), Vec::new())));
+        let tx = b.begin_read().expect("read");
+        assert_eq!(
+            Backend::read_meta(&tx, schema::META_SCHEDULED_COMPACT).expect("meta"),
+            Some(rev(104, false))
+        );
+        assert_eq!(
+            Backend::read_meta(&tx, schema::META_FINISHED_COMPACT).expect("meta"),
+            Some(rev(3, false))
+        );
+    }
+}
