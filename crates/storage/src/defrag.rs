@@ -127,8 +127,10 @@ impl Backend {
         loop {
             let old = self.database();
             let src = old.begin_read().map_err(|e| self.err(e))?;
+            // Durable: the fsync that writes the bulk of the copy out happens here, while
+            // writes go on, not in the held round.
             let (next, copied) =
-                catch_up(&src, &fresh, &mark, Durability::None).map_err(|e| self.err(e))?;
+                catch_up(&src, &fresh, &mark, Durability::Immediate).map_err(|e| self.err(e))?;
             let compacted = next.compaction != mark.compaction;
             mark = next;
             rounds += 1;
@@ -174,23 +176,17 @@ impl Backend {
 }
 
 /// Defragments the backend of the data directory `data_dir`, which no server may be
-/// using (its lock is taken first): `oxcdutl defrag --data-dir` and `oxcdctl defrag
-/// --data-dir`.
+/// using (its lock is taken first, and a held lock is an error at once, where etcdutl
+/// waits for it): `oxcdutl defrag --data-dir` and `oxcdctl defrag --data-dir`.
 pub fn offline(data_dir: &str) -> std::result::Result<DefragReport, String> {
     let dir = Path::new(data_dir);
     let db = dir.join("member").join("snap").join("db");
     if !db.is_file() {
-        return Err(format!(
-            "Failed to defragment etcd data[{data_dir}] (open {}: no such file or directory)",
-            db.display()
-        ));
+        return Err(format!("open {}: no such file or directory", db.display()));
     }
-    let _lock = crate::lock::DirLock::acquire(&dir.join("member"))
-        .map_err(|e| format!("Failed to defragment etcd data[{data_dir}] ({e})"))?;
+    let _lock = crate::lock::DirLock::acquire(&dir.join("member")).map_err(|e| e.to_string())?;
     let backend = Backend::open(&db).map_err(|e| e.to_string())?;
-    backend
-        .defragment()
-        .map_err(|e| format!("Failed to defragment etcd data[{data_dir}] ({e})"))
+    backend.defragment().map_err(|e| e.to_string())
 }
 
 /// fsyncs the directory holding `path`, so a rename in it is durable.

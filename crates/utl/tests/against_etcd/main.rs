@@ -4,6 +4,7 @@
 
 mod bump;
 mod common;
+mod defrag;
 mod errors;
 mod from_etcd;
 mod into_cluster;

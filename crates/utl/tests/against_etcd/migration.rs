@@ -50,7 +50,7 @@ async fn write_history(c: &mut Client) {
         leases.push(c.lease_grant(3600, None).await.expect("grant").id());
     }
     let lease_of = |i: usize| {
-        if i % 50 == 0 {
+        if i.is_multiple_of(50) {
             leases[(i / 50) % LEASES]
         } else {
             0

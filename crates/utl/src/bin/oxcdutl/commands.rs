@@ -136,6 +136,20 @@ pub const RESTORE: Command = Command {
     runs: true,
 };
 
+/// `defrag`, etcdutl 3.5.16's.
+pub const DEFRAG: Command = Command {
+    path: &["defrag"],
+    use_: "defrag",
+    short: "Defragments the storage of the etcd",
+    flags: &[string(
+        "data-dir",
+        "",
+        "Required. Defragments a data directory not in use by etcd.",
+    )],
+    required: &["data-dir"],
+    runs: true,
+};
+
 /// `version`.
 pub const VERSION: Command = Command {
     path: &["version"],
@@ -156,7 +170,9 @@ pub const HELP: Command = Command {
     runs: true,
 };
 
-const ALL: &[&Command] = &[&ROOT, &SNAPSHOT, &STATUS, &RESTORE, &VERSION, &HELP];
+const ALL: &[&Command] = &[
+    &ROOT, &DEFRAG, &SNAPSHOT, &STATUS, &RESTORE, &VERSION, &HELP,
+];
 
 impl Command {
     /// Its name: the last word of its path.
@@ -201,6 +217,7 @@ pub fn help_flag(cmd: &Command) -> Spec {
         default: "false",
         usage: match cmd.path.last() {
             None => "help for oxcdutl",
+            Some(&"defrag") => "help for defrag",
             Some(&"snapshot") => "help for snapshot",
             Some(&"status") => "help for status",
             Some(&"restore") => "help for restore",

@@ -101,9 +101,21 @@ fn run(argv: &[String]) -> Outcome {
                 ..Default::default()
             },
         },
+        ["defrag"] => defrag(flags.get("data-dir", &specs)),
         ["snapshot", "status"] => snapshot_status(&flags, &specs),
         ["snapshot", "restore"] => snapshot_restore(&flags),
         _ => Outcome::ok(help::usage(cmd)),
+    }
+}
+
+/// etcdutl's `defrag --data-dir`: nothing on stdout when it worked.
+fn defrag(data_dir: &str) -> Outcome {
+    match oxcd_storage::defrag::offline(data_dir) {
+        Ok(_) => Outcome::default(),
+        Err(e) => Outcome::fail(
+            exit::ERROR,
+            &format!("Failed to defragment etcd data[{data_dir}] ({e})"),
+        ),
     }
 }
 
