@@ -45,6 +45,12 @@ const SMALL_CATCH_UP: u64 = 2_000;
 /// Catch-ups before the held one, at most (a member written faster than it copies
 /// still ends, with a longer pause).
 const MAX_ROUNDS: u32 = 8;
+/// Bytes of key rows copied in one transaction of the fresh file.
+#[cfg(not(test))]
+const CHUNK_BYTES: usize = 64 << 20;
+/// Small in unit tests, so that copies span many transactions.
+#[cfg(test)]
+const CHUNK_BYTES: usize = 64 << 10;
 /// Attempts when snapshot installs keep restarting the copy.
 const MAX_ATTEMPTS: u32 = 3;
 
@@ -199,6 +205,9 @@ fn sync_dir(path: &Path) -> Result<()> {
 
 /// Brings `dst` to `src`'s state, knowing it was brought to the state `since` describes
 /// before; returns where it stands now and how many key rows were copied past `since`.
+/// The key rows go in transactions of about [`CHUNK_BYTES`], each committed with
+/// `durability`: a bulk copy made durable in one fsync would write gigabytes at once and
+/// hold up the member's own WAL syncs behind it.
 fn catch_up(
     src: &ReadTransaction,
     dst: &Database,
@@ -206,19 +215,34 @@ fn catch_up(
     durability: Durability,
 ) -> std::result::Result<(Mark, u64), redb::Error> {
     let now = mark_of(src)?;
-    let mut tx = dst.begin_write()?;
-    tx.set_durability(durability)?;
+    let begin = || -> std::result::Result<WriteTransaction, redb::Error> {
+        let mut tx = dst.begin_write()?;
+        tx.set_durability(durability)?;
+        Ok(tx)
+    };
     if now.compaction != since.compaction
         && let Some(last) = &since.last_key
     {
+        let tx = begin()?;
         equalize_keys_up_to(src, &tx, last)?;
+        tx.commit()?;
     }
-    let copied = copy_keys_after(src, &tx, since.last_key.as_deref())?;
-    for spec in TABLES.iter().filter(|t| t.name != schema::KEY_NAME) {
-        replace_table(src, &tx, spec)?;
+    let mut cursor = since.last_key.clone();
+    let mut copied = 0;
+    loop {
+        let tx = begin()?;
+        let (n, last, done) = copy_keys_after(src, &tx, cursor.as_deref())?;
+        copied += n;
+        cursor = last.or(cursor);
+        if done {
+            for spec in TABLES.iter().filter(|t| t.name != schema::KEY_NAME) {
+                replace_table(src, &tx, spec)?;
+            }
+            tx.commit()?;
+            return Ok((now, copied));
+        }
+        tx.commit()?;
     }
-    tx.commit()?;
-    Ok((now, copied))
 }
 
 /// The last key row and the compaction marks of `tx`.
@@ -240,22 +264,28 @@ fn mark_of(tx: &ReadTransaction) -> std::result::Result<Mark, redb::Error> {
     })
 }
 
-/// Copies the key rows after `after` (all of them when None); returns how many.
+/// Copies the key rows after `after` (from the first when None), up to about
+/// [`CHUNK_BYTES`]; returns how many, the last one copied, and whether none is left.
 fn copy_keys_after(
     src: &ReadTransaction,
     dst: &WriteTransaction,
     after: Option<&[u8]>,
-) -> std::result::Result<u64, redb::Error> {
+) -> std::result::Result<(u64, Option<Vec<u8>>, bool), redb::Error> {
     let from = src.open_table(schema::KEY)?;
     let mut to = dst.open_table(schema::KEY)?;
     let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
-    let mut n = 0;
+    let (mut n, mut bytes, mut last) = (0, 0, None);
     for row in from.range::<&[u8]>((lower, Bound::Unbounded))? {
         let (k, v) = row?;
+        if bytes >= CHUNK_BYTES {
+            return Ok((n, last, false));
+        }
         to.insert(k.value(), v.value())?;
+        bytes += k.value().len() + v.value().len();
         n += 1;
+        last = Some(k.value().to_vec());
     }
-    Ok(n)
+    Ok((n, last, true))
 }
 
 /// Makes `dst`'s key rows up to `last` (included) equal to `src`'s, walking both in key
