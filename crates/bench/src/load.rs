@@ -152,6 +152,25 @@ pub struct Sample {
     pub error: Option<String>,
 }
 
+/// The longest stretch of `[from, to]` in which no put succeeded, in ms: how long the
+/// writers were held, all of them. A put that fails (a timeout) does not end it, so a
+/// server that holds writes longer than the clients' timeout is still measured.
+pub fn longest_stall_ms(samples: &[Sample], from: Instant, to: Instant) -> f64 {
+    let mut done: Vec<Instant> = samples
+        .iter()
+        .filter(|s| s.error.is_none() && s.done > from && s.done <= to)
+        .map(|s| s.done)
+        .collect();
+    done.sort_unstable();
+    let mut last = from;
+    let mut longest = Duration::ZERO;
+    for d in done.into_iter().chain(std::iter::once(to)) {
+        longest = longest.max(d.saturating_duration_since(last));
+        last = d;
+    }
+    longest.as_secs_f64() * 1e3
+}
+
 impl Sample {
     /// When the put was sent.
     pub fn sent(&self) -> Instant {

@@ -483,7 +483,7 @@ fn backup_runs_etcd_and_oxcd_and_writes_the_report() {
         &[
             "| **snapshot save, MB/s of database** |",
             "| **restore, s** |",
-            "| **longest write in flight during defrag, ms** |",
+            "| **longest stretch of defrag without a successful put, ms** |",
             "| write p99 before defrag (baseline), ms |",
             "Targets: snapshot MB/s ≥ 1x etcd's",
         ],

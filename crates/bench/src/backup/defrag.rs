@@ -36,6 +36,9 @@ pub struct Defrag {
     /// The member's database size (Status `dbSize`) just before and after the call.
     pub db_bytes_before: u64,
     pub db_bytes_after: u64,
+    /// The longest stretch of the call in which no put succeeded, in ms (see
+    /// [`load::longest_stall_ms`]).
+    pub stall_ms: f64,
     /// Puts in flight at some moment of the call (sent before it was answered,
     /// finished after it was sent).
     pub during: Window,
@@ -71,6 +74,7 @@ pub async fn under_writes(url: &str, l: &Load) -> Result<Defrag, String> {
         error,
         db_bytes_before,
         db_bytes_after: db_size(&admin).await?,
+        stall_ms: load::longest_stall_ms(&samples, t0, t1),
         during: Window::overlapping(&samples, t0, t1),
         baseline: Window::of(&samples, started, t0),
         after: Window::sent_in(&samples, t1, t1 + TAIL),
