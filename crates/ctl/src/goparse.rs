@@ -134,81 +134,10 @@ pub fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
-/// Go's `time.ParseDuration`, in nanoseconds (negative durations allowed).
+/// Go's `time.ParseDuration`, in nanoseconds (negative durations allowed): the parser
+/// the server's flags use too.
 pub fn parse_duration(orig: &str) -> Result<i128, String> {
-    let invalid = || format!("time: invalid duration {}", quote_str(orig));
-    let mut s = orig;
-    let mut neg = false;
-    if let Some(c @ ('-' | '+')) = s.chars().next() {
-        neg = c == '-';
-        s = &s[1..];
-    }
-    if s == "0" {
-        return Ok(0);
-    }
-    if s.is_empty() {
-        return Err(invalid());
-    }
-    let mut total: i128 = 0;
-    while !s.is_empty() {
-        let b = s.as_bytes();
-        if !(b[0] == b'.' || b[0].is_ascii_digit()) {
-            return Err(invalid());
-        }
-        let int_len = b.iter().take_while(|c| c.is_ascii_digit()).count();
-        let whole: i128 = if int_len == 0 {
-            0
-        } else {
-            s[..int_len].parse().map_err(|_| invalid())?
-        };
-        s = &s[int_len..];
-        let mut frac = 0f64;
-        let mut post = false;
-        if let Some(r) = s.strip_prefix('.') {
-            s = r;
-            let n = s.bytes().take_while(u8::is_ascii_digit).count();
-            post = n > 0;
-            if post {
-                frac = format!("0.{}", &s[..n]).parse().map_err(|_| invalid())?;
-            }
-            s = &s[n..];
-        }
-        if int_len == 0 && !post {
-            return Err(invalid());
-        }
-        let unit_len = s
-            .bytes()
-            .take_while(|c| !(*c == b'.' || c.is_ascii_digit()))
-            .count();
-        if unit_len == 0 {
-            return Err(format!(
-                "time: missing unit in duration {}",
-                quote_str(orig)
-            ));
-        }
-        let unit = &s[..unit_len];
-        s = &s[unit_len..];
-        let scale: i128 = match unit {
-            "ns" => 1,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => {
-                return Err(format!(
-                    "time: unknown unit {} in duration {}",
-                    quote_str(unit),
-                    quote_str(orig)
-                ));
-            }
-        };
-        total += whole * scale + (frac * scale as f64) as i128;
-        if total > i128::from(i64::MAX) {
-            return Err(invalid());
-        }
-    }
-    Ok(if neg { -total } else { total })
+    oxcd_api::go_duration::parse(orig).map(i128::from)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! value stops the server with a "not supported yet" message ([`table::Support`]).
 
 mod file;
-pub mod go_duration;
+pub use oxcd_api::go_duration;
 pub mod table;
 pub mod typed;
 pub mod value;
