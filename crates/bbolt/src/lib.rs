@@ -12,7 +12,7 @@ pub mod reader;
 pub mod writer;
 
 pub use reader::{BoltReader, BucketRoot, KeyVisitor, ReadError};
-pub use writer::{BoltWriter, WriteError};
+pub use writer::{BoltWriter, Layout, WriteError};
 
 #[cfg(test)]
 mod tests;

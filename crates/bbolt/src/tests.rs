@@ -68,6 +68,51 @@ fn round_trips_at_every_shape() {
     }
 }
 
+/// The same calls to any writer: the buckets, in order.
+fn replay<W: std::io::Write>(w: &mut BoltWriter<W>, buckets: &Buckets) {
+    for (name, kvs) in buckets {
+        w.bucket(name).expect("bucket");
+        for (k, v) in kvs {
+            w.put(k, v).expect("put");
+        }
+    }
+}
+
+#[test]
+fn a_planned_stream_is_the_file_byte_for_byte() {
+    for (n, value_len) in [(0, 0), (1, 5000), (3, 20_000), (5000, 100), (300, 3000)] {
+        let buckets: Buckets = vec![
+            (b"alarm".to_vec(), vec![]),
+            (b"key".to_vec(), keys(n, value_len)),
+            (b"meta".to_vec(), keys(3, 8)),
+        ];
+        let (_dir, path, size) = write(&buckets);
+        let mut plan = BoltWriter::plan();
+        replay(&mut plan, &buckets);
+        let layout = plan.layout().expect("layout");
+        assert_eq!(layout.size(), size);
+        let mut w = BoltWriter::with_layout(Vec::new(), layout).expect("stream");
+        replay(&mut w, &buckets);
+        let streamed = w.finish_stream().expect("finish");
+        assert!(
+            streamed == std::fs::read(&path).expect("read"),
+            "{n} keys of {value_len} B"
+        );
+    }
+}
+
+#[test]
+fn a_stream_that_strays_from_its_plan_is_refused() {
+    let buckets: Buckets = vec![(b"key".to_vec(), keys(5000, 100))];
+    let mut plan = BoltWriter::plan();
+    replay(&mut plan, &buckets);
+    let layout = plan.layout().expect("layout");
+    let mut w = BoltWriter::with_layout(Vec::new(), layout).expect("stream");
+    replay(&mut w, &vec![(b"key".to_vec(), keys(6000, 100))]);
+    let err = w.finish_stream().expect_err("more pages than planned");
+    assert!(err.to_string().contains("differed from the plan"), "{err}");
+}
+
 #[test]
 fn out_of_order_and_oversized_input_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");

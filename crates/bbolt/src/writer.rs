@@ -3,9 +3,13 @@
 //! the file's size (a bulk load, as bbolt's `WriteTo` output would look after a
 //! defragmentation: full pages, no free ones).
 //!
-//! Layout: pages 0 and 1 are reserved and written last (the metas, which name the root
-//! page and the page count); every bucket's tree follows, leaves and branches
-//! interleaved; the root bucket's tree comes last. Every bucket is a real tree (never
+//! Layout: pages 0 and 1 are the metas, which name the root page and the page count;
+//! every bucket's tree follows, leaves and branches interleaved; the root bucket's tree
+//! comes last. Into a file ([`BoltWriter::new`]) the metas are written last, over the
+//! two pages reserved for them. Into a stream, which cannot go back, the same calls are
+//! made twice: first to a [`BoltWriter::plan`], which writes nothing and learns the
+//! [`Layout`], then to [`BoltWriter::with_layout`], which starts with the metas; the
+//! layout depends only on the calls, so the same calls give the same file. Every bucket is a real tree (never
 //! inline); bbolt reads both forms. No freelist page (`meta.freelist` = none), as etcd
 //! writes its files: bbolt finds the free pages, of which there are none, by walking.
 //!
@@ -15,7 +19,7 @@
 //! half-written and must be discarded).
 
 use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Sink, Write};
 
 use crate::page::{
     BRANCH, BUCKET_ELEMENT, ELEMENT_SIZE, HEADER_SIZE, Header, LEAF, MAX_KEY_SIZE, MAX_VALUE_SIZE,
@@ -37,28 +41,144 @@ pub enum WriteError {
 /// even, so that each meta sits on page `txid % 2`.
 const TXID: u64 = 2;
 
+/// Where the root bucket's tree and the end of the file fell: what the metas say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// The root bucket's root page.
+    pub root: u64,
+    /// Pages in the file (bbolt's high-water mark).
+    pub pgid: u64,
+}
+
+impl Layout {
+    /// The database's size in bytes (`pgid * PAGE_SIZE`, bbolt's `tx.Size()`).
+    pub fn size(&self) -> u64 {
+        self.pgid * PAGE_SIZE as u64
+    }
+
+    /// Both meta pages, 0 then 1.
+    fn metas(&self) -> Vec<u8> {
+        let meta = Meta {
+            page_size: PAGE_SIZE as u32,
+            root: self.root,
+            freelist: NO_FREELIST,
+            pgid: self.pgid,
+            txid: TXID,
+        };
+        let mut both = meta.page(0).to_vec();
+        both.extend_from_slice(
+            &Meta {
+                txid: TXID - 1,
+                ..meta
+            }
+            .page(1),
+        );
+        both
+    }
+}
+
 /// Writes a bbolt file. Call [`BoltWriter::bucket`], then [`BoltWriter::put`] for each of
-/// its keys, for each bucket in name order; then [`BoltWriter::finish`].
-pub struct BoltWriter {
-    out: BufWriter<File>,
+/// its keys, for each bucket in name order; then the `finish` of the writer's kind.
+pub struct BoltWriter<W: Write = BufWriter<File>> {
+    /// None: a plan, which only counts pages.
+    out: Option<W>,
     next_pgid: u64,
     /// Each finished bucket: name and root page.
     buckets: Vec<(Vec<u8>, u64)>,
     /// The bucket being written.
     open: Option<(Vec<u8>, Tree)>,
+    /// The layout announced by the metas already written (streams only).
+    promised: Option<Layout>,
 }
 
-impl BoltWriter {
+impl BoltWriter<BufWriter<File>> {
     /// Starts a bbolt file in `file` (empty, or truncated here).
-    pub fn new(file: File) -> Result<BoltWriter, WriteError> {
+    pub fn new(file: File) -> Result<Self, WriteError> {
         file.set_len(0)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.write_all(&[0u8; 2 * PAGE_SIZE])?;
-        Ok(BoltWriter {
+        Ok(Self::starting(Some(out), None))
+    }
+
+    /// Writes the root bucket and the metas, flushes, and returns the file and the
+    /// database's size (`pgid * PAGE_SIZE`, bbolt's `tx.Size()`). Not synced.
+    pub fn finish(mut self) -> Result<(File, u64), WriteError> {
+        let layout = self.finish_trees()?;
+        let Some(out) = self.out.take() else {
+            return Err(invalid("a file writer without its file".into()));
+        };
+        let mut file = out
+            .into_inner()
+            .map_err(|e| WriteError::Io(e.into_error()))?;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&layout.metas())?;
+        file.seek(SeekFrom::End(0))?;
+        Ok((file, layout.size()))
+    }
+}
+
+impl BoltWriter<Sink> {
+    /// A writer that writes nothing and learns where the pages would fall.
+    pub fn plan() -> Self {
+        Self::starting(None, None)
+    }
+
+    /// The layout the calls made so far give.
+    pub fn layout(mut self) -> Result<Layout, WriteError> {
+        self.finish_trees()
+    }
+}
+
+impl<W: Write> BoltWriter<W> {
+    /// Starts a file of `layout` (from a [`BoltWriter::plan`] given the same calls) in
+    /// `out`, metas first, every byte in order.
+    pub fn with_layout(mut out: W, layout: Layout) -> Result<Self, WriteError> {
+        out.write_all(&layout.metas())?;
+        Ok(Self::starting(Some(out), Some(layout)))
+    }
+
+    /// Writes the root bucket; returns `out`. Fails if the calls did not give the
+    /// layout the metas announced (the file would be unreadable).
+    pub fn finish_stream(mut self) -> Result<W, WriteError> {
+        let layout = self.finish_trees()?;
+        if self.promised != Some(layout) {
+            return Err(invalid(format!(
+                "wrote {layout:?} after announcing {:?}: the calls differed from the plan's",
+                self.promised
+            )));
+        }
+        self.out
+            .take()
+            .ok_or_else(|| invalid("a stream writer without its stream".into()))
+    }
+
+    fn starting(out: Option<W>, promised: Option<Layout>) -> Self {
+        BoltWriter {
             out,
             next_pgid: 2,
             buckets: Vec::new(),
             open: None,
+            promised,
+        }
+    }
+
+    /// Closes the open bucket and writes the root bucket's tree.
+    fn finish_trees(&mut self) -> Result<Layout, WriteError> {
+        self.close_bucket()?;
+        let mut root = Tree::default();
+        let mut sink = PageSink::new(self.out.as_mut(), &mut self.next_pgid);
+        for (name, page) in &self.buckets {
+            let mut header = [0u8; 16];
+            header[..8].copy_from_slice(&page.to_le_bytes());
+            root.add(&mut sink, BUCKET_ELEMENT, name, &header)?;
+        }
+        let root = root.finish(&mut sink)?;
+        if let Some(out) = self.out.as_mut() {
+            out.flush()?;
+        }
+        Ok(Layout {
+            root,
+            pgid: self.next_pgid,
         })
     }
 
@@ -92,53 +212,16 @@ impl BoltWriter {
             return Err(invalid("put before any bucket".into()));
         };
         tree.add(
-            &mut PageSink::new(&mut self.out, &mut self.next_pgid),
+            &mut PageSink::new(self.out.as_mut(), &mut self.next_pgid),
             0,
             key,
             value,
         )
     }
 
-    /// Writes the root bucket and the metas, flushes, and returns the file and the
-    /// database's size (`pgid * PAGE_SIZE`, bbolt's `tx.Size()`). Not synced.
-    pub fn finish(mut self) -> Result<(File, u64), WriteError> {
-        self.close_bucket()?;
-        let mut root = Tree::default();
-        let mut sink = PageSink::new(&mut self.out, &mut self.next_pgid);
-        for (name, page) in &self.buckets {
-            let mut header = [0u8; 16];
-            header[..8].copy_from_slice(&page.to_le_bytes());
-            root.add(&mut sink, BUCKET_ELEMENT, name, &header)?;
-        }
-        let root_page = root.finish(&mut sink)?;
-        let pgid = self.next_pgid;
-        let mut file = self
-            .out
-            .into_inner()
-            .map_err(|e| WriteError::Io(e.into_error()))?;
-        let meta = Meta {
-            page_size: PAGE_SIZE as u32,
-            root: root_page,
-            freelist: NO_FREELIST,
-            pgid,
-            txid: TXID,
-        };
-        file.seek(SeekFrom::Start(0))?;
-        file.write_all(&meta.page(0))?;
-        file.write_all(
-            &Meta {
-                txid: TXID - 1,
-                ..meta
-            }
-            .page(1),
-        )?;
-        file.seek(SeekFrom::End(0))?;
-        Ok((file, pgid * PAGE_SIZE as u64))
-    }
-
     fn close_bucket(&mut self) -> Result<(), WriteError> {
         if let Some((name, tree)) = self.open.take() {
-            let root = tree.finish(&mut PageSink::new(&mut self.out, &mut self.next_pgid))?;
+            let root = tree.finish(&mut PageSink::new(self.out.as_mut(), &mut self.next_pgid))?;
             self.buckets.push((name, root));
         }
         Ok(())
@@ -159,23 +242,28 @@ fn check_key(key: &[u8]) -> Result<(), WriteError> {
     Ok(())
 }
 
-/// Where finished pages go: the next page numbers of the file, in order.
+/// Where finished pages go: the next page numbers of the file, in order (nowhere for a
+/// plan, which only counts them).
 struct PageSink<'a> {
-    out: &'a mut BufWriter<File>,
+    out: Option<&'a mut dyn Write>,
     next_pgid: &'a mut u64,
 }
 
 impl<'a> PageSink<'a> {
-    fn new(out: &'a mut BufWriter<File>, next_pgid: &'a mut u64) -> PageSink<'a> {
-        PageSink { out, next_pgid }
+    fn new<W: Write>(out: Option<&'a mut W>, next_pgid: &'a mut u64) -> PageSink<'a> {
+        PageSink {
+            out: out.map(|w| w as &mut dyn Write),
+            next_pgid,
+        }
     }
 
     /// Writes `node` as the next page(s); returns its page number.
     fn write(&mut self, node: &Node) -> Result<u64, WriteError> {
         let id = *self.next_pgid;
-        let image = node.image(id);
-        self.out.write_all(&image)?;
-        *self.next_pgid += (image.len() / PAGE_SIZE) as u64;
+        if let Some(out) = self.out.as_mut() {
+            out.write_all(&node.image(id))?;
+        }
+        *self.next_pgid += node.pages() as u64;
         Ok(id)
     }
 }
@@ -211,7 +299,8 @@ impl Tree {
             )));
         }
         self.last = Some(key.to_vec());
-        self.push(sink, 0, Element::leaf(flags, key, value))
+        let written = sink.out.is_some();
+        self.push(sink, 0, Element::leaf(flags, key, value, written))
     }
 
     /// Adds `e` at `level`, writing that level's page first when `e` would not fit.
@@ -265,16 +354,20 @@ impl Tree {
 struct Element {
     flags: u32,
     key: Vec<u8>,
+    /// Empty in a plan, which needs only its length.
     value: Vec<u8>,
+    value_len: usize,
     child: u64,
 }
 
 impl Element {
-    fn leaf(flags: u32, key: &[u8], value: &[u8]) -> Element {
+    /// A leaf element; its value copied only when `written` (not in a plan).
+    fn leaf(flags: u32, key: &[u8], value: &[u8], written: bool) -> Element {
         Element {
             flags,
             key: key.to_vec(),
-            value: value.to_vec(),
+            value: if written { value.to_vec() } else { Vec::new() },
+            value_len: value.len(),
             child: 0,
         }
     }
@@ -284,12 +377,13 @@ impl Element {
             flags: 0,
             key,
             value: Vec::new(),
+            value_len: 0,
             child,
         }
     }
 
     fn size(&self) -> usize {
-        ELEMENT_SIZE + self.key.len() + self.value.len()
+        ELEMENT_SIZE + self.key.len() + self.value_len
     }
 }
 
@@ -328,10 +422,15 @@ impl Node {
             .unwrap_or(&[])
     }
 
+    /// Pages the node takes (more than one: an overflow).
+    fn pages(&self) -> usize {
+        self.size.div_ceil(PAGE_SIZE).max(1)
+    }
+
     /// The page image at page number `id`: header, elements, then keys and values packed
     /// in element order; whole pages.
     fn image(&self, id: u64) -> Vec<u8> {
-        let pages = self.size.div_ceil(PAGE_SIZE).max(1);
+        let pages = self.pages();
         let mut buf = vec![0u8; pages * PAGE_SIZE];
         Header {
             id,

@@ -13,6 +13,7 @@
 //! - `cluster`: the cluster version oxcd speaks.
 
 use std::fs::File;
+use std::io::Write;
 
 use oxcd_api::oxcdpb::{MemberAttributes, MemberInfo};
 use oxcd_bbolt::BoltWriter;
@@ -33,36 +34,65 @@ type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 /// the database's size in bytes (bbolt's `tx.Size()`, what etcd streams before the
 /// sha256).
 pub fn write_etcd_file(backend: &Backend, file: File) -> Result<(File, u64), String> {
-    let db = |e: redb::Error| backend.err(e).to_string();
     let tx = backend.begin_read().map_err(|e| e.to_string())?;
     let mut w = BoltWriter::new(file).map_err(|e| e.to_string())?;
+    write_buckets(backend, &tx, &mut w)?;
+    w.finish().map_err(|e| e.to_string())
+}
+
+/// Streams the backend's current state in etcd's format, every byte in order, into the
+/// writer `open` makes when told the database's size: two passes over one read
+/// transaction, the first to learn where the pages fall (the metas, first in the file,
+/// name the last), the second to write. Nothing but the pages in flight is held.
+pub fn stream_etcd_file<W: Write>(
+    backend: &Backend,
+    open: impl FnOnce(u64) -> W,
+) -> Result<W, String> {
+    let tx = backend.begin_read().map_err(|e| e.to_string())?;
+    let mut plan = BoltWriter::plan();
+    write_buckets(backend, &tx, &mut plan)?;
+    let layout = plan.layout().map_err(|e| e.to_string())?;
+    let mut w = BoltWriter::with_layout(open(layout.size()), layout).map_err(|e| e.to_string())?;
+    write_buckets(backend, &tx, &mut w)?;
+    w.finish_stream().map_err(|e| e.to_string())
+}
+
+/// Every bucket of etcd's, in bbolt's byte order, from `tx`.
+fn write_buckets<W: Write>(
+    backend: &Backend,
+    tx: &ReadTransaction,
+    w: &mut BoltWriter<W>,
+) -> Result<(), String> {
+    let db = |e: redb::Error| backend.err(e).to_string();
     let meta =
         Backend::meta_with_prefix(&tx.open_table(schema::META).map_err(|e| db(e.into()))?, "")
             .map_err(db)?;
-    // In bbolt's byte order.
-    put_rows(&mut w, b"alarm", &alarms(&meta)?)?;
+    put_rows(w, b"alarm", &alarms(&meta)?)?;
     for name in [
         schema::AUTH_NAME,
         schema::AUTH_ROLES_NAME,
         schema::AUTH_USERS_NAME,
     ] {
-        copy_table(&mut w, &tx, name, db)?;
+        copy_table(w, tx, name, db)?;
     }
     put_rows(
-        &mut w,
+        w,
         b"cluster",
         &[(b"clusterVersion".to_vec(), CLUSTER_VERSION.to_vec())],
     )?;
-    copy_table(&mut w, &tx, schema::KEY_NAME, db)?;
-    copy_table(&mut w, &tx, schema::LEASE_NAME, db)?;
-    let (members, removed) = members(&tx, &meta, db)?;
-    put_rows(&mut w, b"members", &members)?;
-    put_rows(&mut w, b"members_removed", &removed)?;
-    put_rows(&mut w, b"meta", &etcd_meta(&meta)?)?;
-    w.finish().map_err(|e| e.to_string())
+    copy_table(w, tx, schema::KEY_NAME, db)?;
+    copy_table(w, tx, schema::LEASE_NAME, db)?;
+    let (members, removed) = members(tx, &meta, db)?;
+    put_rows(w, b"members", &members)?;
+    put_rows(w, b"members_removed", &removed)?;
+    put_rows(w, b"meta", &etcd_meta(&meta)?)
 }
 
-fn put_rows(w: &mut BoltWriter, bucket: &[u8], rows: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
+fn put_rows<W: Write>(
+    w: &mut BoltWriter<W>,
+    bucket: &[u8],
+    rows: &[(Vec<u8>, Vec<u8>)],
+) -> Result<(), String> {
     w.bucket(bucket).map_err(|e| e.to_string())?;
     for (k, v) in rows {
         w.put(k, v).map_err(|e| e.to_string())?;
@@ -71,8 +101,8 @@ fn put_rows(w: &mut BoltWriter, bucket: &[u8], rows: &[(Vec<u8>, Vec<u8>)]) -> R
 }
 
 /// Copies a table kept in etcd's encoding, row by row (`db` names a backend error).
-fn copy_table(
-    w: &mut BoltWriter,
+fn copy_table<W: Write>(
+    w: &mut BoltWriter<W>,
     tx: &ReadTransaction,
     name: &str,
     db: impl Fn(redb::Error) -> String,

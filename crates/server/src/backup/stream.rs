@@ -3,15 +3,14 @@
 //! one message holding the sha256 of everything sent (which `etcdctl snapshot save`
 //! checks and `snapshot restore` expects at the end of the file).
 //!
-//! The file is written first, from one read transaction (writes go on meanwhile), into
-//! an unlinked temporary file in the backend's directory: nothing is left behind if the
-//! member dies while streaming, and memory does not grow with the database. A client
-//! that goes away stops the stream at its next message.
+//! The file is written straight into the messages, from one read transaction (writes go
+//! on meanwhile), in two passes: the first learns the database's size and where its
+//! pages fall, the second sends them. Nothing touches the disk, nothing is left behind if
+//! the member dies while streaming, and memory holds a few messages whatever the
+//! database's size. A client that goes away stops the stream at its next message.
 
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::io::Write;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::Stream;
 use oxcd_api::etcdserverpb::SnapshotResponse;
@@ -20,7 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use tonic::Status;
 
-use super::etcd_file::write_etcd_file;
+use super::etcd_file::stream_etcd_file;
 
 /// The stream `Maintenance.Snapshot` answers with.
 pub type SnapshotStream =
@@ -41,33 +40,31 @@ pub fn snapshot_stream(backend: std::sync::Arc<Backend>) -> SnapshotStream {
     Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
 }
 
-/// Writes the file and sends it; Ok also when the client went away.
+/// Streams the file; Ok also when the client went away.
 fn send_snapshot(
     backend: &Backend,
     tx: &mpsc::Sender<Result<SnapshotResponse, Status>>,
 ) -> Result<(), String> {
-    let dir = backend.path().parent().unwrap_or(Path::new("."));
-    let file = unlinked_temp_file(dir)?;
-    let (mut file, total) = write_etcd_file(backend, file)?;
-    tracing::info!(total_bytes = total, "sending database snapshot to client");
-    file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
-    let mut hash = Sha256::new();
-    let mut sent = 0u64;
-    let mut buf = vec![0u8; CHUNK];
-    while sent < total {
-        let n = CHUNK.min((total - sent) as usize);
-        file.read_exact(&mut buf[..n]).map_err(|e| e.to_string())?;
-        hash.update(&buf[..n]);
-        sent += n as u64;
-        let msg = SnapshotResponse {
-            header: None,
-            remaining_bytes: total - sent,
-            blob: buf[..n].to_vec(),
-        };
-        if tx.blocking_send(Ok(msg)).is_err() {
-            tracing::warn!(sent, total_bytes = total, "snapshot client went away");
+    let mut total = 0;
+    let sent = stream_etcd_file(backend, |size| {
+        total = size;
+        tracing::info!(total_bytes = size, "sending database snapshot to client");
+        Messages::new(tx, size)
+    });
+    let mut messages = match sent {
+        Ok(m) => m,
+        Err(_) if tx.is_closed() => {
+            tracing::warn!(total_bytes = total, "snapshot client went away");
             return Ok(());
         }
+        Err(e) => return Err(e),
+    };
+    messages.flush().map_err(|e| e.to_string())?;
+    if messages.sent != total {
+        return Err(format!(
+            "snapshot of {} bytes announced as {total}",
+            messages.sent
+        ));
     }
     tracing::info!(
         total_bytes = total,
@@ -77,7 +74,7 @@ fn send_snapshot(
     let msg = SnapshotResponse {
         header: None,
         remaining_bytes: 0,
-        blob: hash.finalize().to_vec(),
+        blob: messages.hash.finalize().to_vec(),
     };
     if tx.blocking_send(Ok(msg)).is_ok() {
         tracing::info!(
@@ -88,21 +85,56 @@ fn send_snapshot(
     Ok(())
 }
 
-/// A new file in `dir`, already unlinked: it lives as long as it is open.
-fn unlinked_temp_file(dir: &Path) -> Result<std::fs::File, String> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = format!(
-        ".snapshot-{}-{}.tmp",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let path = dir.join(name);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(file)
+/// The database's bytes cut into messages of [`CHUNK`] and hashed on their way.
+struct Messages<'a> {
+    tx: &'a mpsc::Sender<Result<SnapshotResponse, Status>>,
+    total: u64,
+    sent: u64,
+    hash: Sha256,
+    buf: Vec<u8>,
+}
+
+impl<'a> Messages<'a> {
+    fn new(tx: &'a mpsc::Sender<Result<SnapshotResponse, Status>>, total: u64) -> Self {
+        Messages {
+            tx,
+            total,
+            sent: 0,
+            hash: Sha256::new(),
+            buf: Vec::with_capacity(CHUNK),
+        }
+    }
+
+    /// Sends what is buffered as one message.
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let blob = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        self.hash.update(&blob);
+        self.sent += blob.len() as u64;
+        let msg = SnapshotResponse {
+            header: None,
+            remaining_bytes: self.total.saturating_sub(self.sent),
+            blob,
+        };
+        self.tx
+            .blocking_send(Ok(msg))
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+    }
+}
+
+impl Write for Messages<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let n = data.len().min(CHUNK - self.buf.len());
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() == CHUNK {
+            self.send()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
 }
