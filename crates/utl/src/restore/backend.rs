@@ -1,6 +1,8 @@
 //! etcd's backend (a bbolt file, from etcd 3.4, 3.5 or oxcd's own snapshot) written as
-//! the backend of a new oxcd member, streamed row by row (at most [`FLUSH_BYTES`] of rows
-//! in memory, committed in large redb transactions, the last one durable):
+//! the backend of a new oxcd member, streamed row by row: one thread reads the file and
+//! hands batches of [`FLUSH_BYTES`] of rows to another, which commits each in one redb
+//! transaction (the last one durable) while the next is read; at most three batches are
+//! in memory.
 //!
 //! - `key`, `lease`, `auth`, `authUsers`, `authRoles`: copied as they are (oxcd keeps
 //!   etcd's encodings); every `key` row must be a revision and a `KeyValue` (a row with
@@ -28,8 +30,8 @@ use oxcd_storage::backend::redb::{TableDefinition, TableHandle};
 use oxcd_storage::schema;
 use prost::Message as _;
 
-/// Rows buffered before they are written in one transaction.
-const FLUSH_BYTES: usize = 64 << 20;
+/// Rows handed to the writer at a time, each batch one transaction.
+const FLUSH_BYTES: usize = 32 << 20;
 
 /// What was written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,10 +57,30 @@ pub fn write(src: &Path, db_len: u64, dest: &Path, bump: u64) -> Result<Written,
     let db = BoltReader::open_first(src, db_len).map_err(|e| unreadable(src, e))?;
     let buckets = db.buckets().map_err(|e| unreadable(src, e))?;
     let backend = Backend::open(dest).map_err(|e| e.to_string())?;
-    let mut out = Sink::new(&backend);
+    let (to_writer, batches) = std::sync::mpsc::sync_channel(1);
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| commit_batches(&backend, batches));
+        let read = read_rows(&db, src, &buckets, bump, Sink::new(to_writer));
+        let wrote = writer
+            .join()
+            .unwrap_or_else(|_| Err("restore: the backend writer panicked".to_string()));
+        // The writer's error first: a reader it stopped only knows that it stopped.
+        wrote?;
+        read
+    })
+}
+
+/// Reads every bucket of `db` into `out`, then the bump's rows (see the module doc).
+fn read_rows(
+    db: &BoltReader,
+    src: &Path,
+    buckets: &[(Vec<u8>, BucketRoot)],
+    bump: u64,
+    mut out: Sink,
+) -> Result<Written, String> {
     let mut latest = None;
     let mut key_rows = 0u64;
-    for (name, root) in &buckets {
+    for (name, root) in buckets {
         let table: Option<(Bytes, Option<RowCheck>)> = match name.as_slice() {
             b"key" => Some((schema::KEY, Some(check_key_row))),
             b"lease" => Some((schema::LEASE, None)),
@@ -69,7 +91,7 @@ pub fn write(src: &Path, db_len: u64, dest: &Path, bump: u64) -> Result<Written,
         };
         if let Some((table, check)) = table {
             let is_key = name == b"key";
-            each(&db, src, root, &mut |k, v| {
+            each(db, src, root, &mut |k, v| {
                 if let Some(check) = check {
                     check(k, v).map_err(|why| format!("snapshot file {src:?}: {why}"))?;
                 }
@@ -80,7 +102,7 @@ pub fn write(src: &Path, db_len: u64, dest: &Path, bump: u64) -> Result<Written,
                 out.put(Table::Bytes(table), k, v)
             })?;
         } else if name == b"alarm" {
-            each(&db, src, root, &mut |k, _| {
+            each(db, src, root, &mut |k, _| {
                 let a = AlarmMember::decode(k).map_err(|e| {
                     format!("snapshot file {src:?}: an alarm that does not decode: {e}")
                 })?;
@@ -88,7 +110,7 @@ pub fn write(src: &Path, db_len: u64, dest: &Path, bump: u64) -> Result<Written,
                 out.put(Table::Meta, key.as_bytes(), &[])
             })?;
         } else if name == b"meta" {
-            each(&db, src, root, &mut |k, v| {
+            each(db, src, root, &mut |k, v| {
                 let carried = [
                     schema::META_FINISHED_COMPACT,
                     schema::META_SCHEDULED_COMPACT,
@@ -171,66 +193,109 @@ enum Table {
     Meta,
 }
 
-/// Rows on their way to the backend: buffered, then written in one transaction.
-struct Sink<'b> {
-    backend: &'b Backend,
-    rows: Vec<(Table, Vec<u8>, Vec<u8>)>,
-    bytes: usize,
+/// Rows for one transaction: their bytes in one buffer (one allocation per batch, not
+/// two per row), and whether it is the last (durable) one.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    /// Each row: its table and the lengths of its key and value, in `bytes` in turn.
+    rows: Vec<(Table, usize, usize)>,
+    last: bool,
 }
 
-impl<'b> Sink<'b> {
-    fn new(backend: &'b Backend) -> Sink<'b> {
+impl Batch {
+    /// Each row: table, key, value.
+    fn iter(&self) -> impl Iterator<Item = (Table, &[u8], &[u8])> {
+        let mut at = 0;
+        self.rows.iter().map(move |&(table, kl, vl)| {
+            let k = &self.bytes[at..at + kl];
+            let v = &self.bytes[at + kl..at + kl + vl];
+            at += kl + vl;
+            (table, k, v)
+        })
+    }
+}
+
+/// Rows on their way to the backend: buffered, then handed to the writer in batches.
+struct Sink {
+    to_writer: std::sync::mpsc::SyncSender<Batch>,
+    batch: Batch,
+}
+
+impl Sink {
+    fn new(to_writer: std::sync::mpsc::SyncSender<Batch>) -> Sink {
         Sink {
-            backend,
-            rows: Vec::new(),
-            bytes: 0,
+            to_writer,
+            batch: Batch::default(),
         }
     }
 
     fn put(&mut self, table: Table, k: &[u8], v: &[u8]) -> Result<(), String> {
-        self.bytes += k.len() + v.len() + 64;
-        self.rows.push((table, k.to_vec(), v.to_vec()));
-        if self.bytes >= FLUSH_BYTES {
-            self.flush(false)?;
+        if self.batch.bytes.capacity() == 0 {
+            self.batch.bytes.reserve(FLUSH_BYTES + (64 << 10));
+        }
+        self.batch.bytes.extend_from_slice(k);
+        self.batch.bytes.extend_from_slice(v);
+        self.batch.rows.push((table, k.len(), v.len()));
+        if self.batch.bytes.len() + 64 * self.batch.rows.len() >= FLUSH_BYTES {
+            self.hand_over(false)?;
         }
         Ok(())
     }
 
-    /// Writes the buffered rows in one transaction; `durable` syncs it.
-    fn flush(&mut self, durable: bool) -> Result<(), String> {
-        let be = |e: oxcd_storage::backend::redb::Error| self.backend.err(e).to_string();
-        let tx = self.backend.begin_write().map_err(|e| e.to_string())?;
-        {
-            let mut meta = tx.open_table(schema::META).map_err(|e| be(e.into()))?;
-            let mut open: Option<(Bytes, _)> = None;
-            for (table, k, v) in self.rows.drain(..) {
-                match table {
-                    Table::Meta => {
-                        let k = std::str::from_utf8(&k)
-                            .map_err(|_| "a meta key is not UTF-8".to_string())?;
-                        meta.insert(k, v.as_slice()).map_err(|e| be(e.into()))?;
+    /// Hands the buffered rows to the writer; `last` makes their transaction durable.
+    fn hand_over(&mut self, last: bool) -> Result<(), String> {
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.last = last;
+        self.to_writer
+            .send(batch)
+            .map_err(|_| "restore: the backend writer stopped".to_string())
+    }
+
+    /// Hands over what is left, to be written durably with everything before it.
+    fn finish(mut self) -> Result<(), String> {
+        self.hand_over(true)
+    }
+}
+
+/// The writer's side: each batch in one transaction, until the reader stops.
+fn commit_batches(
+    backend: &Backend,
+    batches: std::sync::mpsc::Receiver<Batch>,
+) -> Result<(), String> {
+    for batch in batches {
+        commit(backend, &batch)?;
+    }
+    Ok(())
+}
+
+/// Writes `batch` in one transaction, synced if it is the last.
+fn commit(backend: &Backend, batch: &Batch) -> Result<(), String> {
+    let be = |e: oxcd_storage::backend::redb::Error| backend.err(e).to_string();
+    let tx = backend.begin_write().map_err(|e| e.to_string())?;
+    {
+        let mut meta = tx.open_table(schema::META).map_err(|e| be(e.into()))?;
+        let mut open: Option<(Bytes, _)> = None;
+        for (table, k, v) in batch.iter() {
+            match table {
+                Table::Meta => {
+                    let k = std::str::from_utf8(k)
+                        .map_err(|_| "a meta key is not UTF-8".to_string())?;
+                    meta.insert(k, v).map_err(|e| be(e.into()))?;
+                }
+                Table::Bytes(def) => {
+                    if open.as_ref().is_none_or(|(d, _)| d.name() != def.name()) {
+                        drop(open.take());
+                        open = Some((def, tx.open_table(def).map_err(|e| be(e.into()))?));
                     }
-                    Table::Bytes(def) => {
-                        if open.as_ref().is_none_or(|(d, _)| d.name() != def.name()) {
-                            drop(open.take());
-                            open = Some((def, tx.open_table(def).map_err(|e| be(e.into()))?));
-                        }
-                        if let Some((_, t)) = open.as_mut() {
-                            t.insert(k.as_slice(), v.as_slice())
-                                .map_err(|e| be(e.into()))?;
-                        }
+                    if let Some((_, t)) = open.as_mut() {
+                        t.insert(k, v).map_err(|e| be(e.into()))?;
                     }
                 }
             }
         }
-        self.bytes = 0;
-        self.backend.commit(tx, durable).map_err(|e| e.to_string())
     }
-
-    /// Writes what is left and makes everything durable.
-    fn finish(mut self) -> Result<(), String> {
-        self.flush(true)
-    }
+    backend.commit(tx, batch.last).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

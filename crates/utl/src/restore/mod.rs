@@ -6,9 +6,9 @@
 //!    etcd's bootstrap checks, ids as etcd derives them;
 //! 2. the data dir must be absent or empty, a `--wal-dir` absent;
 //! 3. the snapshot file ([`source`]): its trailer, then (once the directories exist)
-//!    its sha256 unless `--skip-hash-check`;
-//! 4. the backend ([`backend`]): etcd's buckets translated row by row, the revision
-//!    bumped if asked;
+//!    its sha256 unless `--skip-hash-check`, read on a thread of its own while
+//! 4. the backend ([`backend`]) is written: etcd's buckets translated row by row, the
+//!    revision bumped if asked (a hash mismatch is the error, whatever else failed);
 //! 5. the WAL, exactly as a brand-new member of that cluster creates it
 //!    ([`oxcd_server::bootstrap::create_member_wal`]): its first start applies the
 //!    bootstrap conf changes over the restored data, so the member list is the new
@@ -104,14 +104,28 @@ pub fn restore(cfg: &RestoreConfig) -> Result<Restored, String> {
 
     let src = source::Source::open(&cfg.snapshot)?;
     let staging = staging::Staging::begin(&cfg.data_dir, cfg.wal_dir.as_deref())?;
-    src.verify(cfg.skip_hash_check)?;
-    let written = backend::write(
-        &src.path,
-        src.db_len,
-        &staging.backend_path(),
-        cfg.bump_revision,
-    )
-    .map_err(disk_full_said_plainly)?;
+    let written = std::thread::scope(|s| {
+        // The sha256 is read on its own thread while the backend is written; a mismatch
+        // still wins over anything the write found, as etcdutl checks it first.
+        let verified = if src.has_hash_to_check(cfg.skip_hash_check) {
+            Some(s.spawn(|| src.verify(cfg.skip_hash_check)))
+        } else {
+            src.verify(cfg.skip_hash_check)?;
+            None
+        };
+        let written = backend::write(
+            &src.path,
+            src.db_len,
+            &staging.backend_path(),
+            cfg.bump_revision,
+        )
+        .map_err(disk_full_said_plainly);
+        if let Some(v) = verified {
+            v.join()
+                .unwrap_or_else(|_| Err("restore: the hash check panicked".to_string()))?;
+        }
+        written
+    })?;
     let settings = cluster::settings(&flags, &cfg.data_dir, &staging.wal_path())?;
     let cluster = oxcd_server::bootstrap::create_member_wal(&settings)
         .map_err(|e| disk_full_said_plainly(e.to_string()))?;

@@ -59,6 +59,11 @@ impl Source {
         })
     }
 
+    /// Whether [`Source::verify`] has a hash to compute (otherwise it answers at once).
+    pub fn has_hash_to_check(&self, skip_hash_check: bool) -> bool {
+        self.trailer.is_some() && !skip_hash_check
+    }
+
     /// etcdutl's integrity check: the trailer must be there and match, unless
     /// `skip_hash_check`.
     pub fn verify(&self, skip_hash_check: bool) -> Result<(), String> {
