@@ -3,7 +3,8 @@
 //!
 //! Both compare etcd's HashKV (same rows, same algorithm on every member) over the peer
 //! service, and beyond etcd the hash of every replicated table (leases and meta too)
-//! whenever a peer answers at the raft index the local member is at. Members that hold the same history at the same compaction point must have the
+//! whenever a peer answers at the raft index the local member is at (and neither is
+//! still deleting a compaction's rows, which members do each at their own pace). Members that hold the same history at the same compaction point must have the
 //! same hash at a revision; a peer that is behind, ahead or compacted differently is
 //! skipped, never accused.
 //!
@@ -40,8 +41,9 @@ async fn local_hash(member: &Member, rev: i64) -> Result<(u32, i64, i64), String
         .map_err(|e| format!("failed to get hash value ({e})"))
 }
 
-/// This member's hash of every replicated table and the raft index it was read at.
-async fn local_state_hash(member: &Member) -> Result<(u32, u64), String> {
+/// This member's hash of every replicated table and the raft index it was read at;
+/// None while a compaction's rows are being deleted (not comparable then).
+async fn local_state_hash(member: &Member) -> Result<Option<(u32, u64)>, String> {
     member
         .read_blocking(|store| store.backend().state_hash_at_index())
         .await?
@@ -135,12 +137,15 @@ pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), S
 /// inconsistent (the leader itself if its own hash changed under the same revision).
 async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, String> {
     let (h1, compact1, rev) = local_hash(member, 0).await?;
-    let (state1, index1) = local_state_hash(member).await?;
+    let local1 = local_state_hash(member).await?;
     let peers = peer_hashes(member, dialer, rev).await;
     let (h2, compact2, rev2) = local_hash(member, 0).await?;
-    let (state2, index2) = local_state_hash(member).await?;
+    let local2 = local_state_hash(member).await?;
     let mut bad = Vec::new();
-    if state2 != state1 && index2 == index1 {
+    if let (Some((state1, index1)), Some((state2, index2))) = (local1, local2)
+        && state2 != state1
+        && index2 == index1
+    {
         tracing::warn!(
             index = index1,
             "found state hash mismatch on the leader itself"
@@ -165,16 +170,14 @@ async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, St
         } else if p.compact_revision == compact1 && p.hash != h1 {
             tracing::warn!(remote_peer_id = %peer, revision = rev, leader_hash = h1, follower_hash = p.hash, "same compact revision then hashes must match");
             bad.push(id);
-        } else if [index1, index2].contains(&p.state_index) {
-            let leader_state = if p.state_index == index1 {
-                state1
-            } else {
-                state2
-            };
-            if p.state_hash != leader_state {
-                tracing::warn!(remote_peer_id = %peer, index = p.state_index, leader_state_hash = leader_state, follower_state_hash = p.state_hash, "same applied index then state hashes (leases, meta) must match");
-                bad.push(id);
-            }
+        } else if let Some((leader_state, _)) = [local1, local2]
+            .into_iter()
+            .flatten()
+            .find(|&(_, index)| p.state_index != 0 && index == p.state_index)
+            && p.state_hash != leader_state
+        {
+            tracing::warn!(remote_peer_id = %peer, index = p.state_index, leader_state_hash = leader_state, follower_state_hash = p.state_hash, "same applied index then state hashes (leases, meta) must match");
+            bad.push(id);
         }
     }
     tracing::info!(

@@ -39,6 +39,11 @@ pub struct Backend {
     pub(crate) installs: AtomicU64,
     /// One defragmentation at a time.
     pub(crate) defragmenting: Mutex<()>,
+    /// Held by whatever removes key rows outside the apply loop (a compaction's physical
+    /// deletions, one transaction at a time), and by a defragmentation or a snapshot
+    /// install for their whole run, so that no row vanishes under their copy. Taken
+    /// before the write gate, never after.
+    row_deletions: Mutex<()>,
 }
 
 /// A write transaction on the backend. It holds the backend's write gate until it is
@@ -116,6 +121,7 @@ impl Backend {
             dumps: Arc::default(),
             installs: AtomicU64::new(0),
             defragmenting: Mutex::new(()),
+            row_deletions: Mutex::new(()),
         };
         let tx = backend.begin_write()?;
         crate::tables::create_all(&tx).map_err(|e| backend_err(path, e))?;
@@ -191,16 +197,36 @@ impl Backend {
         crate::tables::state_hash(&tx).map_err(|e| self.err(e))
     }
 
-    /// The state hash of the last commit and the raft index it holds, read together.
-    pub fn state_hash_at_index(&self) -> Result<(u32, u64)> {
+    /// The state hash of the last commit and the raft index it holds, read together; None
+    /// while a compaction's rows are still being deleted (scheduled above finished): the
+    /// key rows and the finished mark then depend on how far this member got, not on the
+    /// index, so the hash is not comparable with another member's.
+    pub fn state_hash_at_index(&self) -> Result<Option<(u32, u64)>> {
         let tx = self.begin_read()?;
+        let compaction = |k| {
+            Self::read_meta(&tx, k)
+                .map_err(|e| self.err(e))
+                .map(|v| v.unwrap_or_default())
+        };
+        if compaction(schema::META_SCHEDULED_COMPACT)? != compaction(schema::META_FINISHED_COMPACT)?
+        {
+            return Ok(None);
+        }
         let hash = crate::tables::state_hash(&tx).map_err(|e| self.err(e))?;
         let index = Self::read_meta(&tx, schema::META_CONSISTENT_INDEX)
             .map_err(|e| self.err(e))?
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
             .unwrap_or(0);
-        Ok((hash, index))
+        Ok(Some((hash, index)))
+    }
+
+    /// Holds back key-row deletions outside the apply loop until the guard is dropped
+    /// (see [`Backend`]'s `row_deletions`).
+    pub fn hold_row_deletions(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.row_deletions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The size of the database file in bytes.

@@ -9,9 +9,10 @@
 //!
 //! How a catch-up knows what changed, table by table:
 //! - `key`: rows are written once, at revisions above every existing row, and only a
-//!   compaction (or a snapshot install) removes them. So a catch-up copies the rows past
-//!   the last one copied, and, when the compaction marks moved, makes the rows copied
-//!   before equal to the source's by walking both in step.
+//!   compaction's background deletions (held back while a defragmentation runs) or a
+//!   snapshot install removes them. So a catch-up copies the rows past the last one
+//!   copied, and, when the compaction marks moved, makes the rows copied before equal to
+//!   the source's by walking both in step.
 //! - every other table is small (meta, leases, auth, members) and is copied whole.
 //! - a snapshot install replaces everything: a defragmentation that sees one starts over.
 //!
@@ -105,6 +106,10 @@ impl Backend {
             .defragmenting
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A compaction's background deletions wait: a row deleted behind the copy's
+        // position would stay in the copy, unseen by the catch-ups (they look for new
+        // rows and for moved compaction marks).
+        let _no_deletions = self.hold_row_deletions();
         let temp = temp_path(self.path());
         for _ in 0..MAX_ATTEMPTS {
             match self.defragment_once(&temp) {

@@ -16,6 +16,7 @@ use crate::index::{KeyRange, Matches, TreeIndex};
 use crate::key_index::Found;
 use crate::revision::Revision;
 use crate::{MvccError, Result};
+use row_deleter::{Job, RowDeleter};
 
 /// Options of a range read.
 #[derive(Debug, Clone, Copy, Default)]
@@ -80,6 +81,8 @@ pub struct Store {
     consistent_index: AtomicU64,
     /// Held shared by readers, exclusively while a snapshot replaces the state.
     gate: RwLock<()>,
+    /// Deletes the rows of applied compactions in the background.
+    rows: RowDeleter,
 }
 
 /// The revision of a row of the key table and whether it is a tombstone.
@@ -212,38 +215,45 @@ fn load(backend: &Backend) -> Result<Loaded> {
 
 impl Store {
     /// Opens the store and rebuilds the key index from the backend's rows; a compaction
-    /// scheduled but not finished is finished first, as etcd resumes it at start.
+    /// scheduled but not finished (left by a stop mid-way, or by `snapshot restore
+    /// --mark-compacted`, etcd's or oxcd's) is applied to the index and its rows deleted
+    /// in the background, as etcd resumes it at start.
     pub fn open(backend: Arc<Backend>) -> Result<Store> {
         let loaded = load(&backend)?;
+        let finished = loaded.index.compact_rev;
+        let rows = RowDeleter::start(backend.clone(), finished);
         let store = Store {
             backend,
             index: RwLock::new(loaded.index),
             current_rev: AtomicI64::new(loaded.current),
             consistent_index: AtomicU64::new(loaded.consistent_index),
             gate: RwLock::new(()),
+            rows,
         };
         if loaded.scheduled > 0 {
-            store.finish_compaction(loaded.scheduled)?;
+            let job = store.resume_compaction(loaded.scheduled);
+            store.rows.reset(finished, Some(job));
         }
         Ok(store)
     }
 
-    /// Finishes a compaction to `rev` found scheduled above the finished one (left so by
-    /// `snapshot restore --mark-compacted`, etcd's or oxcd's), in a durable commit that
-    /// keeps the raft position as it is.
-    fn finish_compaction(&self, rev: i64) -> Result<()> {
-        let tx = self.backend.begin_read()?;
-        let term = Backend::read_meta(&tx, schema::META_CONSISTENT_TERM)
-            .map_err(|e| self.backend.err(e))?
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u64::from_le_bytes);
-        drop(tx);
-        self.write_batch(self.consistent_index(), term, true, |b| b.compact(rev))?;
+    /// Applies to the index a compaction to `rev` found scheduled above the finished one;
+    /// the job that deletes its rows.
+    fn resume_compaction(&self, rev: i64) -> Job {
+        let mut idx = self.index_write();
+        idx.compact_rev = rev;
+        let keep = idx.tree.compact(rev);
         tracing::info!(
             scheduled_compact_revision = rev,
             "resume scheduled compaction"
         );
-        Ok(())
+        Job { rev, keep }
+    }
+
+    /// Waits until the rows of the compaction at `rev` are deleted here, at most
+    /// `timeout`: what `Compact` with `physical` waits for. Whether they are.
+    pub fn wait_compacted(&self, rev: i64, timeout: std::time::Duration) -> bool {
+        self.rows.wait_finished(rev, timeout)
     }
 
     /// Replaces the whole state with the snapshot file at `path` (received from the
@@ -251,12 +261,17 @@ impl Store {
     /// index and the new rows. Returns the raft (index, term) of the new state.
     pub fn install_snapshot(&self, path: &std::path::Path) -> Result<(u64, u64)> {
         let _exclusive = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        // The old state's row deletions stop here; the new state's start after.
+        let _no_deletions = self.backend.hold_row_deletions();
         let position = self.backend.install(path)?;
         let loaded = load(&self.backend)?;
+        let finished = loaded.index.compact_rev;
         *self.index_write() = loaded.index;
         self.current_rev.store(loaded.current, Ordering::Release);
         self.consistent_index
             .store(loaded.consistent_index, Ordering::Release);
+        let job = (loaded.scheduled > 0).then(|| self.resume_compaction(loaded.scheduled));
+        self.rows.reset(finished, job);
         Ok(position)
     }
 
@@ -474,6 +489,10 @@ impl Store {
     /// A hash of the whole applied state (every replicated table, less the raft
     /// position, which members reach at different times), for Maintenance.Hash.
     pub fn hash_all(&self) -> Result<u32> {
+        // After the last compaction's rows are gone: until then they depend on this
+        // member's progress.
+        self.rows
+            .wait_finished(self.compact_rev(), std::time::Duration::from_secs(60));
         Ok(self.backend.state_hash()?)
     }
 
@@ -561,6 +580,8 @@ impl Store {
     pub fn publish(&self, written: &Written, index: u64) {
         self.current_rev.store(written.rev, Ordering::Release);
         self.consistent_index.store(index, Ordering::Release);
+        // A compaction in the batch: its rows can go now that it is recorded.
+        self.rows.activate_staged();
     }
 }
 
@@ -632,7 +653,10 @@ impl<'a> ApplyBatch<'a> {
         })
     }
 
-    /// Compacts history before `rev`: later reads below it fail with `Compacted`.
+    /// Compacts history before `rev`: later reads below it fail with `Compacted`. The
+    /// index forgets the revisions below `rev` now and `scheduledCompactRev` is written in
+    /// the batch; the rows are deleted in the background once the batch is published
+    /// (see [`row_deleter`]).
     pub fn compact(&mut self, rev: i64) -> Result<()> {
         let keep = {
             let mut idx = self.store.index_write();
@@ -645,32 +669,10 @@ impl<'a> ApplyBatch<'a> {
             idx.compact_rev = rev;
             idx.tree.compact(rev)
         };
-        let backend = &self.store.backend;
-        let mut table = self.tx.open(schema::KEY)?;
-        let upper = Revision::new(rev + 1, 0).to_bytes(false);
-        let mut doomed = Vec::new();
-        for row in table
-            .range::<&[u8]>(..upper.as_slice())
-            .map_err(|e| backend.err(e))?
-        {
-            let (k, _) = row.map_err(|e| backend.err(e))?;
-            // As etcd, rows at the compaction revision itself stay (a delete there
-            // included): a watch may start at the compaction revision.
-            let keep_row = Revision::from_bytes(k.value())
-                .is_some_and(|(r, _)| r.main == rev || keep.contains(&r));
-            if !keep_row {
-                doomed.push(k.value().to_vec());
-            }
-        }
-        for k in doomed {
-            table.remove(k.as_slice()).map_err(|e| backend.err(e))?;
-        }
-        drop(table);
         let rev_bytes = Revision::new(rev, 0).to_bytes(false);
         self.tx
-            .put_meta(schema::META_FINISHED_COMPACT, rev_bytes.as_slice())?;
-        self.tx
             .put_meta(schema::META_SCHEDULED_COMPACT, rev_bytes.as_slice())?;
+        self.store.rows.stage(Job { rev, keep });
         Ok(())
     }
 
@@ -782,6 +784,7 @@ impl TxnWrite<'_> {
 }
 
 mod history;
+mod row_deleter;
 
 pub use history::History;
 

@@ -160,7 +160,9 @@ fn compaction_and_restart() {
     assert_eq!((a.version, a.create_revision), (3, 2));
     assert!(get(&store, "b", 0).is_none());
     // Rows: a@3 (kept for reads at 5), b's delete at 5 (the compaction revision: a watch
-    // from there still sees it, as in etcd), a@6; b's put at 4 is gone.
+    // from there still sees it, as in etcd), a@6; b's put at 4 is gone (in the
+    // background: waited for).
+    assert!(store.wait_compacted(5, std::time::Duration::from_secs(30)));
     let tx = store.backend().begin_read().expect("read");
     let t = tx.open_table(schema::KEY).expect("table");
     assert_eq!(t.iter().expect("iter").count(), 3);
@@ -449,4 +451,115 @@ fn a_bumped_and_scheduled_compaction_is_finished_at_open() {
         (store.current_rev(), store.compact_rev()),
         (bumped + 1, bumped)
     );
+}
+
+/// Rows of the key table, as committed.
+fn key_rows(store: &Store) -> usize {
+    let tx = store.backend().begin_read().expect("read");
+    let t = tx.open_table(schema::KEY).expect("table");
+    t.iter().expect("iter").count()
+}
+
+/// `n` puts spread over `keys` keys, one revision each, in one batch; the last revision.
+fn fill(store: &Store, index: u64, n: usize, keys: usize) -> i64 {
+    let (_, written) = store
+        .write_batch(index, 1, false, |batch| {
+            for i in 0..n {
+                let mut txn = batch.txn()?;
+                txn.put(format!("k{:05}", i % keys).as_bytes(), b"v", 0)?;
+                txn.end();
+            }
+            Ok(())
+        })
+        .expect("fill");
+    written.rev
+}
+
+#[test]
+fn a_compactions_rows_go_in_the_background_over_many_transactions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    let last = fill(&store, 1, 25_000, 1_000);
+    let held = store.backend().hold_row_deletions();
+    store
+        .write_batch(2, 1, false, |batch| batch.compact(last))
+        .expect("compact");
+    // Applied: reads below it refused at once; its rows not deleted yet.
+    assert!(matches!(
+        store.range(
+            KeyRange::new(b"k", b""),
+            RangeOptions {
+                rev: last - 1,
+                ..Default::default()
+            }
+        ),
+        Err(MvccError::Compacted)
+    ));
+    assert_eq!(key_rows(&store), 25_000);
+    assert_eq!(
+        store.backend().state_hash_at_index().expect("hash"),
+        None,
+        "not comparable while rows are being deleted"
+    );
+    // Writes go on meanwhile.
+    assert_eq!(put(&store, 3, &[("k00000", "new")]), last + 1);
+    drop(held);
+    assert!(store.wait_compacted(last, std::time::Duration::from_secs(30)));
+    // 999 keys at their last revision below `last`, k00999 at `last` itself, and the
+    // new put.
+    assert_eq!(key_rows(&store), 1_001);
+    let tx = store.backend().begin_read().expect("read");
+    assert_eq!(
+        Backend::read_meta(&tx, schema::META_FINISHED_COMPACT).expect("meta"),
+        Some(Revision::new(last, 0).to_bytes(false))
+    );
+    assert!(
+        store
+            .backend()
+            .state_hash_at_index()
+            .expect("hash")
+            .is_some()
+    );
+    assert_eq!(get(&store, "k00001", 0).expect("k00001").version, 25);
+    assert_eq!(get(&store, "k00000", 0).expect("k00000").value, b"new");
+}
+
+#[test]
+fn a_compaction_stopped_mid_way_is_finished_at_the_next_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let last = {
+        let store = open(dir.path());
+        let last = fill(&store, 1, 25_000, 1_000);
+        let held = store.backend().hold_row_deletions();
+        store
+            .write_batch(2, 1, true, |batch| batch.compact(last))
+            .expect("compact");
+        drop(held);
+        // Dropped at once: the deleter stops wherever it got to.
+        last
+    };
+    let store = open(dir.path());
+    assert_eq!(store.compact_rev(), last);
+    assert!(store.wait_compacted(last, std::time::Duration::from_secs(30)));
+    assert_eq!(key_rows(&store), 1_000);
+    assert_eq!(get(&store, "k00999", 0).expect("k00999").mod_revision, last);
+}
+
+#[test]
+fn a_later_compaction_takes_over_an_unfinished_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    let first = fill(&store, 1, 20_000, 100);
+    let held = store.backend().hold_row_deletions();
+    store
+        .write_batch(2, 1, false, |batch| batch.compact(first - 10_000))
+        .expect("compact");
+    let last = fill(&store, 3, 5_000, 100);
+    store
+        .write_batch(4, 1, false, |batch| batch.compact(last))
+        .expect("compact again");
+    drop(held);
+    assert!(store.wait_compacted(last, std::time::Duration::from_secs(30)));
+    assert_eq!(key_rows(&store), 100);
+    assert_eq!(get(&store, "k00042", 0).expect("k00042").version, 250);
 }

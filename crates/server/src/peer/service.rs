@@ -208,7 +208,10 @@ impl Peer for PeerService {
         })
         .await
         .map_err(Status::internal)?;
-        let ((hash, compact_revision, hash_revision), (state_hash, state_index)) = hashes?;
+        let ((hash, compact_revision, hash_revision), state) = hashes?;
+        // Index 0 (never an applied one): not comparable now (see
+        // `Backend::state_hash_at_index`).
+        let (state_hash, state_index) = state.unwrap_or((0, 0));
         Ok(Response::new(PeerHashKvResponse {
             member_id: self.raft.id(),
             revision,

@@ -51,6 +51,9 @@ impl KvService {
     }
 }
 
+/// How long `Compact` with `physical` waits for the rows to be deleted, at most.
+const PHYSICAL_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 fn unexpected() -> Status {
     Status::internal("oxcd: unexpected apply result")
 }
@@ -117,7 +120,25 @@ impl Kv for KvService {
             Applied::Compaction(x) => Some(x),
             _ => None,
         };
-        let op = Op::Compaction(req.into_inner());
-        self.write(op, caller, pick, |x| &mut x.header).await
+        let req = req.into_inner();
+        let (rev, physical) = (req.revision, req.physical);
+        let resp = self
+            .write(Op::Compaction(req), caller, pick, |x| &mut x.header)
+            .await?;
+        if physical {
+            // As etcd: a physical compaction answers once its rows are gone here.
+            let done = self
+                .member
+                .read_blocking(move |store| store.wait_compacted(rev, PHYSICAL_WAIT))
+                .await
+                .map_err(Status::internal)?;
+            if !done {
+                tracing::warn!(
+                    compact_revision = rev,
+                    "answered a physical compaction whose rows are still being deleted"
+                );
+            }
+        }
+        Ok(resp)
     }
 }

@@ -22,6 +22,9 @@ use oxcd_api::etcdserverpb::AlarmType;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::oxcdpb::internal_request::Op;
 
+/// How long a defragmentation waits for the last compaction's rows to be deleted.
+const COMPACTION_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// The Maintenance service.
 pub struct MaintenanceService {
     member: Arc<Member>,
@@ -112,11 +115,22 @@ impl Maintenance for MaintenanceService {
     ) -> Result<Response<DefragmentResponse>, Status> {
         let m = &self.member;
         admin(m, &req).await?;
-        let backend = m.store.backend().clone();
-        tracing::info!(path = %backend.path().display(), "starting defragment");
-        let report = tokio::task::spawn_blocking(move || backend.defragment())
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?;
+        let store = m.store.clone();
+        tracing::info!(path = %store.backend().path().display(), "starting defragment");
+        let report = tokio::task::spawn_blocking(move || {
+            // The rows of the last compaction go first, so that the copy is of the live
+            // data (etcd's defragmentation copies whatever its compaction left so far).
+            let compacted = store.compact_rev();
+            if compacted > 0 && !store.wait_compacted(compacted, COMPACTION_WAIT) {
+                tracing::warn!(
+                    compact_revision = compacted,
+                    "defragmenting while the last compaction's rows are still being deleted"
+                );
+            }
+            store.backend().defragment()
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?;
         match report {
             Ok(r) => {
                 tracing::info!(
