@@ -174,8 +174,9 @@ async fn measure(name: &str, binary: &Path, dir: &Path, a: &BackupArgs) -> Resul
     let (_, revision) = load::fill_keys(&admin, false).await?;
     let start = Instant::now();
     if let Err(e) = admin.compact(revision, true).await {
-        // oxcd compacts inside its apply loop: a large compaction outlasts the request
-        // timeout though it goes on. A linearizable read answers once it is applied.
+        // A compaction applied inside the apply loop (oxcd's before 2026-11-27) can
+        // outlast the request timeout though it goes on: a linearizable read answers
+        // once it is applied.
         if !e.to_string().contains("request timed out") {
             return Err(format!("compaction at {revision}: {e}"));
         }
