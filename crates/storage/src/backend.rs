@@ -229,8 +229,24 @@ impl Backend {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The size of the database file in bytes.
+    /// The backend's size in bytes as etcd counts its own (`dbSize`: every page the file
+    /// has used, free ones included): the file's allocated blocks, at most its length.
+    /// redb grows its file in powers of two below 4 GiB by extending it, and the
+    /// extension takes no blocks until pages are written there, so this is what the data
+    /// and its free pages take, not up to twice that ([`Backend::file_len`]). Where a
+    /// filesystem reports no blocks, the length.
     pub fn size(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&self.path)
+            .map(|m| match m.blocks() {
+                0 => m.len(),
+                blocks => m.len().min(blocks.saturating_mul(512)),
+            })
+            .unwrap_or(0)
+    }
+
+    /// The database file's length in bytes.
+    pub fn file_len(&self) -> u64 {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
     }
 
@@ -284,5 +300,29 @@ impl Backend {
     ) -> std::result::Result<Option<Vec<u8>>, redb::Error> {
         let t = tx.open_table(schema::META)?;
         Ok(t.get(key)?.map(|v| v.value().to_vec()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_counts_the_pages_written_at_most_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let b = Backend::open(&dir.path().join("db")).expect("open");
+        let tx = b.begin_write().expect("write");
+        {
+            let mut t = tx.open_table(schema::KEY).expect("key table");
+            for i in 0u32..3_000 {
+                t.insert(i.to_be_bytes().as_slice(), vec![7u8; 10_000].as_slice())
+                    .expect("insert");
+            }
+        }
+        b.commit(tx, true).expect("commit");
+        let (size, len) = (b.size(), b.file_len());
+        assert!(size >= 30_000_000, "30 MB of values in {size} bytes");
+        assert!(size <= len, "size {size} past the file's length {len}");
+        eprintln!("30 MB of values: size {size} B, file length {len} B");
     }
 }

@@ -129,7 +129,7 @@ impl Backend {
     /// One attempt; None when a snapshot install replaced the data during the copy.
     fn defragment_once(&self, temp: &Path) -> Result<Option<DefragReport>> {
         let started = Instant::now();
-        let size_before = self.size();
+        let size_before = self.file_len();
         let installs = self.installs.load(Ordering::Acquire);
         let _ = std::fs::remove_file(temp);
         let fresh = create_database(temp)?;
@@ -178,7 +178,7 @@ impl Backend {
         synced?;
         Ok(Some(DefragReport {
             size_before,
-            size_after: self.size(),
+            size_after: self.file_len(),
             rounds,
             paused,
             took: started.elapsed(),
