@@ -133,6 +133,22 @@ pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), S
     Ok(())
 }
 
+/// How long the leader waits to apply what a follower already applied.
+const LAGGING_LEADER: Duration = Duration::from_secs(5);
+
+/// Waits, at most [`LAGGING_LEADER`], until this member's revision and compaction
+/// revision are at least `want`'s; returns them as they are then.
+async fn reach(member: &Member, want: (i64, i64)) -> (i64, i64) {
+    let deadline = tokio::time::Instant::now() + LAGGING_LEADER;
+    loop {
+        let now = (member.store.current_rev(), member.store.compact_rev());
+        if (now.0 >= want.0 && now.1 >= want.1) || tokio::time::Instant::now() >= deadline {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// One leader-side check, as etcd's periodic check: returns the members found
 /// inconsistent (the leader itself if its own hash changed under the same revision).
 async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, String> {
@@ -156,16 +172,24 @@ async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, St
         tracing::warn!(revision = rev, "found hash mismatch on the leader itself");
         bad.push(member.id.member_id);
     }
+    // A follower may apply a committed entry before the leader does (the leader's apply
+    // can lag behind its own commits): a follower ahead is accused only if this member
+    // does not reach its revision and compaction within LAGGING_LEADER.
+    let answered = peers.iter().filter_map(|(_, r)| r.as_ref().ok());
+    let want = answered.fold((rev2, compact2), |(r, c), p| {
+        (r.max(p.revision), c.max(p.compact_revision))
+    });
+    let (rev_reached, compact_reached) = reach(member, want).await;
     let mut checked = 0;
     for (id, res) in peers {
         let Ok(p) = res else { continue };
         checked += 1;
         let peer = format!("{id:x}");
-        if p.revision > rev2 {
-            tracing::warn!(remote_peer_id = %peer, remote_peer_revision = p.revision, leader_revision = rev2, "revision from follower must be less than or equal to leader's");
+        if p.revision > rev_reached {
+            tracing::warn!(remote_peer_id = %peer, remote_peer_revision = p.revision, leader_revision = rev_reached, "revision from follower must be less than or equal to leader's");
             bad.push(id);
-        } else if p.compact_revision > compact2 {
-            tracing::warn!(remote_peer_id = %peer, remote_peer_compact_revision = p.compact_revision, leader_compact_revision = compact2, "compact revision from follower must be less than or equal to leader's");
+        } else if p.compact_revision > compact_reached {
+            tracing::warn!(remote_peer_id = %peer, remote_peer_compact_revision = p.compact_revision, leader_compact_revision = compact_reached, "compact revision from follower must be less than or equal to leader's");
             bad.push(id);
         } else if p.compact_revision == compact1 && p.hash != h1 {
             tracing::warn!(remote_peer_id = %peer, revision = rev, leader_hash = h1, follower_hash = p.hash, "same compact revision then hashes must match");

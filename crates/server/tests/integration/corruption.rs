@@ -262,3 +262,71 @@ async fn periodic_check_finds_a_member_whose_leases_differ() {
         m.stop().await;
     }
 }
+
+/// Members delete a compaction's rows in the background, each at its own pace: the
+/// periodic check, run every 50 ms through large compactions under writes, must accuse
+/// nobody, and once the rows are gone every member holds the same state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_compactions_under_the_periodic_check_raise_no_alarm() {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .try_init();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let every = Duration::from_millis(50);
+    let (members, _) = three_tweaked(dir.path(), move |s| s.corrupt_check_time = every).await;
+    let li = leader_index(&members).await;
+    let mut c = members[li].client().await;
+    let mut compactions = 0;
+    for round in 0..3 {
+        // 5,600 revisions over 200 keys, 8 writers at a time.
+        let mut writers = Vec::new();
+        for w in 0..8 {
+            let mut c = members[li].client().await;
+            writers.push(tokio::spawn(async move {
+                for i in 0..700 {
+                    c.put(
+                        format!("k{:03}", (w * 700 + i) % 200),
+                        format!("{round}"),
+                        None,
+                    )
+                    .await
+                    .expect("put");
+                }
+            }));
+        }
+        for w in writers {
+            w.await.expect("writer");
+        }
+        let rev = c
+            .get("k000", None)
+            .await
+            .expect("get")
+            .header()
+            .expect("h")
+            .revision();
+        // Not physical: answered at once, the rows deleted while the next round writes.
+        c.compact(rev, None).await.expect("compact");
+        compactions += 1;
+    }
+    // Checks go on while the last rows go.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let alarms = c
+        .alarm(AlarmAction::Get, AlarmType::None, None)
+        .await
+        .expect("alarm list");
+    let raised: Vec<(u64, AlarmType)> = alarms
+        .alarms()
+        .iter()
+        .map(|a| (a.member_id(), a.alarm()))
+        .collect();
+    assert!(raised.is_empty(), "false alarm: {raised:?}");
+    let hashes = common::cluster::state_hashes(&members, None).await;
+    assert!(
+        hashes.windows(2).all(|w| w[0] == w[1]),
+        "members differ after {compactions} compactions: {hashes:x?}"
+    );
+    c.put("after", "1", None).await.expect("writes go on");
+    for m in members {
+        m.stop().await;
+    }
+}
