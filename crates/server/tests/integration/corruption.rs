@@ -297,13 +297,7 @@ async fn background_compactions_under_the_periodic_check_raise_no_alarm() {
         for w in writers {
             w.await.expect("writer");
         }
-        let rev = c
-            .get("k000", None)
-            .await
-            .expect("get")
-            .header()
-            .expect("h")
-            .revision();
+        let rev = common::revision_at(&mut c, "k000").await;
         // Not physical: answered at once, the rows deleted while the next round writes.
         c.compact(rev, None).await.expect("compact");
         compactions += 1;

@@ -25,13 +25,7 @@ async fn fill_with_history(c: &mut Client, n: usize) {
                 .expect("put");
         }
     }
-    let rev = c
-        .get("big/00000", None)
-        .await
-        .expect("get")
-        .header()
-        .expect("h")
-        .revision();
+    let rev = common::revision_at(c, "big/00000").await;
     c.compact(rev, None).await.expect("compact");
 }
 

@@ -30,13 +30,7 @@ async fn write_history(c: &mut Client) -> i64 {
     for i in 100..110 {
         c.delete(format!("k{i:03}"), None).await.expect("delete");
     }
-    let rev = c
-        .get("k000", None)
-        .await
-        .expect("get")
-        .header()
-        .expect("h")
-        .revision();
+    let rev = common::revision_at(c, "k000").await;
     c.compact(rev - 20, None).await.expect("compact");
     for i in 0..30 {
         c.put(format!("late{i:02}"), "x".repeat(i * 100), None)

@@ -15,7 +15,7 @@ use etcd_client::{
 
 use oxcd_storage::backend::Backend;
 
-use crate::common::InProc;
+use crate::common::{self, InProc};
 
 const NO_SPACE: &str = "etcdserver: mvcc: database space exceeded";
 
@@ -98,13 +98,7 @@ async fn what_costs_nothing_passes(c: &mut Client, lease: i64) {
     let txn = Txn::new().and_then([TxnOp::get("k0", None), TxnOp::delete("gone", None)]);
     c.txn(txn).await.expect("a txn without puts");
     c.delete("k1", None).await.expect("delete");
-    let rev = c
-        .get("k0", None)
-        .await
-        .expect("get")
-        .header()
-        .expect("h")
-        .revision();
+    let rev = common::revision_at(c, "k0").await;
     c.compact(rev, None).await.expect("compact");
     let (mut keeper, mut answers) = c.lease_keep_alive(lease).await.expect("keepalive");
     keeper.keep_alive().await.expect("send keepalive");
@@ -296,13 +290,7 @@ async fn filling_the_quota_raises_nospace_until_an_operator_frees_space() {
     c.delete("big/", Some(DeleteOptions::new().with_prefix()))
         .await
         .expect("delete the big values");
-    let rev = c
-        .get("k0", None)
-        .await
-        .expect("get")
-        .header()
-        .expect("h")
-        .revision();
+    let rev = common::revision_at(&mut c, "k0").await;
     c.compact(rev, None).await.expect("compact");
     c.defragment().await.expect("defragment");
     assert!(

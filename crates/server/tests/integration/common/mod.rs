@@ -317,3 +317,13 @@ pub async fn root_and_alice(admin: &mut etcd_client::Client, role: &str) {
     admin.user_grant_role("alice", role).await.expect("grant");
     admin.auth_enable().await.expect("enable");
 }
+
+/// The store's current revision as `c`'s member answers a read of `key`.
+pub async fn revision_at(c: &mut etcd_client::Client, key: &str) -> i64 {
+    c.get(key, None)
+        .await
+        .expect("get")
+        .header()
+        .expect("header")
+        .revision()
+}
