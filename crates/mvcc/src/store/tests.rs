@@ -29,6 +29,23 @@ fn del(store: &Store, index: u64, key: &str, end: &str) -> Written {
         .1
 }
 
+/// Applies a compaction to `rev` in a batch of its own at raft `index`.
+fn compact(store: &Store, index: u64, rev: i64, durable: bool) {
+    store
+        .write_batch(index, 1, durable, |batch| batch.compact(rev))
+        .expect("compact");
+}
+
+/// Rows of the key table, as committed.
+fn key_rows(store: &Store) -> usize {
+    let tx = store.backend().begin_read().expect("read");
+    let t = tx.open_table(schema::KEY).expect("table");
+    t.iter().expect("iter").count()
+}
+
+/// How long a test waits for a compaction's rows to be deleted.
+const DELETED_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn get(store: &Store, key: &str, rev: i64) -> Option<KeyValue> {
     let r = store
         .range(
@@ -132,9 +149,7 @@ fn compaction_and_restart() {
         put(&store, 3, &[("b", "1")]); // 4
         del(&store, 4, "b", ""); // 5
         put(&store, 5, &[("a", "3")]); // 6
-        store
-            .write_batch(6, 1, true, |batch| batch.compact(5))
-            .expect("compact");
+        compact(&store, 6, 5, true);
         assert!(matches!(
             store.range(
                 KeyRange::new(b"a", b""),
@@ -162,10 +177,8 @@ fn compaction_and_restart() {
     // Rows: a@3 (kept for reads at 5), b's delete at 5 (the compaction revision: a watch
     // from there still sees it, as in etcd), a@6; b's put at 4 is gone (in the
     // background: waited for).
-    assert!(store.wait_compacted(5, std::time::Duration::from_secs(30)));
-    let tx = store.backend().begin_read().expect("read");
-    let t = tx.open_table(schema::KEY).expect("table");
-    assert_eq!(t.iter().expect("iter").count(), 3);
+    assert!(store.wait_compacted(5, DELETED_WITHIN));
+    assert_eq!(key_rows(&store), 3);
 }
 
 #[test]
@@ -289,9 +302,7 @@ fn history_replays_the_events_of_a_revision_range_in_whole_revisions() {
     // Nothing to read: an empty chunk that covers up to `to`.
     let none = store.history(6, 5, usize::MAX).expect("empty");
     assert_eq!((none.through, none.events.len()), (5, 0));
-    store
-        .write_batch(5, 1, false, |batch| batch.compact(4))
-        .expect("compact");
+    compact(&store, 5, 4, false);
     assert!(matches!(
         store.history(3, 5, usize::MAX),
         Err(MvccError::Compacted)
@@ -395,9 +406,7 @@ fn reads_racing_compactions_to_the_newest_revision_find_every_row() {
         index += 1;
         let rev = put(&store, index, &[(keys[round % keys.len()].as_str(), "w")]);
         index += 1;
-        store
-            .write_batch(index, 1, false, |batch| batch.compact(rev))
-            .expect("compact to the newest revision");
+        compact(&store, index, rev, false);
     }
     done.store(true, Ordering::Relaxed);
     for r in readers {
@@ -453,13 +462,6 @@ fn a_bumped_and_scheduled_compaction_is_finished_at_open() {
     );
 }
 
-/// Rows of the key table, as committed.
-fn key_rows(store: &Store) -> usize {
-    let tx = store.backend().begin_read().expect("read");
-    let t = tx.open_table(schema::KEY).expect("table");
-    t.iter().expect("iter").count()
-}
-
 /// `n` puts spread over `keys` keys, one revision each, in one batch; the last revision.
 fn fill(store: &Store, index: u64, n: usize, keys: usize) -> i64 {
     let (_, written) = store
@@ -481,9 +483,7 @@ fn a_compactions_rows_go_in_the_background_over_many_transactions() {
     let store = open(dir.path());
     let last = fill(&store, 1, 25_000, 1_000);
     let held = store.backend().hold_row_deletions();
-    store
-        .write_batch(2, 1, false, |batch| batch.compact(last))
-        .expect("compact");
+    compact(&store, 2, last, false);
     // Applied: reads below it refused at once; its rows not deleted yet.
     assert!(matches!(
         store.range(
@@ -504,7 +504,7 @@ fn a_compactions_rows_go_in_the_background_over_many_transactions() {
     // Writes go on meanwhile.
     assert_eq!(put(&store, 3, &[("k00000", "new")]), last + 1);
     drop(held);
-    assert!(store.wait_compacted(last, std::time::Duration::from_secs(30)));
+    assert!(store.wait_compacted(last, DELETED_WITHIN));
     // 999 keys at their last revision below `last`, k00999 at `last` itself, and the
     // new put.
     assert_eq!(key_rows(&store), 1_001);
@@ -531,16 +531,14 @@ fn a_compaction_stopped_mid_way_is_finished_at_the_next_open() {
         let store = open(dir.path());
         let last = fill(&store, 1, 25_000, 1_000);
         let held = store.backend().hold_row_deletions();
-        store
-            .write_batch(2, 1, true, |batch| batch.compact(last))
-            .expect("compact");
+        compact(&store, 2, last, true);
         drop(held);
         // Dropped at once: the deleter stops wherever it got to.
         last
     };
     let store = open(dir.path());
     assert_eq!(store.compact_rev(), last);
-    assert!(store.wait_compacted(last, std::time::Duration::from_secs(30)));
+    assert!(store.wait_compacted(last, DELETED_WITHIN));
     assert_eq!(key_rows(&store), 1_000);
     assert_eq!(get(&store, "k00999", 0).expect("k00999").mod_revision, last);
 }
@@ -551,15 +549,11 @@ fn a_later_compaction_takes_over_an_unfinished_one() {
     let store = open(dir.path());
     let first = fill(&store, 1, 20_000, 100);
     let held = store.backend().hold_row_deletions();
-    store
-        .write_batch(2, 1, false, |batch| batch.compact(first - 10_000))
-        .expect("compact");
+    compact(&store, 2, first - 10_000, false);
     let last = fill(&store, 3, 5_000, 100);
-    store
-        .write_batch(4, 1, false, |batch| batch.compact(last))
-        .expect("compact again");
+    compact(&store, 4, last, false);
     drop(held);
-    assert!(store.wait_compacted(last, std::time::Duration::from_secs(30)));
+    assert!(store.wait_compacted(last, DELETED_WITHIN));
     assert_eq!(key_rows(&store), 100);
     assert_eq!(get(&store, "k00042", 0).expect("k00042").version, 250);
 }
