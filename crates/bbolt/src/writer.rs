@@ -9,8 +9,8 @@
 //! two pages reserved for them. Into a stream, which cannot go back, the same calls are
 //! made twice: first to a [`BoltWriter::plan`], which writes nothing and learns the
 //! [`Layout`], then to [`BoltWriter::with_layout`], which starts with the metas; the
-//! layout depends only on the calls, so the same calls give the same file. Every bucket is a real tree (never
-//! inline); bbolt reads both forms. No freelist page (`meta.freelist` = none), as etcd
+//! layout depends only on the calls, so the same calls give the same file. Every bucket
+//! is a real tree (never inline); bbolt reads both forms. No freelist page (`meta.freelist` = none), as etcd
 //! writes its files: bbolt finds the free pages, of which there are none, by walking.
 //!
 //! Invariants checked on every call: bucket names strictly increase, keys strictly

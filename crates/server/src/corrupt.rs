@@ -4,9 +4,10 @@
 //! Both compare etcd's HashKV (same rows, same algorithm on every member) over the peer
 //! service, and beyond etcd the hash of every replicated table (leases and meta too)
 //! whenever a peer answers at the raft index the local member is at (and neither is
-//! still deleting a compaction's rows, which members do each at their own pace). Members that hold the same history at the same compaction point must have the
-//! same hash at a revision; a peer that is behind, ahead or compacted differently is
-//! skipped, never accused.
+//! still deleting a compaction's rows, which members do each at their own pace).
+//! Members that hold the same history at the same compaction point must have the same
+//! hash at a revision; a peer that is behind, ahead or compacted differently is skipped,
+//! never accused.
 //!
 //! - Initial check: before serving clients (after joining a leader and replaying the
 //!   log, so unlike etcd the local state is current), compare with every reachable peer

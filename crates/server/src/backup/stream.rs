@@ -51,7 +51,7 @@ fn send_snapshot(
         tracing::info!(total_bytes = size, "sending database snapshot to client");
         Messages::new(tx, size)
     });
-    let mut messages = match sent {
+    let messages = match sent {
         Ok(m) => m,
         Err(_) if tx.is_closed() => {
             tracing::warn!(total_bytes = total, "snapshot client went away");
@@ -59,7 +59,7 @@ fn send_snapshot(
         }
         Err(e) => return Err(e),
     };
-    messages.flush().map_err(|e| e.to_string())?;
+    // `finish_stream` flushed the last message.
     if messages.sent != total {
         return Err(format!(
             "snapshot of {} bytes announced as {total}",
