@@ -1,5 +1,17 @@
 //! Compiles the etcd v3 protos and oxcd's internal protos with protox (pure Rust:
-//! no system `protoc` is needed) and generates prost messages and tonic stubs.
+//! no system `protoc` is needed) and generates prost messages and tonic stubs; with the
+//! `json` feature, also the JSON mapping of etcd's messages (pbjson: proto field names,
+//! 64-bit integers as strings, bytes as base64, enum names, zero fields left out), which
+//! is the one etcd's gRPC gateway speaks.
+
+/// The packages etcd's gateway speaks JSON for.
+const JSON_PACKAGES: [&str; 5] = [
+    ".mvccpb",
+    ".authpb",
+    ".etcdserverpb",
+    ".v3lockpb",
+    ".v3electionpb",
+];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Read when the script runs, not when it is compiled: a build script binary shared
@@ -16,6 +28,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let fds = protox::compile(files, [&root])?;
     println!("cargo:rerun-if-changed={}", root.display());
+    if std::env::var_os("CARGO_FEATURE_JSON").is_some() {
+        let mut json = pbjson_build::Builder::new();
+        for file in &fds.file {
+            json.register_file_descriptor(file.clone());
+        }
+        json.preserve_proto_field_names()
+            // As etcd's gateway: fields it does not know are ignored.
+            .ignore_unknown_fields()
+            .build(&JSON_PACKAGES)?;
+    }
     tonic_prost_build::configure()
         .generate_default_stubs(true)
         // Snapshot data is passed on without a copy (decoded as a slice of the receive

@@ -5,7 +5,8 @@
 //! identical to etcd's, so etcd clients interoperate), oxcd's internal log-entry message
 //! (`oxcdpb`), [`errors::EtcdError`], the table of etcd's client-visible errors, and
 //! [`go_duration`], Go's duration text, which the server's flags and oxcdctl's both read
-//! as etcd's Go code does.
+//! as etcd's Go code does. With the `json` feature, etcd's messages also implement serde's
+//! traits with the JSON mapping etcd's gRPC gateway speaks (see `build.rs`).
 //!
 //! Invariant: no logic lives here beyond conversions and Go's duration text; every other
 //! crate speaks these types.
@@ -18,26 +19,36 @@ pub mod go_duration;
 /// Key-value and event messages (`mvccpb`).
 pub mod mvccpb {
     tonic::include_proto!("mvccpb");
+    #[cfg(feature = "json")]
+    include!(concat!(env!("OUT_DIR"), "/mvccpb.serde.rs"));
 }
 
 /// Users, roles and permissions (`authpb`).
 pub mod authpb {
     tonic::include_proto!("authpb");
+    #[cfg(feature = "json")]
+    include!(concat!(env!("OUT_DIR"), "/authpb.serde.rs"));
 }
 
 /// The etcd v3 services and their messages (`etcdserverpb`).
 pub mod etcdserverpb {
     tonic::include_proto!("etcdserverpb");
+    #[cfg(feature = "json")]
+    include!(concat!(env!("OUT_DIR"), "/etcdserverpb.serde.rs"));
 }
 
 /// The distributed lock service (`v3lockpb`).
 pub mod v3lockpb {
     tonic::include_proto!("v3lockpb");
+    #[cfg(feature = "json")]
+    include!(concat!(env!("OUT_DIR"), "/v3lockpb.serde.rs"));
 }
 
 /// The leader election service (`v3electionpb`).
 pub mod v3electionpb {
     tonic::include_proto!("v3electionpb");
+    #[cfg(feature = "json")]
+    include!(concat!(env!("OUT_DIR"), "/v3electionpb.serde.rs"));
 }
 
 /// oxcd's internal, replicated log entries (`oxcdpb`).

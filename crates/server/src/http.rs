@@ -1,5 +1,5 @@
-//! Plain HTTP beside gRPC on the client port: `/health`, `/version` (etcd's JSON) and
-//! `/metrics` (Prometheus text, etcd's metric names).
+//! Plain HTTP beside gRPC on the client port: `/health`, `/version` (etcd's JSON),
+//! `/metrics` (Prometheus text, etcd's metric names), and the answer to any other path.
 
 use std::sync::Arc;
 
@@ -18,6 +18,32 @@ pub fn routes(member: Arc<Member>) -> Router {
         .route("/metrics", get(metrics))
         .route("/version", get(version))
         .with_state(member)
+}
+
+/// The answer to a path nothing serves: gRPC's Unimplemented to a gRPC call, Go's
+/// "404 page not found" to anything else (as etcd's HTTP mux).
+pub async fn not_found(req: axum::extract::Request) -> axum::response::Response {
+    let grpc = req
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        return tonic::Status::unimplemented("")
+            .into_http::<axum::body::Body>()
+            .into_response();
+    }
+    (
+        StatusCode::NOT_FOUND,
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8",
+            ),
+            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        "404 page not found\n",
+    )
+        .into_response()
 }
 
 /// Prometheus text exposition of the figures that exist so far, under etcd's names.

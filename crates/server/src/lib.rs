@@ -4,7 +4,7 @@
 //! leases ([`lease`]), the replicated membership ([`membership`]; changes are applied,
 //! not yet proposed: issue 13), the proposal registry ([`waiters`]), the member handle
 //! the services share ([`member`]), the space quota ([`quota`]), the gRPC services
-//! ([`services`]) and HTTP endpoints ([`http`]),
+//! ([`services`]), etcd's JSON gateway ([`gateway`]) and HTTP endpoints ([`http`]),
 //! configuration ([`flags`], [`settings`]), ids ([`ids`]), TLS ([`security`]), the
 //! sockets ([`listeners`]), start-up ([`bootstrap`]), serving ([`serve`]) and
 //! auto-compaction ([`compactor`]).
@@ -24,6 +24,7 @@ pub mod bootstrap;
 pub mod compactor;
 pub mod corrupt;
 pub mod flags;
+pub mod gateway;
 pub mod grpc_compat;
 pub mod http;
 pub mod ids;

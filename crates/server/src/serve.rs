@@ -19,7 +19,7 @@ use crate::peer::PeerDialer;
 use crate::peer::service::PeerService;
 use crate::peer::transport::PeerFaults;
 use crate::settings::Settings;
-use crate::{http, security, services};
+use crate::{gateway, http, security, services};
 use oxcd_api::oxcdpb::peer_server::PeerServer;
 
 /// Why serving ended with an error.
@@ -146,13 +146,19 @@ pub async fn run_with(
             stop_rx.clone(),
         ));
     }
-    let router = services::routes(member.clone(), renewals)
+    let mut router = services::routes(member.clone(), renewals.clone())
         .into_axum_router()
         .layer(axum::middleware::from_fn_with_state(
             member.clone(),
             services::learner_gate::gate,
         ))
-        .merge(http::routes(member.clone()))
+        .merge(http::routes(member.clone()));
+    if settings.enable_grpc_gateway {
+        router = router.merge(gateway::routes(member.clone(), renewals));
+    }
+    let router = router
+        .fallback(http::not_found)
+        .layer(axum::middleware::from_fn(gateway::cors))
         .layer(axum::middleware::map_response(crate::grpc_compat::rewrite));
     let mut bound = Vec::new();
     for (l, url) in client_listeners

@@ -97,6 +97,9 @@ pub struct Settings {
     pub force_new_cluster: bool,
     /// `--auto-promote-learners` (oxcd's own): the leader promotes caught-up learners.
     pub auto_promote_learners: bool,
+    /// `--enable-grpc-gateway`: etcd's JSON gateway at `/v3/` (and `/v3beta/`) on the
+    /// client port.
+    pub enable_grpc_gateway: bool,
     /// `--auto-compaction-mode` and `--auto-compaction-retention` as etcd reads them
     /// (None: off, a retention of zero).
     pub auto_compaction: Option<AutoCompaction>,

@@ -762,6 +762,7 @@ impl Config {
             .min(u64::from(u32::MAX)) as u32,
             force_new_cluster: self.get(key::FORCE_NEW_CLUSTER),
             auto_promote_learners: self.get(key::AUTO_PROMOTE_LEARNERS),
+            enable_grpc_gateway: self.get(key::ENABLE_GRPC_GATEWAY),
             // Checked when the configuration was loaded.
             auto_compaction: self.auto_compaction().ok().flatten(),
             auto_compaction_revision_interval: crate::compactor::REVISION_INTERVAL,

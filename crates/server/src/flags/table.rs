@@ -187,7 +187,7 @@ flags! {
     // Profiling, monitoring, logging
     ENABLE_PPROF = ("enable-pprof", "false", Bool, NotYet),
     // oxcd has no HTTP/JSON gateway: `false` is what it does anyway.
-    ENABLE_GRPC_GATEWAY = ("enable-grpc-gateway", "true", Bool, NoEffect),
+    ENABLE_GRPC_GATEWAY = ("enable-grpc-gateway", "true", Bool, Supported),
     METRICS = ("metrics", "basic", Str, Supported),
     LISTEN_METRICS_URLS = ("listen-metrics-urls", "", Urls, Supported),
     LOGGER = ("logger", "zap", Str, Supported),

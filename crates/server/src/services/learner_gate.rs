@@ -23,15 +23,18 @@ fn is_grpc(path: &str) -> bool {
         .any(|p| path.starts_with(p))
 }
 
+/// Whether `member` refuses the gRPC method at `path` (`/etcdserverpb.KV/Put`) because it
+/// is a learner; the gateway asks it of the method a path stands for.
+pub fn refuses(member: &Member, path: &str) -> bool {
+    member.membership.is_learner() && is_grpc(path) && !FOR_LEARNERS.contains(&path)
+}
+
 /// The middleware: passes the request on unless this member is a learner and the RPC
 /// is not one a learner serves.
 pub async fn gate(State(member): State<Arc<Member>>, req: Request<Body>, next: Next) -> Response {
-    if member.membership.is_learner() {
-        let path = req.uri().path();
-        if is_grpc(path) && !FOR_LEARNERS.contains(&path) {
-            let status: tonic::Status = EtcdError::LearnerNotSupported.into();
-            return status.into_http::<Body>().into_response();
-        }
+    if refuses(&member, req.uri().path()) {
+        let status: tonic::Status = EtcdError::LearnerNotSupported.into();
+        return status.into_http::<Body>().into_response();
     }
     next.run(req).await
 }

@@ -31,7 +31,8 @@ use crate::services::caller::caller;
 /// Keepalives of one stream in flight at once.
 const KEEPALIVES_IN_FLIGHT: usize = 256;
 
-type KeepAlives =
+/// A stream's keepalive answers.
+pub type KeepAlives =
     Pin<Box<dyn Stream<Item = Result<LeaseKeepAliveResponse, Status>> + Send + 'static>>;
 
 /// The Lease service.
@@ -54,6 +55,35 @@ impl LeaseService {
     /// A lease id of this member's choosing.
     fn new_id(&self) -> i64 {
         new_lease_id(&self.member, self.grants.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The answers to a stream of keepalive `requests` (gRPC's or the gateway's).
+    pub fn keep_alives(
+        &self,
+        requests: impl Stream<Item = Result<LeaseKeepAliveRequest, Status>> + Send + 'static,
+    ) -> KeepAlives {
+        let member = self.member.clone();
+        let renewals = self.renewals.clone();
+        // Keepalives run concurrently (a raft round each on a follower), in the task
+        // that sends the answers: a client that stops reading stops its requests being
+        // read. The first failure ends the stream with that error, as etcd's does.
+        let answers = requests
+            .map(move |r| {
+                let member = member.clone();
+                let renewals = renewals.clone();
+                async move {
+                    match r {
+                        Ok(r) => keep_alive(&member, &renewals, r.id).await,
+                        Err(status) => Err(status),
+                    }
+                }
+            })
+            .buffer_unordered(KEEPALIVES_IN_FLIGHT)
+            .scan(false, |failed, answer| {
+                let end = std::mem::replace(failed, answer.is_err());
+                futures::future::ready((!end).then_some(answer))
+            });
+        Box::pin(answers)
     }
 }
 
@@ -137,29 +167,7 @@ impl Lease for LeaseService {
         &self,
         req: Request<Streaming<LeaseKeepAliveRequest>>,
     ) -> Result<Response<KeepAlives>, Status> {
-        let member = self.member.clone();
-        let renewals = self.renewals.clone();
-        // Keepalives run concurrently (a raft round each on a follower), in the task
-        // that sends the answers: a client that stops reading stops its requests being
-        // read. The first failure ends the stream with that error, as etcd's does.
-        let answers = req
-            .into_inner()
-            .map(move |r| {
-                let member = member.clone();
-                let renewals = renewals.clone();
-                async move {
-                    match r {
-                        Ok(r) => keep_alive(&member, &renewals, r.id).await,
-                        Err(status) => Err(status),
-                    }
-                }
-            })
-            .buffer_unordered(KEEPALIVES_IN_FLIGHT)
-            .scan(false, |failed, answer| {
-                let end = std::mem::replace(failed, answer.is_err());
-                futures::future::ready((!end).then_some(answer))
-            });
-        Ok(Response::new(Box::pin(answers)))
+        Ok(Response::new(self.keep_alives(req.into_inner())))
     }
 
     async fn lease_time_to_live(

@@ -19,12 +19,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures::{Stream, StreamExt};
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
 use oxcd_api::mvccpb::Event;
 use oxcd_mvcc::{KeyRange, MvccError, RangeOptions, Store};
 use prost::bytes::{Bytes, BytesMut};
+use tonic::Status;
 
 use super::outbox::{Gone, Outbox};
 use super::routes::Routes;
@@ -78,18 +80,25 @@ impl WatchStream {
         self.hub.store()
     }
 
-    /// Serves the stream until the client closes it or goes away.
-    pub async fn run(mut self, mut requests: tonic::Streaming<WatchRequest>) {
+    /// Serves the stream of `requests` (gRPC's, or the gateway's read from a body) until
+    /// the client closes it or goes away.
+    pub async fn run<R>(mut self, mut requests: R)
+    where
+        R: Stream<Item = Result<WatchRequest, Status>> + Unpin,
+    {
         let period = self.hub.progress_interval;
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         let _ = self.serve(&mut requests, &mut tick).await;
     }
 
-    async fn serve(
+    async fn serve<R>(
         &mut self,
-        requests: &mut tonic::Streaming<WatchRequest>,
+        requests: &mut R,
         tick: &mut tokio::time::Interval,
-    ) -> Result<(), Gone> {
+    ) -> Result<(), Gone>
+    where
+        R: Stream<Item = Result<WatchRequest, Status>> + Unpin,
+    {
         let mut reading = true;
         let stopped = stopped(self.hub.closed());
         tokio::pin!(stopped);
@@ -99,12 +108,12 @@ impl WatchStream {
                     self.out.fail(EtcdError::Stopped.into()).await;
                     return Ok(());
                 }
-                req = requests.message(), if reading => match req {
-                    Ok(Some(req)) => self.on_request(req).await?,
+                req = requests.next(), if reading => match req {
+                    Some(Ok(req)) => self.on_request(req).await?,
                     // The client closed its side: as etcd, its watchers keep being served
                     // until it goes away.
-                    Ok(None) => reading = false,
-                    Err(_) => return Ok(()),
+                    None => reading = false,
+                    Some(Err(_)) => return Ok(()),
                 },
                 feed = self.feed.recv() => match feed {
                     Some(feed) => {
