@@ -14,10 +14,10 @@ use crate::member::Member;
 /// HTTP routes for `member`.
 pub fn routes(member: Arc<Member>) -> Router {
     Router::new()
-        .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/version", get(version))
-        .with_state(member)
+        .with_state(member.clone())
+        .merge(crate::health::routes(member))
 }
 
 /// The answer to a path nothing serves: gRPC's Unimplemented to a gRPC call, Go's
@@ -46,50 +46,15 @@ pub async fn not_found(req: axum::extract::Request) -> axum::response::Response 
         .into_response()
 }
 
-/// Prometheus text exposition of the figures that exist so far, under etcd's names.
+/// Prometheus text exposition of etcd's metrics ([`crate::metrics`]).
 async fn metrics(State(member): State<Arc<Member>>) -> impl IntoResponse {
-    let st = member.raft.status();
-    let leader = st.leader();
-    let lines = [
-        "# HELP etcd_server_version Which version is running. 1 for 'server_version' label with current version.".to_string(),
-        "# TYPE etcd_server_version gauge".to_string(),
-        format!("etcd_server_version{{server_version=\"{}\"}} 1", oxcd_api::ETCD_API_VERSION),
-        "# HELP etcd_cluster_version Which version is running. 1 for 'cluster_version' label with current cluster version".to_string(),
-        "# TYPE etcd_cluster_version gauge".to_string(),
-        format!("etcd_cluster_version{{cluster_version=\"{}\"}} 1", cluster_minor()),
-        "# TYPE etcd_server_has_leader gauge".to_string(),
-        format!("etcd_server_has_leader {}", u8::from(leader != 0)),
-        "# TYPE etcd_server_is_leader gauge".to_string(),
-        format!("etcd_server_is_leader {}", u8::from(leader == member.id.member_id)),
-        "# TYPE etcd_server_proposals_committed_total gauge".to_string(),
-        format!("etcd_server_proposals_committed_total {}", st.commit()),
-        "# TYPE etcd_server_proposals_applied_total gauge".to_string(),
-        format!("etcd_server_proposals_applied_total {}", member.applied_index()),
-        "# TYPE etcd_mvcc_db_total_size_in_bytes gauge".to_string(),
-        format!("etcd_mvcc_db_total_size_in_bytes {}", member.store.backend().size()),
-        "# TYPE etcd_debugging_mvcc_current_revision gauge".to_string(),
-        format!("etcd_debugging_mvcc_current_revision {}", member.store.current_rev()),
-        "# TYPE etcd_server_quota_backend_bytes gauge".to_string(),
-        format!("etcd_server_quota_backend_bytes {}", member.limits.quota.gauge()),
-    ];
-    let mut body = lines.join("\n");
-    body.push('\n');
     (
         [(
             axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4",
+            "text/plain; version=0.0.4; charset=utf-8; escaping=underscores",
         )],
-        body,
+        crate::metrics::render(&member),
     )
-}
-
-/// The cluster version as etcd labels it: major.minor.
-fn cluster_minor() -> &'static str {
-    let v = oxcd_api::ETCD_CLUSTER_VERSION;
-    match v.rfind('.') {
-        Some(i) => &v[..i],
-        None => v,
-    }
 }
 
 async fn version() -> impl IntoResponse {
@@ -98,29 +63,6 @@ async fn version() -> impl IntoResponse {
         "etcdcluster": oxcd_api::ETCD_CLUSTER_VERSION,
     });
     (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-}
-
-/// Healthy when a leader is known and a linearizable read barrier completes.
-async fn health(State(member): State<Arc<Member>>) -> impl IntoResponse {
-    let (ok, reason) = if member.raft.status().leader() == 0 {
-        (false, "RAFT NO LEADER".to_string())
-    } else {
-        match member.read_barrier().await {
-            Ok(()) => (true, String::new()),
-            Err(e) => (false, format!("QGET ERROR:{e}")),
-        }
-    };
-    let body = serde_json::json!({ "health": ok.to_string(), "reason": reason });
-    let code = if ok {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (
-        code,
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         body.to_string(),
     )

@@ -4,7 +4,8 @@
 //! leases ([`lease`]), the replicated membership ([`membership`]; changes are applied,
 //! not yet proposed: issue 13), the proposal registry ([`waiters`]), the member handle
 //! the services share ([`member`]), the space quota ([`quota`]), the gRPC services
-//! ([`services`]), etcd's JSON gateway ([`gateway`]) and HTTP endpoints ([`http`]),
+//! ([`services`]), etcd's JSON gateway ([`gateway`]), HTTP endpoints ([`http`]): health
+//! ([`health`]) and metrics ([`metrics`]),
 //! configuration ([`flags`], [`settings`]), ids ([`ids`]), TLS ([`security`]), the
 //! sockets ([`listeners`]), start-up ([`bootstrap`]), serving ([`serve`]) and
 //! auto-compaction ([`compactor`]).
@@ -26,6 +27,7 @@ pub mod corrupt;
 pub mod flags;
 pub mod gateway;
 pub mod grpc_compat;
+pub mod health;
 pub mod http;
 pub mod ids;
 pub mod lease;
@@ -34,6 +36,7 @@ pub mod logging;
 pub mod member;
 pub mod members;
 pub mod membership;
+pub mod metrics;
 pub mod peer;
 pub mod quota;
 pub mod security;

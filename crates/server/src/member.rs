@@ -22,6 +22,7 @@ use crate::apply::{Applied, alarms};
 use crate::auth::AuthStore;
 use crate::lease::Lessor;
 use crate::membership::Membership;
+use crate::metrics::Metrics;
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
 use crate::quota::{self, Quota};
@@ -100,6 +101,8 @@ pub struct Member {
     /// Held while this member raises its NOSPACE alarm: requests refused together
     /// propose it once.
     raising_nospace: Mutex<()>,
+    /// What `/metrics` counts that no other part keeps.
+    pub metrics: Metrics,
     waiters: Arc<Waiters>,
     applied: watch::Receiver<u64>,
 }
@@ -151,6 +154,7 @@ impl Member {
             reconfig,
             range_reads: Semaphore::new(cores().max(2)),
             raising_nospace: Mutex::new(()),
+            metrics: Metrics::default(),
             waiters,
             applied,
         }
@@ -293,21 +297,32 @@ impl Member {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 self.waiters.cancel(id);
+                self.metrics.proposal_failed();
                 return Err(raft_err(e));
             }
             Err(_) => {
                 self.waiters.cancel(id);
+                self.metrics.proposal_failed();
                 return Err(EtcdError::Stopped);
             }
         }
         match tokio::time::timeout(self.limits.request_timeout, done).await {
             Ok(Ok(outcome)) => outcome,
-            Ok(Err(_)) => Err(EtcdError::Stopped),
+            Ok(Err(_)) => {
+                self.metrics.proposal_failed();
+                Err(EtcdError::Stopped)
+            }
             Err(_) => {
                 self.waiters.cancel(id);
+                self.metrics.proposal_failed();
                 Err(EtcdError::Timeout)
             }
         }
+    }
+
+    /// Proposals waiting to be applied.
+    pub fn pending_proposals(&self) -> usize {
+        self.waiters.len()
     }
 
     /// Waits until this member has applied everything committed when it was called, as

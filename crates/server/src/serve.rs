@@ -146,11 +146,19 @@ pub async fn run_with(
             stop_rx.clone(),
         ));
     }
+    member
+        .metrics
+        .grpc
+        .set_extensive(settings.metrics_extensive);
     let mut router = services::routes(member.clone(), renewals.clone())
         .into_axum_router()
         .layer(axum::middleware::from_fn_with_state(
             member.clone(),
             services::learner_gate::gate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            member.clone(),
+            crate::metrics::grpc::count,
         ))
         .merge(http::routes(member.clone()));
     if settings.enable_grpc_gateway {

@@ -100,6 +100,8 @@ pub struct Settings {
     /// `--enable-grpc-gateway`: etcd's JSON gateway at `/v3/` (and `/v3beta/`) on the
     /// client port.
     pub enable_grpc_gateway: bool,
+    /// `--metrics extensive`: gRPC handling-time histograms too.
+    pub metrics_extensive: bool,
     /// `--auto-compaction-mode` and `--auto-compaction-retention` as etcd reads them
     /// (None: off, a retention of zero).
     pub auto_compaction: Option<AutoCompaction>,

@@ -53,6 +53,16 @@ impl Waiters {
         (id, rx)
     }
 
+    /// How many proposals wait for their outcome.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no proposal waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Forgets a waiter (timed out or never proposed).
     pub fn cancel(&self, id: u64) {
         self.lock().remove(&id);

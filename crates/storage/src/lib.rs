@@ -4,7 +4,7 @@
 //! redb [`backend`] that holds the applied state, [`schema`] (every table and meta key in
 //! one place), the [`tables`] registry, the apply path's shared write transaction
 //! ([`batch`]), the data-dir lock ([`lock`]), and large sequential writes past the page
-//! cache ([`direct`]).
+//! cache ([`direct`]), and the latency histograms of its disk paths ([`timing`]).
 //!
 //! Invariants:
 //! - A WAL record is acknowledged only after `fdatasync` returned; replay yields exactly the
@@ -22,6 +22,7 @@ pub mod lock;
 pub mod schema;
 pub mod snapshot;
 pub mod tables;
+pub mod timing;
 pub mod wal;
 
 /// Errors from storage. Every variant names the file involved where there is one.

@@ -502,6 +502,9 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                     ?role,
                     "raft: leader changed"
                 );
+                if leader != 0 {
+                    self.status.count_leader_change();
+                }
                 if old != 0 {
                     // Reads in flight asked the old leader: they will not be answered.
                     self.fail_in_flight_reads(|| RaftError::LeaderChanged);

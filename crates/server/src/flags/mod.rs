@@ -306,11 +306,6 @@ fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigE
             "--bcrypt-cost={cost} is outside bcrypt's 4..31: the default cost 10 is used (as etcd)"
         ));
     }
-    if cfg.get(key::METRICS) == "extensive" {
-        return Err(err(
-            "--metrics=\"extensive\" is not supported yet by oxcd (no gRPC histograms); remove it or set it to \"basic\"",
-        ));
-    }
     if cfg.get(key::LOG_FORMAT) != "json" {
         return Err(err(format!(
             "--log-format={:?} is not supported yet by oxcd; use json",
@@ -763,6 +758,8 @@ impl Config {
             force_new_cluster: self.get(key::FORCE_NEW_CLUSTER),
             auto_promote_learners: self.get(key::AUTO_PROMOTE_LEARNERS),
             enable_grpc_gateway: self.get(key::ENABLE_GRPC_GATEWAY),
+            // As etcd: any other value is basic.
+            metrics_extensive: self.get(key::METRICS) == "extensive",
             // Checked when the configuration was loaded.
             auto_compaction: self.auto_compaction().ok().flatten(),
             auto_compaction_revision_interval: crate::compactor::REVISION_INTERVAL,

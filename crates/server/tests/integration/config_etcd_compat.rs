@@ -1270,15 +1270,6 @@ fn unbuilt_features_are_refused_from_every_source() {
 }
 
 #[test]
-fn extensive_metrics_is_refused_until_built() {
-    let e = fails(&["--metrics", "extensive"], &[]);
-    assert!(
-        e.contains("--metrics") && e.contains("not supported yet"),
-        "{e}"
-    );
-}
-
-#[test]
 fn logger_errors_like_etcd_3_5() {
     assert_eq!(
         fails(&["--logger", "capnslog"], &[]),

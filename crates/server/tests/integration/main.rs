@@ -29,6 +29,7 @@ mod lock_election_client;
 mod lock_election_parity;
 mod membership;
 mod membership_changes;
+mod metrics_health;
 mod quota;
 mod quota_parity;
 mod tls;

@@ -25,9 +25,13 @@ use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use record::{DecodeError, RecordKind};
 
+use crate::timing::Histogram;
 use crate::{Result, StorageError};
 
 /// Default segment size (as etcd's): 64 MiB.
@@ -86,6 +90,10 @@ pub struct Wal {
     hard_state: Option<Vec<u8>>,
     snapshot: Option<(u64, Vec<u8>)>,
     last_index: u64,
+    /// Where the time of each write-and-fdatasync is recorded, if anywhere.
+    fsync_timing: Option<Arc<Histogram>>,
+    /// Bytes written so far by this handle.
+    written: Arc<AtomicU64>,
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -150,6 +158,8 @@ impl Wal {
             crc,
             pending: Vec::new(),
             metadata: metadata.to_vec(),
+            fsync_timing: None,
+            written: Arc::default(),
             hard_state: None,
             snapshot: None,
             last_index: 0,
@@ -258,6 +268,8 @@ impl Wal {
             hard_state: replay.hard_state.clone(),
             snapshot: replay.snapshot.clone(),
             last_index,
+            fsync_timing: None,
+            written: Arc::default(),
         };
         Ok((wal, replay))
     }
@@ -297,6 +309,16 @@ impl Wal {
         self.last_index = self.last_index.max(index);
     }
 
+    /// Records the time of every write-and-fdatasync in `timing` from now on.
+    pub fn time_fsyncs(&mut self, timing: Arc<Histogram>) {
+        self.fsync_timing = Some(timing);
+    }
+
+    /// The count of bytes this log writes, as it grows.
+    pub fn written_bytes(&self) -> Arc<AtomicU64> {
+        self.written.clone()
+    }
+
     /// Whether records are buffered and not yet durable.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
@@ -309,6 +331,7 @@ impl Wal {
             return Ok(());
         }
         let path = &self.segments[self.segments.len() - 1].path;
+        let started = Instant::now();
         if let Err(e) = self
             .file
             .write_all_at(&self.pending, self.file_len)
@@ -321,6 +344,11 @@ impl Wal {
             self.pending.clear();
             return Err(StorageError::io(path, e));
         }
+        if let Some(t) = &self.fsync_timing {
+            t.observe(started.elapsed());
+        }
+        self.written
+            .fetch_add(self.pending.len() as u64, Ordering::Relaxed);
         self.file_len += self.pending.len() as u64;
         self.pending.clear();
         if self.file_len >= self.segment_size {
