@@ -213,7 +213,11 @@ mod tests {
         v.push(br#"{"key":"Zm9v"} {"ke"#);
         let first: Option<RangeRequest> = v.take_value().expect("reads");
         assert_eq!(first.map(|r| r.key), Some(b"foo".to_vec()));
-        assert!(v.take_value::<RangeRequest>().expect("incomplete").is_none());
+        assert!(
+            v.take_value::<RangeRequest>()
+                .expect("incomplete")
+                .is_none()
+        );
         v.push(br#"y":"YmFy"}"#);
         let second: Option<RangeRequest> = v.take_value().expect("reads");
         assert_eq!(second.map(|r| r.key), Some(b"bar".to_vec()));
