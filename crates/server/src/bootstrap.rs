@@ -19,6 +19,7 @@ use crate::lease::Lessor;
 use crate::member::{Identity, Limits, Member, Reconfig};
 use crate::members::Cluster;
 use crate::membership::{self, Membership};
+use crate::metrics::Metrics;
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
 use crate::peer::transport::{LinkReports, PeerFaults, PeerTransport};
@@ -204,9 +205,11 @@ pub fn start(
     peer_urls.mark_changed();
     let health = Arc::new(PeerHealth::default());
     let removed = membership.clone();
+    let metrics = Metrics::default();
     let reports = LinkReports {
         health: health.clone(),
         removed: Arc::new(move || removed.stop_as_removed()),
+        traffic: metrics.peers.clone(),
     };
     // Every member has a transport, a one-member cluster too: it can grow.
     let transport = PeerTransport::start(
@@ -266,7 +269,7 @@ pub fn start(
     };
     let member = Arc::new(Member::new(
         identity, limits, store, leases, auth, membership, raft, waiters, applied_rx, watch_hub,
-        reconfig,
+        reconfig, metrics,
     ));
     Ok(Started {
         member,

@@ -1,6 +1,7 @@
 //! The member's sockets as axum serves them: every listen URL bound (plain or TLS,
 //! with the system's largest accept backlog, see `oxcd_transport::listen`), client
-//! connections passed through the `:authority` fix ([`crate::authority`]) and, with
+//! connections counted ([`crate::metrics::client_bytes`]), passed through the
+//! `:authority` fix ([`crate::authority`]) and, with
 //! `--client-cert-auth`, labelled with their certificate's common name ([`ClientAddr`]).
 
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use oxcd_transport::listen::{self, Addr, Conn, ConnCheck, Listener};
 use oxcd_transport::tls::ServerTls;
 
 use crate::authority::AuthorityFix;
+use crate::metrics::client_bytes::{ClientBytes, Counting};
 
 /// Binds `url` for the `side` ("client", "peer", "metrics") endpoint; `tls` serves
 /// `https`/`unixs` URLs (checked to be present at start).
@@ -40,6 +42,8 @@ pub struct ClientListener {
     /// Whether a client certificate's CN names the caller (`--client-cert-auth`: the
     /// TLS layer has verified every client certificate against the trusted CA).
     pub cert_names_user: bool,
+    /// Where the bytes of every connection are counted.
+    pub bytes: Arc<ClientBytes>,
 }
 
 /// Where a client connection comes from, and the user its verified certificate names
@@ -53,7 +57,7 @@ pub struct ClientAddr {
 }
 
 impl axum::serve::Listener for ClientListener {
-    type Io = CoalescedWrites<AuthorityFix<Conn>>;
+    type Io = CoalescedWrites<AuthorityFix<Counting<Conn>>>;
     type Addr = ClientAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
@@ -66,7 +70,7 @@ impl axum::serve::Listener for ClientListener {
         } else {
             None
         };
-        let io = CoalescedWrites::new(AuthorityFix::new(c));
+        let io = CoalescedWrites::new(AuthorityFix::new(Counting::new(c, self.bytes.clone())));
         (io, ClientAddr { addr, common_name })
     }
 

@@ -141,6 +141,7 @@ impl Member {
         applied: watch::Receiver<u64>,
         watch_hub: Arc<WatchHub>,
         reconfig: Reconfig,
+        metrics: Metrics,
     ) -> Member {
         Member {
             id,
@@ -154,7 +155,7 @@ impl Member {
             reconfig,
             range_reads: Semaphore::new(cores().max(2)),
             raising_nospace: Mutex::new(()),
-            metrics: Metrics::default(),
+            metrics,
             waiters,
             applied,
         }

@@ -186,6 +186,7 @@ pub async fn run_with(
         let listener = ClientListener {
             listener: l,
             cert_names_user,
+            bytes: member.metrics.client_bytes.clone(),
         };
         let until = until_stopped(stop_rx.clone());
         // Requests carry their connection's certificate name only where CN auth applies:

@@ -9,17 +9,19 @@
 //!
 //! Invariant: counting is a relaxed atomic addition, never a lock on a request's path.
 
+pub mod client_bytes;
 pub mod grpc;
 pub mod process;
 pub mod text;
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use text::{Exposition, Family, Kind};
 
 use crate::member::Member;
+use crate::peer::traffic::PeerTraffic;
 
 /// The results of one named check: the last one, then how many succeeded and failed.
 #[derive(Debug, Default, Clone, Copy)]
@@ -39,6 +41,10 @@ pub struct Metrics {
     proposals_failed: AtomicU64,
     /// The gRPC calls.
     pub grpc: grpc::GrpcMetrics,
+    /// The traffic with each peer (shared with the peer transport and service).
+    pub peers: Arc<PeerTraffic>,
+    /// The bytes of the client port (shared with its listeners).
+    pub client_bytes: Arc<client_bytes::ClientBytes>,
 }
 
 impl Metrics {
@@ -266,6 +272,8 @@ pub fn render(member: &Member) -> String {
     e.add(f);
     member.metrics.add_health(&mut e);
     member.metrics.grpc.add(&mut e);
+    member.metrics.peers.add(&mut e);
+    member.metrics.client_bytes.add(&mut e);
     process::add(&mut e);
     e.finish()
 }

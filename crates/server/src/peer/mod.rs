@@ -8,6 +8,7 @@ pub mod health;
 pub mod remote;
 pub mod server;
 pub mod service;
+pub mod traffic;
 pub mod transport;
 
 pub use dialer::PeerDialer;

@@ -19,6 +19,7 @@ use oxcd_storage::snapshot::SnapshotFile;
 use tokio::sync::{Mutex, mpsc};
 use tonic::{Request, Response, Status, Streaming};
 
+use super::traffic::PeerCounts;
 use super::{CLUSTER_ID_KEY, FROM_KEY};
 use crate::lease::renewals::Renewals;
 use crate::member::Member;
@@ -139,8 +140,10 @@ impl Peer for PeerService {
         req: Request<Streaming<RaftEnvelope>>,
     ) -> Result<Response<PeerAck>, Status> {
         let from = self.admit(&req)?;
+        let counts = self.member()?.metrics.peers.of(from);
         let mut stream = req.into_inner();
         while let Some(env) = stream.message().await? {
+            PeerCounts::add(&counts.received_bytes, env.message.len() as u64);
             match decode_message(&env.message) {
                 Ok(m) => {
                     self.renewals.heard_from(m.from);

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use oxcd_api::oxcdpb::peer_client::PeerClient;
-use oxcd_api::oxcdpb::{RaftEnvelope, SnapshotChunk};
+use oxcd_api::oxcdpb::{PeerMembersRequest, RaftEnvelope, SnapshotChunk};
 use oxcd_mvcc::Store;
 use oxcd_raft::node::{RaftHandle, Transport};
 use oxcd_raft::persist::encode_message;
@@ -27,6 +27,7 @@ use tonic::transport::Channel;
 
 use super::dialer::CONNECT_TIMEOUT;
 use super::health::PeerHealth;
+use super::traffic::{PROBE_INTERVAL, PeerCounts, PeerTraffic};
 use super::{CLUSTER_ID_KEY, FROM_KEY, PeerDialer};
 
 /// Messages queued per peer before new ones are dropped.
@@ -76,6 +77,8 @@ pub struct LinkReports {
     pub health: Arc<PeerHealth>,
     /// Called when a peer says this member was removed (the member then stops).
     pub removed: Arc<dyn Fn() + Send + Sync>,
+    /// Bytes, failures and round trips, for `/metrics`.
+    pub traffic: Arc<PeerTraffic>,
 }
 
 impl LinkReports {
@@ -84,6 +87,7 @@ impl LinkReports {
         LinkReports {
             health: Arc::default(),
             removed: Arc::new(|| {}),
+            traffic: Arc::default(),
         }
     }
 }
@@ -296,6 +300,7 @@ async fn peer_loop(
     };
     let mut logged_down = false;
     let url = link.url.clone();
+    let counts = reports.traffic.of(id);
     loop {
         let channel = match link.connect().await {
             Ok(c) => c,
@@ -310,7 +315,10 @@ async fn peer_loop(
                 let mut dropped = false;
                 loop {
                     match queue.try_recv() {
-                        Ok(_) => dropped = true,
+                        Ok(_) => {
+                            dropped = true;
+                            PeerCounts::add(&counts.sent_failures, 1);
+                        }
                         Err(mpsc::error::TryRecvError::Empty) => break,
                         Err(mpsc::error::TryRecvError::Disconnected) => return,
                     }
@@ -328,22 +336,30 @@ async fn peer_loop(
         }
         let (tx, rx) = mpsc::channel::<RaftEnvelope>(QUEUE);
         let req = link.request(tokio_stream::wrappers::ReceiverStream::new(rx));
-        let mut client = PeerClient::new(channel);
+        let mut client = PeerClient::new(channel.clone());
         let mut call = tokio::spawn(async move { client.raft(req).await });
+        let prober = tokio::spawn(probe(link.clone(), channel, counts.clone()));
         reports.health.connected(id);
         loop {
             tokio::select! {
                 m = queue.recv() => {
                     let Some(m) = m else {
                         call.abort();
+                        prober.abort();
                         reports.health.disconnected(id);
                         return;
                     };
                     // Never wait on the stream here: the call's end must stay observable.
-                    match tx.try_send(RaftEnvelope { message: encode_message(&m) }) {
-                        Ok(()) => {}
-                        Err(mpsc::error::TrySendError::Full(_)) => report(&raft),
+                    let message = encode_message(&m);
+                    let size = message.len() as u64;
+                    match tx.try_send(RaftEnvelope { message }) {
+                        Ok(()) => PeerCounts::add(&counts.sent_bytes, size),
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            PeerCounts::add(&counts.sent_failures, 1);
+                            report(&raft);
+                        }
                         Err(mpsc::error::TrySendError::Closed(_)) => {
+                            PeerCounts::add(&counts.sent_failures, 1);
                             report(&raft);
                             break;
                         }
@@ -367,13 +383,33 @@ async fn peer_loop(
             }
         }
         reports.health.disconnected(id);
+        prober.abort();
         // A call still running holds a connection that no longer carries our messages.
         call.abort();
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
+/// Measures the round trip to a connected peer every [`PROBE_INTERVAL`] (a membership
+/// query, which the peer answers from memory) until aborted.
+async fn probe(link: Link, channel: Channel, counts: Arc<PeerCounts>) {
+    let mut client = PeerClient::new(channel);
+    loop {
+        let started = std::time::Instant::now();
+        let asked = tokio::time::timeout(
+            PROBE_INTERVAL,
+            client.members(link.request(PeerMembersRequest {})),
+        )
+        .await;
+        if let Ok(Ok(_)) = asked {
+            counts.rtt.observe(started.elapsed());
+        }
+        tokio::time::sleep(PROBE_INTERVAL).await;
+    }
+}
+
 /// Where one peer is and who we are to it.
+#[derive(Clone)]
 pub(crate) struct Link {
     pub(crate) me: u64,
     pub(crate) cluster_id: u64,

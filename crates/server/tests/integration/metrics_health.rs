@@ -13,7 +13,9 @@ use crate::common::cluster::{leader_index, three};
 use crate::common::etcd::start_etcd;
 
 /// The families the etcd mixin's dashboard and alerts read, among those oxcd exports.
-const USED: [&str; 16] = [
+const USED: [&str; 18] = [
+    "etcd_network_client_grpc_received_bytes_total",
+    "etcd_network_client_grpc_sent_bytes_total",
     "etcd_server_has_leader",
     "etcd_server_leader_changes_seen_total",
     "etcd_server_proposals_applied_total",
@@ -186,20 +188,49 @@ async fn a_leader_change_is_counted_and_no_leader_is_unhealthy() {
         (code.as_str(), body.as_str()),
         ("200", r#"{"health":"true","reason":""}"#)
     );
+    // Peer traffic: bytes both ways, round trips measured.
+    let (_, text) = get(&format!("{}/metrics", members[0].endpoint())).await;
+    let f = families(&text);
+    for (name, label) in [
+        ("etcd_network_peer_sent_bytes_total", "To"),
+        ("etcd_network_peer_received_bytes_total", "From"),
+        ("etcd_network_peer_round_trip_time_seconds", "To"),
+    ] {
+        let fam = f.get(name).unwrap_or_else(|| panic!("{name} in {text}"));
+        assert_eq!(fam.2, vec![label.to_string()], "{name}");
+    }
+    let probed = text
+        .lines()
+        .filter(|l| l.starts_with("etcd_network_peer_round_trip_time_seconds_count{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>();
+    assert!(probed >= 1.0, "round trips measured: {text}");
     // One member left alone has no leader once its election timeout passes.
     let other = members.remove(1);
     other.stop().await;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
+        // On the way there a read may fail first ("RANGE ERROR:etcdserver: leader
+        // changed"), as etcd's would.
         let (code, body) = get(&format!("{}/health", members[0].endpoint())).await;
-        if code == "503" {
-            assert_eq!(
-                body,
-                "{\"health\":\"false\",\"reason\":\"RAFT NO LEADER\"}\n"
-            );
+        let no_leader = "{\"health\":\"false\",\"reason\":\"RAFT NO LEADER\"}\n";
+        if code == "503" && body == no_leader {
             break;
         }
-        assert!(Instant::now() < deadline, "still healthy: {code} {body}");
+        assert!(
+            Instant::now() < deadline,
+            "not yet without a leader: {code} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Votes it asks of the two stopped peers cannot be sent.
+    loop {
+        let (_, text) = get(&format!("{}/metrics", members[0].endpoint())).await;
+        if let Some(failures) = families(&text).get("etcd_network_peer_sent_failures_total") {
+            assert_eq!(failures.2, vec!["To".to_string()]);
+            break;
+        }
+        assert!(Instant::now() < deadline, "no send failure counted: {text}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let (code, body) = get(&format!(
