@@ -87,6 +87,9 @@ pub enum Command {
     /// Fill etcd and then oxcd with history, and report snapshot save throughput,
     /// restore time (etcdutl, oxcdutl) and the writes' pause during a defragmentation.
     Backup(crate::backup::BackupArgs),
+    /// Load etcd's and then oxcd's JSON gateway with HTTP clients (puts, ranges) and
+    /// time their `/metrics` scrapes.
+    Gateway(crate::gateway::GatewayArgs),
 }
 
 /// Key and value shape shared by the writing workloads.

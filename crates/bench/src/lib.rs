@@ -13,6 +13,7 @@ pub mod cli;
 pub mod compare;
 pub mod conns;
 pub mod driver;
+pub mod gateway;
 pub mod keys;
 pub mod learner;
 pub mod load;

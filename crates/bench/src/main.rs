@@ -1,6 +1,7 @@
 //! oxcd-bench: etcd `benchmark`-style load against any etcd v3 endpoints; `compare`,
 //! the side-by-side run of oxcd and etcd; `learner-catchup`, a learner added to each;
-//! `backup`, snapshot save, restore and defragmentation on each.
+//! `backup`, snapshot save, restore and defragmentation on each; `gateway`, the JSON
+//! gateway and `/metrics` on each.
 //!
 //! Exit status: 0 on a finished run (failed requests are reported, not fatal; an
 //! unsupported workload prints "unsupported: ..."), 1 when the run could not start.
@@ -15,7 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use oxcd_bench::cli::{Cli, Command};
 use oxcd_bench::stats::Report;
 use oxcd_bench::workloads::{auth, kv, lease, txn, watch};
-use oxcd_bench::{backup, compare, conns, learner};
+use oxcd_bench::{backup, compare, conns, gateway, learner};
 
 async fn workload(cli: &Cli) -> Result<Report, String> {
     let g = &cli.global;
@@ -33,6 +34,7 @@ async fn workload(cli: &Cli) -> Result<Report, String> {
         Command::Compare(_) => Err("compare is not a workload".into()),
         Command::LearnerCatchup(_) => Err("learner-catchup is not a workload".into()),
         Command::Backup(_) => Err("backup is not a workload".into()),
+        Command::Gateway(_) => Err("gateway is not a workload".into()),
     }
 }
 
@@ -68,6 +70,9 @@ fn main() -> std::process::ExitCode {
         }
         if let Command::Backup(a) = &cli.command {
             return backup::run(a).await.map(|()| None);
+        }
+        if let Command::Gateway(a) = &cli.command {
+            return gateway::run(a).await.map(|()| None);
         }
         workload(&cli).await.map(Some)
     });
