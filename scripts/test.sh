@@ -3,7 +3,8 @@
 #
 # Installs (when missing): protobuf-compiler (the etcd-client crate's build needs protoc),
 # etcd-client (etcdctl 3.4) and etcd-server (etcd 3.4) — the third-party client and a
-# real server for the tests — and curl and iproute2 (ss) for the TLS tests; and fetches
+# real server for the tests — curl and iproute2 (ss) for the TLS tests, python3 and
+# python3-venv for etcd3gw (pip-installed into target/etcd3gw-venv); and fetches
 # etcd 3.5.16 (scripts/fetch-etcd35.sh), the reference of the parity tests. Needs root for apt and for
 # the full-disk test's tmpfs mount.
 set -euo pipefail
@@ -16,6 +17,12 @@ command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 # The TLS tests fetch /health over HTTPS with curl and read listen backlogs with ss.
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v ss >/dev/null 2>&1 || need+=(iproute2)
+# The gateway client test runs etcd3gw (Python) from a virtualenv.
+if ! command -v python3 >/dev/null 2>&1; then
+  need+=(python3 python3-venv)
+elif ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  need+=(python3-venv)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -33,6 +40,12 @@ if [ -z "${OXCD_REFERENCE_ETCD:-}" ]; then
   fi
 fi
 echo "reference etcd: ${OXCD_REFERENCE_ETCD:-/usr/bin/etcd}"
+# etcd3gw, OpenStack's client of etcd's JSON gateway, for the gateway client test.
+venv=target/etcd3gw-venv
+if ! "$venv/bin/python" -c 'import etcd3gw' >/dev/null 2>&1; then
+  python3 -m venv "$venv" && "$venv/bin/pip" install -q etcd3gw
+fi
+export OXCD_ETCD3GW_PYTHON="$PWD/$venv/bin/python"
 # Debian's etcd-server unit may not start here; make sure no stray etcd holds 2379.
 if command -v systemctl >/dev/null 2>&1; then systemctl stop etcd >/dev/null 2>&1 || true; fi
 

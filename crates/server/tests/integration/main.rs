@@ -20,6 +20,7 @@ mod defrag;
 mod etcd_backup_format;
 mod etcdctl_compat;
 mod faults;
+mod gateway_client;
 mod gateway_parity;
 mod kv_etcd_client;
 mod lease;
