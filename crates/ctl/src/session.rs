@@ -37,13 +37,10 @@ impl Ctx {
         let warnings = env::apply(&mut self.flags, &inherited, &env::vars())?;
         eprint!("{warnings}");
         let f = &self.flags;
-        if !f.get("discovery-srv").is_empty() {
-            return Err(Fail::new(
-                exit::BAD_FEATURE,
-                "--discovery-srv: DNS discovery is not supported yet by oxcdctl",
-            ));
+        let mut endpoints = discovered_endpoints(f)?;
+        if endpoints.is_empty() {
+            endpoints = f.list("endpoints");
         }
-        let endpoints = f.list("endpoints");
         for tls in ["cert", "key", "cacert"] {
             if f.is_set(tls) && f.get(tls).is_empty() {
                 return Err(Fail::new(
@@ -73,6 +70,44 @@ impl Ctx {
             endpoints,
         })
     }
+}
+
+/// The endpoints `--discovery-srv` finds (none without it), as etcdctl: the SRV records
+/// of `_etcd-client-ssl._tcp` then `_etcd-client._tcp`, the http ones dropped with a
+/// note unless `--insecure-discovery`.
+fn discovered_endpoints(f: &Parsed) -> Result<Vec<String>, Fail> {
+    let domain = f.get("discovery-srv").to_string();
+    if domain.is_empty() {
+        return Ok(Vec::new());
+    }
+    let name = f.get("discovery-srv-name").to_string();
+    // A runtime of its own on a thread of its own: callers may or may not be in one.
+    let found = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(async {
+            let resolver = oxcd_transport::srv::SrvResolver::new()?;
+            oxcd_transport::srv::client_endpoints(&resolver, &domain, &name).await
+        })
+    })
+    .join()
+    .unwrap_or_else(|_| Err("DNS discovery failed".to_string()))
+    .map_err(|e| Fail::new(exit::ERROR, e))?;
+    if f.flag("insecure-discovery") {
+        return Ok(found);
+    }
+    Ok(found
+        .into_iter()
+        .filter(|ep| {
+            let insecure = ep.starts_with("http://");
+            if insecure {
+                eprintln!("ignoring discovered insecure endpoint {ep:?}");
+            }
+            !insecure
+        })
+        .collect())
 }
 
 /// etcdctl's TLS set-up (`newClientCfg`): TLS settings exist when a certificate, key or

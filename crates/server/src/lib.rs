@@ -23,6 +23,7 @@ pub mod authority;
 pub mod backup;
 pub mod bootstrap;
 pub mod compactor;
+pub mod conn_serve;
 pub mod corrupt;
 pub mod flags;
 pub mod gateway;

@@ -34,6 +34,37 @@ pub enum ServeError {
     /// The member stopped on a fatal error (disk full, disk error).
     #[error("member stopped: {0}")]
     Fatal(String),
+    /// `--discovery-srv` found no cluster, or one that does not list this member.
+    #[error("{0}")]
+    Discovery(String),
+}
+
+/// A new member's settings with the initial cluster `--discovery-srv` finds in DNS (as
+/// etcd); `settings` as they are otherwise. Unlike etcd, a member that has a WAL does not
+/// ask DNS at all: its restart does not depend on it.
+async fn discover(mut settings: Settings) -> Result<Settings, ServeError> {
+    if settings.discovery_srv.is_empty() || oxcd_storage::wal::Wal::exists(&settings.wal_dir()) {
+        return Ok(settings);
+    }
+    let resolver = oxcd_transport::srv::SrvResolver::new().map_err(ServeError::Discovery)?;
+    let cluster = oxcd_transport::srv::initial_cluster(
+        &resolver,
+        &settings.discovery_srv,
+        &settings.discovery_srv_name,
+        &settings.name,
+        &settings.peer_urls,
+    )
+    .await
+    .map_err(ServeError::Discovery)?;
+    tracing::info!(
+        discovery_srv = %settings.discovery_srv,
+        found_cluster = ?cluster,
+        "got the initial cluster from DNS SRV records"
+    );
+    crate::flags::verify_bootstrap(&settings.name, &cluster, &settings.peer_urls)
+        .map_err(ServeError::Discovery)?;
+    settings.initial_cluster = cluster;
+    Ok(settings)
 }
 
 /// What tests may add to a member; the binary runs with none.
@@ -60,6 +91,7 @@ pub async fn run_with(
     shutdown: impl Future<Output = ()>,
     on_ready: impl FnOnce(Vec<SocketAddr>),
 ) -> Result<(), ServeError> {
+    let settings = discover(settings).await?;
     let security = security::load(&settings).map_err(ServeError::Listen)?;
     // Peer listeners first, as etcd: a port in use fails the start before anything
     // touches the data dir.
@@ -162,7 +194,11 @@ pub async fn run_with(
         ))
         .merge(http::routes(member.clone()));
     if settings.enable_grpc_gateway {
-        router = router.merge(gateway::routes(member.clone(), renewals));
+        router = router.merge(gateway::routes(
+            member.clone(),
+            renewals,
+            settings.max_concurrent_streams,
+        ));
     }
     let router = router
         .fallback(http::not_found)
@@ -188,26 +224,24 @@ pub async fn run_with(
             cert_names_user,
             bytes: member.metrics.client_bytes.clone(),
         };
-        let until = until_stopped(stop_rx.clone());
         // Requests carry their connection's certificate name only where CN auth applies:
         // elsewhere they pay nothing for it.
-        let server = if cert_names_user {
-            let app = router
-                .clone()
-                .into_make_service_with_connect_info::<listeners::ClientAddr>();
-            tokio::spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(until)
-                    .await
-            })
-        } else {
-            let app = router.clone();
-            tokio::spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(until)
-                    .await
-            })
-        };
+        let mut builder =
+            hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+        builder
+            .http2()
+            .max_concurrent_streams(settings.max_concurrent_streams);
+        let served = crate::conn_serve::serve(
+            listener,
+            builder,
+            router.clone(),
+            cert_names_user,
+            stop_rx.clone(),
+        );
+        let server = tokio::spawn(async move {
+            served.await;
+            Ok(())
+        });
         servers.push(server);
     }
     let metrics_router = http::routes(member.clone());

@@ -100,6 +100,14 @@ pub struct Settings {
     /// `--enable-grpc-gateway`: etcd's JSON gateway at `/v3/` (and `/v3beta/`) on the
     /// client port.
     pub enable_grpc_gateway: bool,
+    /// `--discovery-srv`: the domain whose SRV records give a new member its initial
+    /// cluster (`_etcd-server-ssl._tcp`, `_etcd-server._tcp`).
+    pub discovery_srv: String,
+    /// `--discovery-srv-name`: the suffix of those services' names.
+    pub discovery_srv_name: String,
+    /// `--max-concurrent-streams`: streams one client connection may have open (HTTP/2),
+    /// and calls the gateway may have in flight (etcd's gateway is one such connection).
+    pub max_concurrent_streams: u32,
     /// `--metrics extensive`: gRPC handling-time histograms too.
     pub metrics_extensive: bool,
     /// `--auto-compaction-mode` and `--auto-compaction-retention` as etcd reads them

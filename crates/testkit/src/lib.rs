@@ -21,6 +21,7 @@
 pub mod auth;
 pub mod checker;
 pub mod cluster;
+pub mod dns;
 pub mod expiries;
 pub mod faults;
 pub mod history;

@@ -13,7 +13,8 @@
 //! - auto-TLS: self-signed certificates generated under the data dir ([`selfcert`]);
 //! - write coalescing for server connections with many streams ([`coalesce`]);
 //! - a dialer for tonic channels: TCP or unix socket, plain or TLS, from a chosen local
-//!   address ([`dial::Dialer`]).
+//!   address ([`dial::Dialer`]);
+//! - DNS SRV discovery of a cluster's members and endpoints ([`srv`]).
 //!
 //! Invariants: a TLS setting that cannot be loaded is an error when it is first built
 //! (at start), never a listener that refuses every handshake; after a file changes,
@@ -25,6 +26,7 @@ pub mod coalesce;
 pub mod dial;
 pub mod listen;
 pub mod selfcert;
+pub mod srv;
 pub mod tls;
 
 pub use tls::{TlsError, TlsInfo, TlsOptions, TlsVersion, valid_for_host_of};

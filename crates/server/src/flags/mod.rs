@@ -125,7 +125,8 @@ pub fn load(
         cfg.initial_cluster()?;
     }
     cfg.auto_compaction()?;
-    if !restart {
+    // With --discovery-srv the cluster is known once DNS answers (serve::discover).
+    if !restart && cfg.get(key::DISCOVERY_SRV).is_empty() {
         cfg.verify_bootstrap()?;
     }
     check_auth_token(&cfg, &mut warnings)?;
@@ -758,6 +759,11 @@ impl Config {
             force_new_cluster: self.get(key::FORCE_NEW_CLUSTER),
             auto_promote_learners: self.get(key::AUTO_PROMOTE_LEARNERS),
             enable_grpc_gateway: self.get(key::ENABLE_GRPC_GATEWAY),
+            discovery_srv: self.get(key::DISCOVERY_SRV).to_string(),
+            discovery_srv_name: self.get(key::DISCOVERY_SRV_NAME).to_string(),
+            max_concurrent_streams: self
+                .get(key::MAX_CONCURRENT_STREAMS)
+                .min(u64::from(u32::MAX)) as u32,
             // As etcd: any other value is basic.
             metrics_extensive: self.get(key::METRICS) == "extensive",
             // Checked when the configuration was loaded.

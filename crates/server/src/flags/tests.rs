@@ -154,12 +154,8 @@ fn unbuilt_features_are_refused_not_ignored() {
         &[],
     )
     .expect("defaults");
-    let l = load_with(&["--max-concurrent-streams", "100"], &[]).expect("no-effect knob");
-    assert!(
-        l.warnings
-            .iter()
-            .any(|w| w.contains("max-concurrent-streams"))
-    );
+    let l = load_with(&["--backend-batch-limit", "100"], &[]).expect("no-effect knob");
+    assert!(l.warnings.iter().any(|w| w.contains("backend-batch-limit")));
 }
 
 #[test]

@@ -33,6 +33,7 @@ use axum::response::{IntoResponse, Response};
 use oxcd_api::errors::EtcdError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::metadata::{MetadataKey, MetadataValue};
 use tonic::{Code, Request, Status};
 
@@ -64,17 +65,31 @@ pub struct Gateway {
     max_message: usize,
     /// The largest body read: a message's JSON is at most 4/3 of it (base64) and some.
     max_body: usize,
+    /// Calls in flight, at most `--max-concurrent-streams` (etcd's gateway makes its
+    /// calls over one gRPC connection to its server, which allows that many streams):
+    /// a call past the limit waits for one to end.
+    streams: Arc<Semaphore>,
 }
 
 impl Gateway {
-    /// The gateway of `member`.
-    pub fn new(member: Arc<Member>) -> Gateway {
+    /// The gateway of `member`, with at most `max_streams` calls in flight.
+    pub fn new(member: Arc<Member>, max_streams: u32) -> Gateway {
         let max_message = member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
+        let permits = usize::try_from(max_streams)
+            .unwrap_or(usize::MAX)
+            .min(Semaphore::MAX_PERMITS);
         Gateway {
             member,
             max_message,
             max_body: 2 * max_message + (1 << 20),
+            streams: Arc::new(Semaphore::new(permits)),
         }
+    }
+
+    /// A stream of the gateway's connection, waited for while `--max-concurrent-streams`
+    /// are in flight.
+    pub(crate) async fn stream_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.streams.clone().acquire_owned().await.ok()
     }
 
     /// Serves a unary call of the gRPC method at `grpc` (`/etcdserverpb.KV/Put`): reads
@@ -95,6 +110,7 @@ impl Gateway {
             Ok(read) => read,
             Err(answer) => return answer,
         };
+        let _slot = self.stream_slot().await;
         match call(service, grpc_request(&headers, message)).await {
             Ok(resp) => reply::message(resp.get_ref()),
             Err(status) => reply::status(&status),

@@ -55,9 +55,10 @@ where
     post(handler).fallback(|| async { reply::method_not_allowed() })
 }
 
-/// The gateway's routes under `/v3/` and `/v3beta/`.
-pub fn routes(member: Arc<Member>, renewals: Arc<Renewals>) -> Router {
-    let gw = Arc::new(Gateway::new(member.clone()));
+/// The gateway's routes under `/v3/` and `/v3beta/`, with at most `max_streams` calls
+/// in flight.
+pub fn routes(member: Arc<Member>, renewals: Arc<Renewals>, max_streams: u32) -> Router {
+    let gw = Arc::new(Gateway::new(member.clone(), max_streams));
     let kv = Arc::new(KvService::new(member.clone()));
     let lease = Arc::new(LeaseService::new(member.clone(), renewals));
     let cluster = Arc::new(ClusterService::new(member.clone()));

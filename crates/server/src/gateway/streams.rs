@@ -19,6 +19,7 @@ use oxcd_api::v3electionpb::LeaderRequest;
 use oxcd_api::v3electionpb::election_server::Election;
 use prost::Message;
 use serde::Serialize;
+use tokio::sync::OwnedSemaphorePermit;
 use tonic::Status;
 
 use super::{Gateway, body, grpc_request, json, reply};
@@ -50,8 +51,9 @@ fn error_line(status: &Status) -> Vec<u8> {
     json::stream_line("error", &err).unwrap_or_default()
 }
 
-/// A stream's answers as the lines of an HTTP body, ending after the first error.
-fn lines<S, T>(answers: S) -> Body
+/// A stream's answers as the lines of an HTTP body, ending after the first error; the
+/// body holds the call's `slot` of the gateway's streams until it ends.
+fn lines<S, T>(answers: S, slot: Option<OwnedSemaphorePermit>) -> Body
 where
     S: Stream<Item = Result<T, Status>> + Send + 'static,
     T: Serialize,
@@ -73,6 +75,10 @@ where
             };
             futures::future::ready(Some(Ok::<_, Infallible>(Bytes::from(line))))
         })
+        .map(move |line| {
+            let _held = &slot;
+            line
+        })
         .boxed();
     Body::from_stream(lines)
 }
@@ -82,6 +88,7 @@ pub async fn watch(gw: Arc<Gateway>, req: HttpRequest) -> Response {
     if let Some(refused) = gw.refusal("/etcdserverpb.Watch/Watch", &req) {
         return refused;
     }
+    let slot = gw.stream_slot().await;
     let (parts, body) = req.into_parts();
     let creds = credentials(&grpc_request(&parts.headers, ()));
     let member = gw.member.clone();
@@ -96,7 +103,7 @@ pub async fn watch(gw: Arc<Gateway>, req: HttpRequest) -> Response {
                 .map_err(|e| Status::internal(e.to_string()))
         })
     });
-    reply::stream(lines(answers))
+    reply::stream(lines(answers, slot))
 }
 
 /// `/v3/lease/keepalive`: a keepalive stream whose requests are the body's values.
@@ -104,8 +111,9 @@ pub async fn keep_alive(gw: Arc<Gateway>, lease: Arc<LeaseService>, req: HttpReq
     if let Some(refused) = gw.refusal("/etcdserverpb.Lease/LeaseKeepAlive", &req) {
         return refused;
     }
+    let slot = gw.stream_slot().await;
     let requests = body::requests::<LeaseKeepAliveRequest>(req.into_body(), gw.max_body);
-    reply::stream(lines(lease.keep_alives(requests)))
+    reply::stream(lines(lease.keep_alives(requests), slot))
 }
 
 /// `/v3/maintenance/snapshot`: the snapshot's chunks.
@@ -119,8 +127,9 @@ pub async fn snapshot(
         Ok(read) => read,
         Err(answer) => return answer,
     };
+    let slot = gw.stream_slot().await;
     match maintenance.snapshot(grpc_request(&headers, message)).await {
-        Ok(chunks) => reply::stream(lines(chunks.into_inner())),
+        Ok(chunks) => reply::stream(lines(chunks.into_inner(), slot)),
         Err(status) => reply::status(&status),
     }
 }
@@ -136,8 +145,9 @@ pub async fn observe(
         Ok(read) => read,
         Err(answer) => return answer,
     };
+    let slot = gw.stream_slot().await;
     match election.observe(grpc_request(&headers, message)).await {
-        Ok(leaders) => reply::stream(lines(leaders.into_inner())),
+        Ok(leaders) => reply::stream(lines(leaders.into_inner(), slot)),
         Err(status) => reply::status(&status),
     }
 }

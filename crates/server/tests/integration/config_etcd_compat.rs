@@ -1241,7 +1241,11 @@ fn unbuilt_features_are_refused_from_every_source() {
         (&["--enable-v2"], &[], "--enable-v2"),
         (&["--unsafe-no-fsync"], &[], "--unsafe-no-fsync"),
         (&["--auth-token", &es512], &[], "--auth-token"),
-        (&["--discovery-srv", "example.com"], &[], "--discovery-srv"),
+        (
+            &["--discovery", "https://discovery.etcd.io/x"],
+            &[],
+            "--discovery",
+        ),
         (
             &["--log-outputs", "/var/log/etcd.log"],
             &[],
