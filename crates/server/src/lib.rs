@@ -25,6 +25,7 @@ pub mod bootstrap;
 pub mod compactor;
 pub mod conn_serve;
 pub mod corrupt;
+pub mod discovery;
 pub mod flags;
 pub mod gateway;
 pub mod grpc_compat;

@@ -34,37 +34,10 @@ pub enum ServeError {
     /// The member stopped on a fatal error (disk full, disk error).
     #[error("member stopped: {0}")]
     Fatal(String),
-    /// `--discovery-srv` found no cluster, or one that does not list this member.
+    /// Discovery (`--discovery-srv`, `--discovery-endpoints`) found no cluster, or one
+    /// that does not list this member.
     #[error("{0}")]
     Discovery(String),
-}
-
-/// A new member's settings with the initial cluster `--discovery-srv` finds in DNS (as
-/// etcd); `settings` as they are otherwise. Unlike etcd, a member that has a WAL does not
-/// ask DNS at all: its restart does not depend on it.
-async fn discover(mut settings: Settings) -> Result<Settings, ServeError> {
-    if settings.discovery_srv.is_empty() || oxcd_storage::wal::Wal::exists(&settings.wal_dir()) {
-        return Ok(settings);
-    }
-    let resolver = oxcd_transport::srv::SrvResolver::new().map_err(ServeError::Discovery)?;
-    let cluster = oxcd_transport::srv::initial_cluster(
-        &resolver,
-        &settings.discovery_srv,
-        &settings.discovery_srv_name,
-        &settings.name,
-        &settings.peer_urls,
-    )
-    .await
-    .map_err(ServeError::Discovery)?;
-    tracing::info!(
-        discovery_srv = %settings.discovery_srv,
-        found_cluster = ?cluster,
-        "got the initial cluster from DNS SRV records"
-    );
-    crate::flags::verify_bootstrap(&settings.name, &cluster, &settings.peer_urls)
-        .map_err(ServeError::Discovery)?;
-    settings.initial_cluster = cluster;
-    Ok(settings)
 }
 
 /// What tests may add to a member; the binary runs with none.
@@ -91,7 +64,9 @@ pub async fn run_with(
     shutdown: impl Future<Output = ()>,
     on_ready: impl FnOnce(Vec<SocketAddr>),
 ) -> Result<(), ServeError> {
-    let settings = discover(settings).await?;
+    let settings = crate::discovery::discover(settings)
+        .await
+        .map_err(ServeError::Discovery)?;
     let security = security::load(&settings).map_err(ServeError::Listen)?;
     // Peer listeners first, as etcd: a port in use fails the start before anything
     // touches the data dir.

@@ -105,6 +105,11 @@ pub struct Settings {
     pub discovery_srv: String,
     /// `--discovery-srv-name`: the suffix of those services' names.
     pub discovery_srv_name: String,
+    /// `--discovery-endpoints` (etcd 3.6's v3 discovery): client endpoints of the
+    /// cluster through which a new member finds its peers.
+    pub discovery_endpoints: Vec<String>,
+    /// `--discovery-token`: the name of this cluster's registrations there.
+    pub discovery_token: String,
     /// `--max-concurrent-streams`: streams one client connection may have open (HTTP/2),
     /// and calls the gateway may have in flight (etcd's gateway is one such connection).
     pub max_concurrent_streams: u32,

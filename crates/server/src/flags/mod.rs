@@ -125,8 +125,12 @@ pub fn load(
         cfg.initial_cluster()?;
     }
     cfg.auto_compaction()?;
-    // With --discovery-srv the cluster is known once DNS answers (serve::discover).
-    if !restart && cfg.get(key::DISCOVERY_SRV).is_empty() {
+    // With discovery the cluster is known once DNS or the discovery service answers
+    // (crate::discovery).
+    if !restart
+        && cfg.get(key::DISCOVERY_SRV).is_empty()
+        && cfg.get(key::DISCOVERY_ENDPOINTS).is_empty()
+    {
         cfg.verify_bootstrap()?;
     }
     check_auth_token(&cfg, &mut warnings)?;
@@ -424,10 +428,16 @@ fn validate(cfg: &Config) -> Result<(), ConfigError> {
         return Err(err(format!("unexpected clusterState {state:?}")));
     }
     let bootstrap_sources = [
-        !cfg.get(key::DISCOVERY).is_empty(),
+        !cfg.get(key::DISCOVERY).is_empty() || !cfg.get(key::DISCOVERY_ENDPOINTS).is_empty(),
         !cfg.initial_cluster_text().is_empty(),
         !cfg.get(key::DISCOVERY_SRV).is_empty(),
     ];
+    // etcd 3.6's v3 discovery takes both or neither.
+    if cfg.get(key::DISCOVERY_TOKEN).is_empty() != cfg.get(key::DISCOVERY_ENDPOINTS).is_empty() {
+        return Err(err(
+            "both --discovery-token and --discovery-endpoints must be set",
+        ));
+    }
     if bootstrap_sources.iter().filter(|b| **b).count() > 1 {
         return Err(err(
             "multiple discovery or bootstrap flags are set. Choose one of \"initial-cluster\", \"discovery\" or \"discovery-srv\"",
@@ -599,8 +609,9 @@ impl Config {
     /// `default=http://localhost:2380`, which a member not named `default` turns into
     /// `<name>=<each --initial-advertise-peer-urls>` (UpdateDefaultClusterFromName).
     fn initial_cluster_text(&self) -> String {
-        let discovery =
-            !self.get(key::DISCOVERY).is_empty() || !self.get(key::DISCOVERY_SRV).is_empty();
+        let discovery = !self.get(key::DISCOVERY).is_empty()
+            || !self.get(key::DISCOVERY_SRV).is_empty()
+            || !self.get(key::DISCOVERY_ENDPOINTS).is_empty();
         let text = match self.explicit(key::INITIAL_CLUSTER) {
             Some(t) => t.to_string(),
             None if discovery => String::new(),
@@ -761,6 +772,14 @@ impl Config {
             enable_grpc_gateway: self.get(key::ENABLE_GRPC_GATEWAY),
             discovery_srv: self.get(key::DISCOVERY_SRV).to_string(),
             discovery_srv_name: self.get(key::DISCOVERY_SRV_NAME).to_string(),
+            discovery_endpoints: self
+                .get(key::DISCOVERY_ENDPOINTS)
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(str::to_string)
+                .collect(),
+            discovery_token: self.get(key::DISCOVERY_TOKEN).to_string(),
             max_concurrent_streams: self
                 .get(key::MAX_CONCURRENT_STREAMS)
                 .min(u64::from(u32::MAX)) as u32,

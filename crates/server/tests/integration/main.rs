@@ -17,6 +17,7 @@ mod config_etcd_compat;
 mod corruption;
 mod crash;
 mod defrag;
+mod discovery_v3;
 mod etcd_backup_format;
 mod etcdctl_compat;
 mod faults;

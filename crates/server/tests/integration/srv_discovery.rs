@@ -7,25 +7,12 @@
 
 use std::net::Ipv4Addr;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use oxcd_testkit::dns::{DnsServer, Records};
 
-use crate::common::{free_port, oxcd_command};
+use crate::common::{Children, fails_with_log, free_port, one_cluster_of, oxcd_command};
 
 const DOMAIN: &str = "oxcd-test.example";
-
-/// Kills its processes when dropped.
-struct Members(Vec<Child>);
-
-impl Drop for Members {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// `oxcd` member `name` bootstrapping from `DOMAIN`'s records, its peers at `localhost`.
 fn member(dir: &std::path::Path, dns: &DnsServer, name: &str, peer: u16, client: u16) -> Child {
@@ -74,46 +61,17 @@ async fn three_members_bootstrap_from_srv_records_and_clients_find_them() {
     }
     records.a.push(("localhost".into(), Ipv4Addr::LOCALHOST));
     let dns = DnsServer::start(records).expect("DNS server");
-    let _members = Members(
+    let _members = Children(
         (0..3)
             .map(|i| member(dir.path(), &dns, &format!("m{i}"), peers[i], clients[i]))
             .collect(),
     );
     // One cluster: every member lists the three, under their own names once published.
-    let deadline = Instant::now() + Duration::from_secs(30);
     let endpoints: Vec<String> = clients
         .iter()
         .map(|c| format!("http://127.0.0.1:{c}"))
         .collect();
-    loop {
-        let mut names = Vec::new();
-        let mut ids = Vec::new();
-        for ep in &endpoints {
-            let Ok(mut c) = etcd_client::Client::connect([ep.as_str()], None).await else {
-                continue;
-            };
-            if let Ok(list) = c.member_list().await {
-                let mut n: Vec<String> = list
-                    .members()
-                    .iter()
-                    .map(|m| m.name().to_string())
-                    .collect();
-                n.sort();
-                names.push(n);
-                ids.push(list.header().map(|h| h.cluster_id()).unwrap_or(0));
-            }
-        }
-        let want = vec!["m0".to_string(), "m1".into(), "m2".into()];
-        if names.len() == 3 && names.iter().all(|n| *n == want) && ids.iter().all(|i| *i == ids[0])
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no cluster of three from SRV records: {names:?} {ids:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    one_cluster_of(&endpoints, &["m0", "m1", "m2"]).await;
     // A client finds the members in _etcd-client._tcp.
     let out = Command::new(oxcd_testkit::process::built_binary("oxcdctl"))
         .env(
@@ -170,17 +128,8 @@ async fn a_member_the_records_do_not_list_refuses_to_start() {
         a: vec![("localhost".into(), Ipv4Addr::LOCALHOST)],
     };
     let dns = DnsServer::start(records).expect("DNS server");
-    let mut child = member(dir.path(), &dns, "m0", peer, client);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "oxcd kept running");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(!status.success());
-    let log = std::fs::read_to_string(dir.path().join("m0.log")).unwrap_or_default();
+    let child = member(dir.path(), &dns, "m0", peer, client);
+    let log = fails_with_log(child, &dir.path().join("m0.log"));
     assert!(
         log.contains("couldn't find local name \\\"m0\\\" in the initial cluster configuration")
             || log.contains("couldn't find local name \"m0\" in the initial cluster configuration"),

@@ -327,3 +327,67 @@ pub async fn revision_at(c: &mut etcd_client::Client, key: &str) -> i64 {
         .expect("header")
         .revision()
 }
+
+/// Processes killed (SIGKILL) and reaped when dropped.
+pub struct Children(pub Vec<std::process::Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Waits (up to 30 s) for `child` to exit with a failure; the log at `log`.
+pub fn fails_with_log(mut child: std::process::Child, log: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} kept running",
+            log.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(!status.success());
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+/// Waits (up to 30 s) until every member at `endpoints` lists exactly `names` (sorted)
+/// under one cluster id.
+pub async fn one_cluster_of(endpoints: &[String], names: &[&str]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let want: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    loop {
+        let mut seen = Vec::new();
+        for ep in endpoints {
+            let Ok(mut c) = etcd_client::Client::connect([ep.as_str()], None).await else {
+                continue;
+            };
+            if let Ok(list) = c.member_list().await {
+                let mut n: Vec<String> = list
+                    .members()
+                    .iter()
+                    .map(|m| m.name().to_string())
+                    .collect();
+                n.sort();
+                seen.push((n, list.header().map(|h| h.cluster_id()).unwrap_or(0)));
+            }
+        }
+        if seen.len() == endpoints.len()
+            && seen.iter().all(|(n, id)| *n == want && *id == seen[0].1)
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cluster of {names:?}: {seen:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
