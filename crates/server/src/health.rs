@@ -13,11 +13,12 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::any;
 use oxcd_api::etcdserverpb::AlarmType;
 
 use crate::apply::alarms;
+use crate::http::go_text;
 use crate::member::Member;
 
 /// The checks of `/livez`.
@@ -111,24 +112,9 @@ fn query_has(query: &Option<String>, name: &str) -> bool {
         .any(|kv| kv.split_once('=').map_or(kv, |(k, _)| k) == name)
 }
 
-/// Go's `http.Error`: text, `nosniff`, the message and a newline.
-fn go_error(status: StatusCode, message: &str) -> Response {
-    let mut resp = (status, format!("{message}\n")).into_response();
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    resp
-}
-
 /// etcd's answer to a method other than GET.
 fn not_get() -> Response {
-    let mut resp = go_error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    let mut resp = go_text(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
     resp.headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static("GET"));
     resp
@@ -181,7 +167,7 @@ async fn health(
     })
     .to_string();
     if reason.is_some() {
-        return go_error(StatusCode::SERVICE_UNAVAILABLE, &body);
+        return go_text(StatusCode::SERVICE_UNAVAILABLE, &body);
     }
     let mut resp = Response::new(Body::from(body));
     resp.headers_mut().insert(
@@ -220,14 +206,14 @@ async fn run_checks(
         member.metrics.named_check(kind, check.name(), ok);
     }
     if failed {
-        return go_error(StatusCode::SERVICE_UNAVAILABLE, &listed);
+        return go_text(StatusCode::SERVICE_UNAVAILABLE, &listed);
     }
     let mut body = String::new();
     if query_has(query, "verbose") {
         body.push_str(&listed);
     }
     body.push_str("ok\n");
-    go_error(StatusCode::OK, body.trim_end_matches('\n'))
+    go_text(StatusCode::OK, body.trim_end_matches('\n'))
 }
 
 /// The checks of `all` left after the query's `exclude`s.
@@ -264,7 +250,7 @@ async fn one(
 ) -> Response {
     match all.iter().find(|c| c.name() == name) {
         Some(c) => run_checks(member, kind, &[*c], q, method).await,
-        None => go_error(StatusCode::NOT_FOUND, "404 page not found"),
+        None => go_text(StatusCode::NOT_FOUND, "404 page not found"),
     }
 }
 

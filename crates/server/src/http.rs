@@ -32,8 +32,14 @@ pub async fn not_found(req: axum::extract::Request) -> axum::response::Response 
             .into_http::<axum::body::Body>()
             .into_response();
     }
+    go_text(StatusCode::NOT_FOUND, "404 page not found")
+}
+
+/// An answer as Go's `http.Error` writes it: plain text, `nosniff`, the message and a
+/// newline.
+pub fn go_text(status: StatusCode, message: &str) -> axum::response::Response {
     (
-        StatusCode::NOT_FOUND,
+        status,
         [
             (
                 axum::http::header::CONTENT_TYPE,
@@ -41,7 +47,7 @@ pub async fn not_found(req: axum::extract::Request) -> axum::response::Response 
             ),
             (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
-        "404 page not found\n",
+        format!("{message}\n"),
     )
         .into_response()
 }

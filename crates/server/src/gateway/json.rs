@@ -21,17 +21,22 @@ use serde_json::ser::{CompactFormatter, Formatter};
 /// etcd 3.5 prints it.
 struct SpacedCommas;
 
+/// Writes the separator before a value or key that is not the first: a comma and a space.
+fn spaced_comma<W: ?Sized + io::Write>(writer: &mut W, first: bool) -> io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        writer.write_all(b", ")
+    }
+}
+
 impl Formatter for SpacedCommas {
     fn begin_array_value<W: ?Sized + io::Write>(
         &mut self,
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        spaced_comma(writer, first)
     }
 
     fn begin_object_key<W: ?Sized + io::Write>(
@@ -39,11 +44,7 @@ impl Formatter for SpacedCommas {
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        spaced_comma(writer, first)
     }
 }
 

@@ -29,7 +29,7 @@ use axum::body::Body;
 use axum::extract::Request as HttpRequest;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use oxcd_api::errors::EtcdError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -56,7 +56,7 @@ const METADATA_PREFIX: &str = "grpc-metadata-";
 const GATEWAY_MARK: &str = "grpcgateway-accept";
 /// etcd's answer to a gateway request over a connection whose certificate names a user
 /// while auth is on (the certificate's CN is not taken as the caller here).
-const CN_IGNORED: &str = "CommonName of client sending a request against gateway will be ignored and not used as expected\n";
+const CN_IGNORED: &str = "CommonName of client sending a request against gateway will be ignored and not used as expected";
 
 /// What every gateway route shares.
 pub struct Gateway {
@@ -164,17 +164,7 @@ impl Gateway {
             .get::<axum::extract::ConnectInfo<ClientAddr>>()
             .and_then(|c| c.0.common_name.as_ref());
         if common_name.is_some() && self.member.auth.enabled() {
-            let mut resp = (StatusCode::BAD_REQUEST, CN_IGNORED).into_response();
-            let headers = resp.headers_mut();
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
-            headers.insert(
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            );
-            return Some(resp);
+            return Some(crate::http::go_text(StatusCode::BAD_REQUEST, CN_IGNORED));
         }
         None
     }

@@ -116,22 +116,45 @@ pub async fn keep_alive(gw: Arc<Gateway>, lease: Arc<LeaseService>, req: HttpReq
     reply::stream(lines(lease.keep_alives(requests), slot))
 }
 
+/// A server-streaming call of the gRPC method at `grpc`: one request read from `req`'s
+/// body, the answers `call` streams as lines.
+async fn server_stream<Req, T, S, F, Fut>(
+    gw: &Gateway,
+    grpc: &str,
+    req: HttpRequest,
+    call: F,
+) -> Response
+where
+    Req: serde::de::DeserializeOwned + Default + Message,
+    T: Serialize,
+    S: Stream<Item = Result<T, Status>> + Send + 'static,
+    F: FnOnce(tonic::Request<Req>) -> Fut,
+    Fut: std::future::Future<Output = Result<tonic::Response<S>, Status>>,
+{
+    let (message, headers) = match gw.read::<Req>(grpc, req).await {
+        Ok(read) => read,
+        Err(answer) => return answer,
+    };
+    let slot = gw.stream_slot().await;
+    match call(grpc_request(&headers, message)).await {
+        Ok(answers) => reply::stream(lines(answers.into_inner(), slot)),
+        Err(status) => reply::status(&status),
+    }
+}
+
 /// `/v3/maintenance/snapshot`: the snapshot's chunks.
 pub async fn snapshot(
     gw: Arc<Gateway>,
     maintenance: Arc<MaintenanceService>,
     req: HttpRequest,
 ) -> Response {
-    let grpc = "/etcdserverpb.Maintenance/Snapshot";
-    let (message, headers) = match gw.read::<SnapshotRequest>(grpc, req).await {
-        Ok(read) => read,
-        Err(answer) => return answer,
-    };
-    let slot = gw.stream_slot().await;
-    match maintenance.snapshot(grpc_request(&headers, message)).await {
-        Ok(chunks) => reply::stream(lines(chunks.into_inner(), slot)),
-        Err(status) => reply::status(&status),
-    }
+    server_stream::<SnapshotRequest, _, _, _, _>(
+        &gw,
+        "/etcdserverpb.Maintenance/Snapshot",
+        req,
+        |r| maintenance.snapshot(r),
+    )
+    .await
 }
 
 /// `/v3/election/observe`: the election's leaders as they change.
@@ -140,14 +163,8 @@ pub async fn observe(
     election: Arc<ElectionService>,
     req: HttpRequest,
 ) -> Response {
-    let grpc = "/v3electionpb.Election/Observe";
-    let (message, headers) = match gw.read::<LeaderRequest>(grpc, req).await {
-        Ok(read) => read,
-        Err(answer) => return answer,
-    };
-    let slot = gw.stream_slot().await;
-    match election.observe(grpc_request(&headers, message)).await {
-        Ok(leaders) => reply::stream(lines(leaders.into_inner(), slot)),
-        Err(status) => reply::status(&status),
-    }
+    server_stream::<LeaderRequest, _, _, _, _>(&gw, "/v3electionpb.Election/Observe", req, |r| {
+        election.observe(r)
+    })
+    .await
 }
