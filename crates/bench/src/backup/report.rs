@@ -181,12 +181,13 @@ fn targets(md: &mut String, e: &Outcome, o: &Outcome) {
         None => "not measured".into(),
     };
     let pause = |x: &Outcome| Some(x.defrag.stall_ms);
-    let failed = e.defrag.all.failed() + o.defrag.all.failed();
+    // The target is oxcd's: writes go on while it defragments (etcd's fail by design).
+    let failed = o.defrag.all.failed();
     let _ = writeln!(
         md,
         "\nTargets: snapshot MB/s ≥ 1x etcd's: {} (of live values, i.e. by time for the same \
          data: {}); restore time ≤ 1x etcd's: {}; longest stretch of defrag without a successful \
-         put ≤ 0.1x etcd's: {}; no failed put: {}.",
+         put ≤ 0.1x etcd's: {}; no failed oxcd put: {}.",
         show(
             ratio(o.snapshot.mb_per_sec(), e.snapshot.mb_per_sec()),
             |r| { r >= 1.0 }
