@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use oxcd_storage::timing::Histogram;
 use text::{Exposition, Family, Kind};
 
 use crate::member::Member;
@@ -45,6 +46,33 @@ pub struct Metrics {
     pub peers: Arc<PeerTraffic>,
     /// The bytes of the client port (shared with its listeners).
     pub client_bytes: Arc<client_bytes::ClientBytes>,
+    /// Defragmentations running now.
+    defrags_running: AtomicU64,
+    /// The time of each defragmentation (etcd's buckets: 100 ms doubling to 409.6 s).
+    defrag_timing: DefragTiming,
+}
+
+/// etcd's defragmentation histogram, made with its buckets.
+#[derive(Debug)]
+struct DefragTiming(Histogram);
+
+impl Default for DefragTiming {
+    fn default() -> DefragTiming {
+        DefragTiming(Histogram::exponential(0.1, 2.0, 13))
+    }
+}
+
+/// A defragmentation being timed: counted running until dropped, its time recorded then.
+pub struct DefragTimer<'a> {
+    metrics: &'a Metrics,
+    started: std::time::Instant,
+}
+
+impl Drop for DefragTimer<'_> {
+    fn drop(&mut self) {
+        self.metrics.defrags_running.fetch_sub(1, Ordering::Relaxed);
+        self.metrics.defrag_timing.0.observe(self.started.elapsed());
+    }
 }
 
 impl Metrics {
@@ -70,6 +98,15 @@ impl Metrics {
             entry.successes += 1;
         } else {
             entry.failures += 1;
+        }
+    }
+
+    /// A defragmentation starts: running until the timer is dropped.
+    pub fn defrag_started(&self) -> DefragTimer<'_> {
+        self.defrags_running.fetch_add(1, Ordering::Relaxed);
+        DefragTimer {
+            metrics: self,
+            started: std::time::Instant::now(),
         }
     }
 
@@ -269,6 +306,21 @@ pub fn render(member: &Member) -> String {
         "The latency distributions of commit called by backend.",
     );
     f.histogram(&[], &backend.commit_timing().snapshot());
+    e.add(f);
+    e.single(
+        "etcd_disk_defrag_inflight",
+        Kind::Gauge,
+        "Whether or not defrag is active on the member. 1 means active, 0 means not.",
+        f64::from(u8::from(
+            member.metrics.defrags_running.load(Ordering::Relaxed) > 0,
+        )),
+    );
+    let mut f = Family::new(
+        "etcd_disk_backend_defrag_duration_seconds",
+        Kind::Histogram,
+        "The latency distribution of backend defragmentation.",
+    );
+    f.histogram(&[], &member.metrics.defrag_timing.0.snapshot());
     e.add(f);
     member.metrics.add_health(&mut e);
     member.metrics.grpc.add(&mut e);

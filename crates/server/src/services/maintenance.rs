@@ -117,6 +117,7 @@ impl Maintenance for MaintenanceService {
         admin(m, &req).await?;
         let store = m.store.clone();
         tracing::info!(path = %store.backend().path().display(), "starting defragment");
+        let timed = m.metrics.defrag_started();
         let report = tokio::task::spawn_blocking(move || {
             // The rows of the last compaction go first, so that the copy is of the live
             // data (etcd's defragmentation copies whatever its compaction left so far).
@@ -130,8 +131,9 @@ impl Maintenance for MaintenanceService {
             store.backend().defragment()
         })
         .await
-        .map_err(|e| Status::internal(e.to_string()))?;
-        match report {
+        .map_err(|e| Status::internal(e.to_string()));
+        drop(timed);
+        match report? {
             Ok(r) => {
                 tracing::info!(
                     size_before = r.size_before,

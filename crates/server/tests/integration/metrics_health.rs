@@ -99,6 +99,7 @@ async fn workload(endpoint: &str) {
     }
     let refused = c.get("", None).await;
     assert!(refused.is_err(), "an empty key is refused");
+    c.defragment().await.expect("defragment");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,6 +160,11 @@ async fn a_scrape_has_etcds_families_and_its_values_move() {
     assert!(value(&ours, "etcd_disk_wal_fsync_duration_seconds_count") >= 20.0);
     assert!(value(&ours, "etcd_disk_backend_commit_duration_seconds_count") >= 1.0);
     assert!(value(&ours, "etcd_debugging_mvcc_current_revision") >= 21.0);
+    assert_eq!(
+        value(&ours, "etcd_disk_backend_defrag_duration_seconds_count"),
+        1.0
+    );
+    assert_eq!(value(&ours, "etcd_disk_defrag_inflight"), 0.0);
     assert_eq!(value(&ours, "etcd_server_has_leader"), 1.0);
     assert_eq!(value(&ours, "etcd_server_leader_changes_seen_total"), 1.0);
     oxcd.stop().await;
