@@ -21,10 +21,12 @@ use oxcd_api::etcdserverpb::kv_client::KvClient;
 use oxcd_api::etcdserverpb::watch_client::WatchClient;
 use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::{PutRequest, RangeRequest, WatchCreateRequest, WatchRequest};
+use oxcd_api::mvccpb::KeyValue;
 use oxcd_api::mvccpb::event::EventType;
 use tonic::transport::Channel;
 
 use crate::peer::PeerDialer;
+use crate::services::recipes::prefix_end;
 use crate::settings::Settings;
 
 /// The root of every discovery token's keys.
@@ -43,6 +45,17 @@ struct Registration {
     key: String,
     peers: String,
     created: i64,
+}
+
+impl Registration {
+    /// The registration a key-value of the members prefix holds (trimmed, as etcd reads it).
+    fn of(kv: &KeyValue) -> Registration {
+        Registration {
+            key: String::from_utf8_lossy(&kv.key).trim().to_string(),
+            peers: String::from_utf8_lossy(&kv.value).trim().to_string(),
+            created: kv.create_revision,
+        }
+    }
 }
 
 /// The registrations found so far, in creation order.
@@ -68,15 +81,6 @@ struct Service {
 
 fn members_prefix(token: &str) -> String {
     format!("{PREFIX}/{token}/members/")
-}
-
-/// The end of the range of keys starting with `prefix`.
-fn prefix_end(prefix: &str) -> Vec<u8> {
-    let mut end = prefix.as_bytes().to_vec();
-    if let Some(last) = end.last_mut() {
-        *last += 1;
-    }
-    end
 }
 
 impl Service {
@@ -134,7 +138,7 @@ impl Service {
             REQUEST_TIMEOUT,
             kv.range(RangeRequest {
                 key: prefix.clone().into_bytes(),
-                range_end: prefix_end(&prefix),
+                range_end: prefix_end(prefix.as_bytes()),
                 ..Default::default()
             }),
         )
@@ -144,11 +148,7 @@ impl Service {
         .into_inner();
         let mut regs = Registrations::default();
         for kv in resp.kvs {
-            regs.add(Registration {
-                key: String::from_utf8_lossy(&kv.key).trim().to_string(),
-                peers: String::from_utf8_lossy(&kv.value).trim().to_string(),
-                created: kv.create_revision,
-            });
+            regs.add(Registration::of(&kv));
         }
         let rev = resp.header.map(|h| h.revision).unwrap_or(0);
         Ok((regs, rev))
@@ -167,7 +167,7 @@ impl Service {
         let create = WatchRequest {
             request_union: Some(RequestUnion::CreateRequest(WatchCreateRequest {
                 key: prefix.clone().into_bytes(),
-                range_end: prefix_end(&prefix),
+                range_end: prefix_end(prefix.as_bytes()),
                 start_revision: rev + 1,
                 ..Default::default()
             })),
@@ -194,11 +194,7 @@ impl Service {
                     continue;
                 }
                 if let Some(kv) = ev.kv {
-                    regs.add(Registration {
-                        key: String::from_utf8_lossy(&kv.key).trim().to_string(),
-                        peers: String::from_utf8_lossy(&kv.value).trim().to_string(),
-                        created: kv.create_revision,
-                    });
+                    regs.add(Registration::of(&kv));
                 }
             }
         }

@@ -55,9 +55,10 @@ impl<'a> ErrorBody<'a> {
     }
 }
 
-/// A JSON answer with `status`; `from_grpc` for a message the call answered.
-fn json_response(status: StatusCode, body: Vec<u8>, from_grpc: bool) -> Response {
-    let mut resp = Response::new(Body::from(body));
+/// A JSON answer with `status`; `from_grpc` for what the call answered (a message or a
+/// stream of them).
+fn json_response(status: StatusCode, body: Body, from_grpc: bool) -> Response {
+    let mut resp = Response::new(body);
     *resp.status_mut() = status;
     let headers = resp.headers_mut();
     headers.insert(
@@ -76,7 +77,7 @@ fn json_response(status: StatusCode, body: Vec<u8>, from_grpc: bool) -> Response
 /// A unary call's answer.
 pub fn message<T: Serialize>(msg: &T) -> Response {
     match json::unary(msg) {
-        Ok(body) => json_response(StatusCode::OK, body, true),
+        Ok(body) => json_response(StatusCode::OK, Body::from(body), true),
         Err(e) => status(&Status::internal(e.to_string())),
     }
 }
@@ -89,7 +90,7 @@ pub fn status(status: &Status) -> Response {
 /// An error with `code` and `message`.
 pub fn error(code: Code, message: &str) -> Response {
     let body = json::unary(&ErrorBody::new(code, message)).unwrap_or_default();
-    json_response(http_status(code), body, false)
+    json_response(http_status(code), Body::from(body), false)
 }
 
 /// What etcd's gateway answers for a path under `/v3/` it does not serve.
@@ -104,17 +105,7 @@ pub fn method_not_allowed() -> Response {
 
 /// The head of a stream's answer (its lines follow as they come).
 pub fn stream(body: Body) -> Response {
-    let mut resp = Response::new(body);
-    let headers = resp.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.insert(
-        GRPC_CONTENT_TYPE,
-        HeaderValue::from_static("application/grpc"),
-    );
-    resp
+    json_response(StatusCode::OK, body, true)
 }
 
 #[cfg(test)]
