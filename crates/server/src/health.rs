@@ -16,6 +16,7 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use axum::routing::any;
 use oxcd_api::etcdserverpb::AlarmType;
+use oxcd_mvcc::{KeyRange, RangeOptions};
 
 use crate::apply::alarms;
 use crate::http::go_text;
@@ -65,8 +66,8 @@ impl Check {
     }
 }
 
-/// A read as etcd's health checks make it (keys only, one key, as root): a
-/// linearizable one waits for the read barrier, within the request timeout.
+/// A read as etcd's health checks make it (one key, as root, from the store itself): a
+/// linearizable one waits for the read barrier first, within the request timeout.
 async fn read(member: &Member, serializable: bool) -> Result<(), String> {
     if !serializable {
         match tokio::time::timeout(member.limits.request_timeout, member.read_barrier()).await {
@@ -75,8 +76,20 @@ async fn read(member: &Member, serializable: bool) -> Result<(), String> {
             Err(_) => return Err(oxcd_api::errors::EtcdError::Timeout.to_string()),
         }
     }
-    member.read_blocking(|store| store.current_rev()).await?;
-    Ok(())
+    member
+        .read_blocking(|store| {
+            store
+                .range(
+                    KeyRange::new(b"", b""),
+                    RangeOptions {
+                        limit: 1,
+                        ..Default::default()
+                    },
+                )
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
+        .await?
 }
 
 /// The health routes of `member`.
