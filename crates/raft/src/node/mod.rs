@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use oxcd_storage::timing::Histogram;
+use oxcd_storage::timing::WalStats;
 use oxcd_storage::wal::{DEFAULT_SEGMENT_SIZE, Wal};
 use raft::prelude::{Entry, Message, Snapshot};
 
@@ -119,10 +119,8 @@ pub struct RaftStatus {
     leadership: tokio::sync::watch::Sender<Leadership>,
     /// Changes to a new leader seen (losing the leader is not one), as etcd counts them.
     leader_changes: AtomicU64,
-    /// The time of each WAL write-and-fdatasync (etcd's buckets: 1 ms doubling to 8.192 s).
-    pub wal_fsync: Arc<Histogram>,
-    /// The WAL's bytes written since the member started.
-    wal_written: std::sync::OnceLock<Arc<AtomicU64>>,
+    /// What the WAL reports: its write-and-fdatasync times, the bytes it wrote.
+    pub wal: Arc<WalStats>,
 }
 
 impl Default for RaftStatus {
@@ -135,8 +133,7 @@ impl Default for RaftStatus {
             applied: AtomicU64::new(0),
             leadership: tokio::sync::watch::Sender::new(Leadership::default()),
             leader_changes: AtomicU64::new(0),
-            wal_fsync: Arc::new(Histogram::exponential(0.001, 2.0, 14)),
-            wal_written: std::sync::OnceLock::new(),
+            wal: Arc::default(),
         }
     }
 }
@@ -182,13 +179,6 @@ impl RaftStatus {
     /// Counts a leader change.
     pub(crate) fn count_leader_change(&self) {
         self.leader_changes.fetch_add(1, Ordering::Relaxed);
-    }
-    /// The WAL's bytes written since start.
-    pub fn wal_written_bytes(&self) -> u64 {
-        self.wal_written
-            .get()
-            .map(|w| w.load(Ordering::Relaxed))
-            .unwrap_or(0)
     }
 }
 
@@ -350,8 +340,7 @@ pub fn start(
 ) -> Result<(RaftHandle, Receiver<Event>, RaftThread), RaftError> {
     let (mut wal, log, meta) = open_log(&cfg)?;
     let status = Arc::new(RaftStatus::default());
-    wal.time_fsyncs(status.wal_fsync.clone());
-    let _ = status.wal_written.set(wal.written_bytes());
+    wal.report_to(status.wal.clone());
     // Bounded: a slow state machine slows raft down instead of growing memory.
     let (events_tx, events_rx) = mpsc::sync_channel(1024);
     let mut core = Core::new(&cfg, wal, log, transport, events_tx, status.clone())?;

@@ -292,13 +292,13 @@ pub fn render(member: &Member) -> String {
         Kind::Histogram,
         "The latency distributions of fsync called by WAL.",
     );
-    f.histogram(&[], &st.wal_fsync.snapshot());
+    f.histogram(&[], &st.wal.fsyncs.snapshot());
     e.add(f);
     e.single(
         "etcd_disk_wal_write_bytes_total",
         Kind::Gauge,
         "Total number of bytes written in WAL.",
-        st.wal_written_bytes() as f64,
+        st.wal.written.load(Ordering::Relaxed) as f64,
     );
     let mut f = Family::new(
         "etcd_disk_backend_commit_duration_seconds",

@@ -26,12 +26,12 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use record::{DecodeError, RecordKind};
 
-use crate::timing::Histogram;
+use crate::timing::WalStats;
 use crate::{Result, StorageError};
 
 /// Default segment size (as etcd's): 64 MiB.
@@ -90,10 +90,8 @@ pub struct Wal {
     hard_state: Option<Vec<u8>>,
     snapshot: Option<(u64, Vec<u8>)>,
     last_index: u64,
-    /// Where the time of each write-and-fdatasync is recorded, if anywhere.
-    fsync_timing: Option<Arc<Histogram>>,
-    /// Bytes written so far by this handle.
-    written: Arc<AtomicU64>,
+    /// Where write-and-fdatasync times and bytes written are reported.
+    stats: Arc<WalStats>,
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -158,8 +156,7 @@ impl Wal {
             crc,
             pending: Vec::new(),
             metadata: metadata.to_vec(),
-            fsync_timing: None,
-            written: Arc::default(),
+            stats: Arc::default(),
             hard_state: None,
             snapshot: None,
             last_index: 0,
@@ -268,8 +265,7 @@ impl Wal {
             hard_state: replay.hard_state.clone(),
             snapshot: replay.snapshot.clone(),
             last_index,
-            fsync_timing: None,
-            written: Arc::default(),
+            stats: Arc::default(),
         };
         Ok((wal, replay))
     }
@@ -309,14 +305,9 @@ impl Wal {
         self.last_index = self.last_index.max(index);
     }
 
-    /// Records the time of every write-and-fdatasync in `timing` from now on.
-    pub fn time_fsyncs(&mut self, timing: Arc<Histogram>) {
-        self.fsync_timing = Some(timing);
-    }
-
-    /// The count of bytes this log writes, as it grows.
-    pub fn written_bytes(&self) -> Arc<AtomicU64> {
-        self.written.clone()
+    /// Reports write-and-fdatasync times and bytes written to `stats` from now on.
+    pub fn report_to(&mut self, stats: Arc<WalStats>) {
+        self.stats = stats;
     }
 
     /// Whether records are buffered and not yet durable.
@@ -344,10 +335,9 @@ impl Wal {
             self.pending.clear();
             return Err(StorageError::io(path, e));
         }
-        if let Some(t) = &self.fsync_timing {
-            t.observe(started.elapsed());
-        }
-        self.written
+        self.stats.fsyncs.observe(started.elapsed());
+        self.stats
+            .written
             .fetch_add(self.pending.len() as u64, Ordering::Relaxed);
         self.file_len += self.pending.len() as u64;
         self.pending.clear();
