@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use oxcd_client::{Client, ConnectOptions, Error, watch_prefix};
-use oxcd_server::serve;
-use oxcd_server::settings::Settings;
+use oxcd_server::config::settings::Settings;
+use oxcd_server::start::serve;
 
 /// A member on `port` with its data in `dir`; stops when the sender is dropped or used.
 async fn member(dir: &Path, port: u16) -> tokio::sync::oneshot::Sender<()> {

@@ -24,7 +24,7 @@ use oxcd_api::etcdserverpb::{Compare, PutRequest, RequestOp, TxnRequest};
 use oxcd_api::oxcdpb::InternalRequest;
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_mvcc::Store;
-use oxcd_server::apply;
+use oxcd_server::machine::apply;
 use oxcd_storage::backend::Backend;
 use prost::Message;
 
@@ -83,9 +83,9 @@ fn entries(n: usize, make: fn(usize) -> Op) -> Vec<Vec<u8>> {
 /// What the apply thread does with one batch of committed entries (minus the waiters).
 fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durable: bool) {
     let tx = store.backend().begin_batch().expect("begin a batch");
-    let leases = oxcd_server::lease::Lessor::empty(2);
-    let auth = oxcd_server::auth::AuthStore::default();
-    let membership = oxcd_server::membership::Membership::default();
+    let leases = oxcd_server::domains::lease::Lessor::empty(2);
+    let auth = oxcd_server::domains::auth::AuthStore::default();
+    let membership = oxcd_server::domains::membership::Membership::default();
     let mut ctx = apply::Applier::new(store, &leases, &auth, &membership, &tx, false);
     for data in batch_entries {
         let req = InternalRequest::decode(data.as_slice()).expect("decode the entry");

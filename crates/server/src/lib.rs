@@ -1,14 +1,22 @@
 //! oxcd-server: one oxcd member.
 //!
-//! Owns: the apply path ([`apply`], [`apply_loop`]), request validation ([`validate`]),
-//! leases ([`lease`]), the replicated membership ([`membership`]; changes are applied,
-//! not yet proposed: issue 13), the proposal registry ([`waiters`]), the member handle
-//! the services share ([`member`]), the space quota ([`quota`]), the gRPC services
-//! ([`services`]), etcd's JSON gateway ([`gateway`]), HTTP endpoints ([`http`]): health
-//! ([`health`]) and metrics ([`metrics`]),
-//! configuration ([`flags`], [`settings`]), ids ([`ids`]), TLS ([`security`]), the
-//! sockets ([`listeners`]), start-up ([`bootstrap`]), serving ([`serve`]) and
-//! auto-compaction ([`compactor`]).
+//! The map (a request enters at the edge, is proposed through the machine, and is
+//! applied by the machine to the domains):
+//!
+//! | area | what it holds |
+//! |---|---|
+//! | [`start`] | start-up and serving: `serve`, bootstrap, discovery, sockets, TLS, logs |
+//! | [`config`] | etcd's flags, variables and config file, read into typed `Settings` |
+//! | [`edge`] | the client edge: connections, the gRPC routes, the JSON gateway, health, metrics |
+//! | [`machine`] | the state machine: the `Member` handle, waiters, quota; the apply thread and its dispatch |
+//! | [`domains`] | the replicated domains, one shape each: kv, lease, auth, membership, watch |
+//! | [`peer`] | member-to-member traffic: raft messages, snapshots, peer HTTP |
+//! | [`jobs`] | background jobs: auto-compaction, corruption checks |
+//! | [`backup`] | etcd-format backups: the bbolt file `Snapshot` streams |
+//!
+//! The rule for a domain: `domains/<domain>/` holds its state and tables, `apply.rs`
+//! (what a committed entry does to it) and `service.rs` (the gRPC side); the machine's
+//! one dispatch ([`machine::apply`]) calls each domain's apply.
 //!
 //! Invariants:
 //! - Every write goes through raft: propose, WAL fsync, commit, apply, then respond.
@@ -16,35 +24,11 @@
 //! - Apply is deterministic: the same log gives the same store on every member.
 //! - A request is answered only after its effects are visible to reads here.
 
-pub mod apply;
-pub mod apply_loop;
-pub mod auth;
-pub mod authority;
 pub mod backup;
-pub mod bootstrap;
-pub mod compactor;
-pub mod conn_serve;
-pub mod corrupt;
-pub mod discovery;
-pub mod flags;
-pub mod gateway;
-pub mod grpc_compat;
-pub mod health;
-pub mod http;
-pub mod ids;
-pub mod lease;
-pub mod listeners;
-pub mod logging;
-pub mod member;
-pub mod members;
-pub mod membership;
-pub mod metrics;
+pub mod config;
+pub mod domains;
+pub mod edge;
+pub mod jobs;
+pub mod machine;
 pub mod peer;
-pub mod quota;
-pub mod security;
-pub mod serve;
-pub mod services;
-pub mod settings;
-pub mod validate;
-pub mod waiters;
-pub mod watch;
+pub mod start;

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use oxcd_server::serve;
-use oxcd_server::settings::Settings;
+use oxcd_server::config::settings::Settings;
+use oxcd_server::start::serve;
 
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 

@@ -131,7 +131,7 @@ fn alarms(meta: &[(String, Vec<u8>)]) -> Result<Rows, String> {
         .iter()
         .filter(|(k, _)| k.starts_with(schema::META_ALARM_PREFIX))
     {
-        let alarm = crate::apply::alarms::parse(k)
+        let alarm = crate::machine::alarms::parse(k)
             .ok_or_else(|| format!("backend: unreadable alarm row {k:?}"))?;
         rows.push((alarm.encode_to_vec(), Vec::new()));
     }
@@ -146,7 +146,7 @@ fn members(
     meta: &[(String, Vec<u8>)],
     db: impl Fn(redb::Error) -> String,
 ) -> Result<(Rows, Rows), String> {
-    let mut attributes = crate::membership::attributes_by_id(meta);
+    let mut attributes = crate::domains::membership::attributes_by_id(meta);
     let mut members = Vec::new();
     let table = tx.open_table(schema::MEMBERS).map_err(|e| db(e.into()))?;
     for row in table.iter().map_err(|e| db(e.into()))? {
@@ -163,7 +163,7 @@ fn members(
         .map_err(|e| db(e.into()))?;
     for row in table.iter().map_err(|e| db(e.into()))? {
         let (k, _) = row.map_err(|e| db(e.into()))?;
-        let id = crate::membership::table::id_of(k.value()).map_err(|e| e.to_string())?;
+        let id = crate::domains::membership::table::id_of(k.value()).map_err(|e| e.to_string())?;
         removed.push((format!("{id:x}").into_bytes(), b"removed".to_vec()));
     }
     removed.sort();

@@ -4,8 +4,9 @@
 
 use std::process::ExitCode;
 
-use oxcd_server::flags::table::key;
-use oxcd_server::{flags, logging, serve};
+use oxcd_server::config::flags;
+use oxcd_server::config::flags::table::key;
+use oxcd_server::start::{logging, serve};
 
 /// mimalloc rather than glibc's malloc: measured in alternating rounds against the same
 /// build with glibc, 3-12 % more throughput on most rows for about 5 % more peak memory.

@@ -19,9 +19,9 @@ use oxcd_api::oxcdpb::{PeerMembersRequest, PeerMembersResponse};
 use oxcd_api::oxcdpb::MemberInfo;
 
 use super::PeerDialer;
-use crate::ids;
-use crate::members::Cluster;
-use crate::settings::Settings;
+use crate::config::settings::Settings;
+use crate::domains::membership::bootstrap::Cluster;
+use crate::domains::membership::ids;
 
 /// How long each peer has to answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(1);

@@ -7,14 +7,14 @@
 //! connections get windows of [`STREAM_WINDOW`] and [`CONNECTION_WINDOW`], and frames
 //! of up to [`MAX_FRAME`]: a snapshot streams without waiting on window updates.
 //!
-//! Connections are served by [`crate::conn_serve`].
+//! Connections are served by [`crate::edge::conn_serve`].
 
 use hyper_util::rt::TokioExecutor;
 use hyper_util::server::conn::auto::Builder;
 use oxcd_transport::listen::Listener;
 use tokio::sync::watch;
 
-use crate::listeners::PlainListener;
+use crate::start::listeners::PlainListener;
 
 /// Receive window of each peer stream.
 pub const STREAM_WINDOW: u32 = 16 << 20;
@@ -32,5 +32,5 @@ pub async fn serve(listener: Listener, router: axum::Router, stop: watch::Receiv
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .max_frame_size(MAX_FRAME);
-    crate::conn_serve::serve(PlainListener(listener), builder, router, false, stop).await;
+    crate::edge::conn_serve::serve(PlainListener(listener), builder, router, false, stop).await;
 }

@@ -21,8 +21,8 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::traffic::PeerCounts;
 use super::{CLUSTER_ID_KEY, FROM_KEY};
-use crate::lease::renewals::Renewals;
-use crate::member::Member;
+use crate::domains::lease::renewals::Renewals;
+use crate::machine::member::Member;
 
 /// The Peer service of one member.
 pub struct PeerService {
@@ -201,12 +201,14 @@ impl Peer for PeerService {
         let revision = store.current_rev();
         let rev = req.into_inner().revision;
         // Whole-keyspace scans: on the blocking pool, not an async worker.
-        let hashes = crate::member::read_blocking(store, move |store| {
-            let kv = store.hash_kv(rev).map_err(crate::apply::mvcc_err)?;
+        let hashes = crate::machine::member::read_blocking(store, move |store| {
+            let kv = store
+                .hash_kv(rev)
+                .map_err(crate::machine::apply::mvcc_err)?;
             let state = store
                 .backend()
                 .state_hash_at_index()
-                .map_err(|e| crate::apply::mvcc_err(e.into()))?;
+                .map_err(|e| crate::machine::apply::mvcc_err(e.into()))?;
             Ok::<_, EtcdError>((kv, state))
         })
         .await
@@ -242,7 +244,9 @@ impl Peer for PeerService {
         _req: Request<PeerMembersRequest>,
     ) -> Result<Response<PeerMembersResponse>, Status> {
         let m = self.member()?;
-        let published = crate::membership::published(&m.store).into_keys().collect();
+        let published = crate::domains::membership::published(&m.store)
+            .into_keys()
+            .collect();
         Ok(Response::new(PeerMembersResponse {
             cluster_id: self.raft.cluster_id(),
             members: m.members(),
@@ -256,7 +260,8 @@ impl Peer for PeerService {
     ) -> Result<Response<PeerPromoteResponse>, Status> {
         self.admit(&req)?;
         let m = self.member()?;
-        let members = crate::membership::requests::promote_here(&m, req.get_ref().id).await?;
+        let members =
+            crate::domains::membership::requests::promote_here(&m, req.get_ref().id).await?;
         Ok(Response::new(PeerPromoteResponse { members }))
     }
 }

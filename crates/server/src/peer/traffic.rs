@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use oxcd_storage::timing::Histogram;
 
-use crate::metrics::text::{Exposition, Family, Kind};
+use crate::edge::metrics::text::{Exposition, Family, Kind};
 
 /// How often the round trip to a connected peer is measured.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(4);

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use common::InProc;
 use etcd_client::GetOptions;
-use oxcd_server::serve::{self, ServeError};
-use oxcd_server::settings::Settings;
+use oxcd_server::config::settings::Settings;
+use oxcd_server::start::serve::{self, ServeError};
 use oxcd_testkit::small_disk::SmallDisk;
 
 async fn start_err(data_dir: PathBuf) -> ServeError {

@@ -6,8 +6,8 @@
 use crate::common;
 
 use common::cluster::OneAway;
-use oxcd_server::membership::{MembershipState, table};
-use oxcd_server::settings::Settings;
+use oxcd_server::config::settings::Settings;
+use oxcd_server::domains::membership::{MembershipState, table};
 use oxcd_storage::backend::Backend;
 
 /// The membership a stopped member's backend holds.

@@ -111,7 +111,7 @@ fn read_rows(
                 let a = AlarmMember::decode(k).map_err(|e| {
                     format!("snapshot file {src:?}: an alarm that does not decode: {e}")
                 })?;
-                let key = oxcd_server::apply::alarms::key(a.member_id, a.alarm);
+                let key = oxcd_server::machine::alarms::key(a.member_id, a.alarm);
                 out.put(Table::Meta, key.as_bytes(), &[])
             })?;
         } else if name == b"meta" {

@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use oxcd_server::flags::{self, value};
-use oxcd_server::ids;
-use oxcd_server::settings::Settings;
+use oxcd_server::config::flags::{self, value};
+use oxcd_server::config::settings::Settings;
+use oxcd_server::domains::membership::ids;
 
 /// What the restore's flags say about the new cluster.
 #[derive(Debug, Clone)]
@@ -24,7 +24,7 @@ pub struct ClusterFlags<'a> {
 }
 
 /// The settings a new member of the cluster `f` describes would start with: what
-/// [`oxcd_server::bootstrap::create_member_wal`] creates its WAL from. Members are in
+/// [`oxcd_server::start::bootstrap::create_member_wal`] creates its WAL from. Members are in
 /// id order (as etcd's bootstrap entries are), so restores given the members in
 /// different orders still write the same log.
 pub fn settings(f: &ClusterFlags<'_>, data_dir: &Path, wal_dir: &Path) -> Result<Settings, String> {

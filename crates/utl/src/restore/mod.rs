@@ -10,7 +10,7 @@
 //! 4. the backend ([`backend`]) is written: etcd's buckets translated row by row, the
 //!    revision bumped if asked (a hash mismatch is the error, whatever else failed);
 //! 5. the WAL, exactly as a brand-new member of that cluster creates it
-//!    ([`oxcd_server::bootstrap::create_member_wal`]): its first start applies the
+//!    ([`oxcd_server::start::bootstrap::create_member_wal`]): its first start applies the
 //!    bootstrap conf changes over the restored data, so the member list is the new
 //!    cluster's and later `--initial-*` flags are ignored, as for etcd's restored member;
 //! 6. everything synced and renamed into place ([`staging`]).
@@ -127,7 +127,7 @@ pub fn restore(cfg: &RestoreConfig) -> Result<Restored, String> {
         written
     })?;
     let settings = cluster::settings(&flags, &cfg.data_dir, &staging.wal_path())?;
-    let cluster = oxcd_server::bootstrap::create_member_wal(&settings)
+    let cluster = oxcd_server::start::bootstrap::create_member_wal(&settings)
         .map_err(|e| disk_full_said_plainly(e.to_string()))?;
     for m in &cluster.members {
         info(

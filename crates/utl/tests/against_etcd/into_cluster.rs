@@ -72,7 +72,9 @@ async fn an_oxcd_snapshot_restores_into_a_new_three_member_cluster() {
     let ids: BTreeSet<u64> = list.members().iter().map(|m| m.id()).collect();
     let expected: BTreeSet<u64> = ports
         .iter()
-        .map(|(_, peer)| oxcd_server::ids::member_id(std::slice::from_ref(peer), token))
+        .map(|(_, peer)| {
+            oxcd_server::domains::membership::ids::member_id(std::slice::from_ref(peer), token)
+        })
         .collect();
     assert_eq!(ids, expected, "etcd's ids for the new members");
     assert!(!ids.contains(&old_id), "the old member is gone");
@@ -81,7 +83,9 @@ async fn an_oxcd_snapshot_restores_into_a_new_three_member_cluster() {
     let cluster_id = list.header().expect("header").cluster_id();
     assert_eq!(
         cluster_id,
-        oxcd_server::ids::cluster_id(&expected.iter().copied().collect::<Vec<_>>())
+        oxcd_server::domains::membership::ids::cluster_id(
+            &expected.iter().copied().collect::<Vec<_>>()
+        )
     );
 
     for m in &members {

@@ -31,8 +31,8 @@ use oxcd_api::etcdserverpb::{
     Member, MemberAddRequest, MemberAddResponse, MemberListResponse, MemberPromoteResponse,
     MemberRemoveResponse, MemberUpdateResponse, ResponseHeader,
 };
-use oxcd_server::serve;
-use oxcd_server::settings::Settings;
+use oxcd_server::config::settings::Settings;
+use oxcd_server::start::serve;
 use prost::Message;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
@@ -204,7 +204,7 @@ fn small_id_token(peer_url: &str) -> (String, u64) {
     (0u64..)
         .map(|n| format!("members-{n}"))
         .map(|t| {
-            let id = oxcd_server::ids::member_id(&urls, &t);
+            let id = oxcd_server::domains::membership::ids::member_id(&urls, &t);
             (t, id)
         })
         .find(|(_, id)| *id < 1 << 48)

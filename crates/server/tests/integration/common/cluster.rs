@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use oxcd_server::config::settings::Settings;
 use oxcd_server::peer::transport::PeerFaults;
-use oxcd_server::serve::TestHooks;
-use oxcd_server::settings::Settings;
+use oxcd_server::start::serve::TestHooks;
 use oxcd_testkit::pki::{Ca, Spec};
 use oxcd_transport::TlsInfo;
 

@@ -7,8 +7,8 @@ pub mod etcd;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use oxcd_server::serve;
-use oxcd_server::settings::Settings;
+use oxcd_server::config::settings::Settings;
+use oxcd_server::start::serve;
 use tokio::sync::oneshot;
 
 /// A member running inside the test process.

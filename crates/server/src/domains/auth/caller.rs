@@ -1,0 +1,112 @@
+//! Who a request is made for, as etcd reads it: the user of the auth token in the
+//! request's metadata (`token`, or `authorization` as etcd's gateway sends it), with the
+//! auth revision at the time (a JWT's: the one it was signed with); with
+//! `--client-cert-auth` and no token, the common name of the connection's verified
+//! client certificate (etcd's CN auth), unless the request came through a gateway
+//! (`grpcgateway-accept` metadata: the certificate is the gateway's). Nobody while auth
+//! is off or when the request carries neither (the checks then answer etcd's "user name
+//! is empty").
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use oxcd_api::errors::EtcdError;
+use oxcd_api::oxcdpb::RequestAuth;
+use tonic::Request;
+
+use crate::domains::auth::provider::TokenProvider;
+use crate::domains::auth::tokens;
+use crate::machine::member::Member;
+use crate::start::listeners::ClientAddr;
+
+/// The metadata keys a token travels in: etcd's clients, then its gateway.
+const TOKEN_KEYS: [&str; 2] = ["token", "authorization"];
+/// The metadata etcd's gateway adds to what it forwards.
+const GATEWAY_KEY: &str = "grpcgateway-accept";
+
+/// What a request presents to say who makes it.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    /// Its auth token, if any.
+    pub token: Option<String>,
+    /// Its connection's certificate's common name, where CN auth applies.
+    pub common_name: Option<Arc<str>>,
+}
+
+/// The caller of `req` (see the module doc); an unknown or expired token is etcd's
+/// "invalid auth token".
+pub async fn caller<T>(
+    member: &Member,
+    req: &Request<T>,
+) -> Result<Option<RequestAuth>, EtcdError> {
+    // Every request comes here: with auth off, not even the metadata is read.
+    if !member.auth.enabled() {
+        return Ok(None);
+    }
+    caller_of(member, &credentials(req)).await
+}
+
+/// The credentials `req` presents (checked by [`caller_of`]).
+pub fn credentials<T>(req: &Request<T>) -> Credentials {
+    let token = TOKEN_KEYS
+        .iter()
+        .find_map(|k| req.metadata().get(*k))
+        .map(|v| {
+            // A value that is not text is no token anyone issued: it stays invalid.
+            v.to_str().unwrap_or("\u{fffd}").to_string()
+        });
+    let common_name = if token.is_none() && req.metadata().get(GATEWAY_KEY).is_none() {
+        req.extensions()
+            .get::<axum::extract::ConnectInfo<ClientAddr>>()
+            .and_then(|c| c.0.common_name.clone())
+    } else {
+        None
+    };
+    Credentials { token, common_name }
+}
+
+/// The caller a request presenting `creds` is made for (a stream keeps its credentials
+/// and asks again at each request on it, as etcd does): for a simple token, its recorded
+/// user and the current auth revision; for a JWT, the user and auth revision it was
+/// signed with, so a token made before an auth change is refused as etcd refuses it
+/// ("revision of auth store is old"); for a certificate, its CN and the current revision.
+pub async fn caller_of(
+    member: &Member,
+    creds: &Credentials,
+) -> Result<Option<RequestAuth>, EtcdError> {
+    if !member.auth.enabled() {
+        return Ok(None);
+    }
+    let Some(token) = creds.token.as_deref() else {
+        return Ok(creds.common_name.as_ref().map(|cn| RequestAuth {
+            username: cn.to_string(),
+            revision: member.auth.revision(),
+        }));
+    };
+    let (username, revision) = match &member.auth.tokens {
+        TokenProvider::Simple(simple) => {
+            // A token made by an entry this member has not applied yet (the client
+            // logged in through another member): wait for it, as etcd does.
+            if let Some(index) = tokens::index_of(token)
+                && index > member.applied_index()
+            {
+                member.wait_applied(index).await?;
+            }
+            let user = simple
+                .user(token, Instant::now())
+                .ok_or(EtcdError::InvalidAuthToken)?;
+            (user, member.auth.revision())
+        }
+        // Nothing to wait for: a JWT carries its user and revision.
+        TokenProvider::Jwt(jwt) => jwt
+            .verify(token, SystemTime::now())
+            .ok_or(EtcdError::InvalidAuthToken)?,
+        TokenProvider::Nop => return Err(EtcdError::InvalidAuthToken),
+    };
+    Ok(Some(RequestAuth { username, revision }))
+}
+
+/// The caller's name, if any.
+pub fn name(caller: &Option<RequestAuth>) -> Option<&str> {
+    caller.as_ref().map(|c| c.username.as_str())
+}

@@ -1,0 +1,65 @@
+//! The leader's side of leases: on becoming leader it gives every lease a grace period
+//! of one election timeout (keepalives could not get through without a leader), then
+//! it proposes the revocation of every lease whose clock ran out, paced as etcd paces
+//! them, so that thousands of leases expiring together do not crowd out client writes.
+//! Followers never revoke: their clocks only matter if they become leader.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxcd_api::oxcdpb::LeaseExpire;
+use oxcd_api::oxcdpb::internal_request::Op;
+use tokio::sync::watch;
+
+use crate::machine::member::Member;
+
+/// How often the leader looks for expired leases (etcd: 500 ms).
+const CHECK_EVERY: Duration = Duration::from_millis(500);
+
+/// Revocations proposed per second at most (etcd's leaseRevokeRate).
+pub const REVOKES_PER_SECOND: usize = 1000;
+
+/// Runs until `stop` turns true.
+pub async fn run(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
+    let mut leadership = member.raft.leadership();
+    let me = member.id.member_id;
+    let per_check = REVOKES_PER_SECOND * CHECK_EVERY.as_millis() as usize / 1000;
+    let mut leading = false;
+    let mut tick = tokio::time::interval(CHECK_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            changed = leadership.changed() => if changed.is_err() { return },
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let leader = leadership.borrow_and_update().leader == me;
+        if leader && !leading {
+            member.leases.promote(member.election_timeout());
+        }
+        leading = leader;
+        if !leading {
+            continue;
+        }
+        // Every keepalive applied so far is in the clocks just read; one applied after
+        // this index voids the decision.
+        let decided_at = member.applied_index();
+        for id in member.leases.take_expired(per_check) {
+            let member = member.clone();
+            tokio::spawn(async move {
+                let op = Op::LeaseExpire(LeaseExpire { id, decided_at });
+                match member.propose(op).await {
+                    Ok(_) => {
+                        tracing::debug!(lease = %format!("{id:016x}"), "revoked expired lease")
+                    }
+                    // Revoked meanwhile, or renewed after the decision.
+                    Err(oxcd_api::errors::EtcdError::LeaseNotFound) => {}
+                    // Retried once the retry interval passes, if still leader.
+                    Err(e) => {
+                        tracing::warn!(lease = %format!("{id:016x}"), "failed to revoke expired lease: {e}")
+                    }
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Who is in the cluster: the member list a cluster was bootstrapped with, this member's
+//! id, and the cluster id. A new member derives it from `--initial-cluster` (ids as etcd
+//! derives them); a restarted member reads what its WAL recorded and ignores the
+//! `--initial-*` flags, as etcd does, so it rejoins as itself.
+
+use std::collections::HashMap;
+
+use oxcd_api::oxcdpb::{MemberInfo, MemberList};
+use prost::Message as _;
+
+use crate::config::settings::Settings;
+use crate::domains::membership::ids;
+use crate::start::bootstrap::StartError;
+
+/// The cluster as this member knows it.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// This member's id.
+    pub me: u64,
+    /// The cluster id.
+    pub cluster_id: u64,
+    /// Every member, this one included.
+    pub members: Vec<MemberInfo>,
+}
+
+impl Cluster {
+    /// The cluster `--initial-cluster` describes, for a member starting with no data.
+    pub fn bootstrap(s: &Settings) -> Result<Cluster, StartError> {
+        let mut members = Vec::new();
+        for (name, urls) in &s.initial_cluster {
+            let id = ids::member_id(urls, &s.initial_cluster_token);
+            let client_urls = if *name == s.name {
+                s.advertise_client_urls.clone()
+            } else {
+                Vec::new()
+            };
+            members.push(MemberInfo {
+                id,
+                name: name.clone(),
+                peer_urls: urls.clone(),
+                client_urls,
+                is_learner: false,
+            });
+        }
+        let me = members
+            .iter()
+            .find(|m| m.name == s.name)
+            .map(|m| m.id)
+            .ok_or_else(|| {
+                StartError::Other(format!(
+                    "couldn't find local name {:?} in the initial cluster configuration",
+                    s.name
+                ))
+            })?;
+        let ids: Vec<u64> = members.iter().map(|m| m.id).collect();
+        Ok(Cluster {
+            me,
+            cluster_id: ids::cluster_id(&ids),
+            members,
+        })
+    }
+
+    /// The cluster recorded in a member's WAL.
+    pub fn recorded(me: u64, cluster_id: u64, encoded: &[u8]) -> Result<Cluster, StartError> {
+        let list = MemberList::decode(encoded).map_err(|e| {
+            StartError::Other(format!("the WAL's member list does not decode: {e}"))
+        })?;
+        Ok(Cluster {
+            me,
+            cluster_id,
+            members: list.members,
+        })
+    }
+
+    /// The member list as recorded in the WAL.
+    pub fn encode(&self) -> Vec<u8> {
+        MemberList {
+            members: self.members.clone(),
+        }
+        .encode_to_vec()
+    }
+
+    /// Every member's id.
+    pub fn ids(&self) -> Vec<u64> {
+        self.members.iter().map(|m| m.id).collect()
+    }
+
+    /// The other members' first peer URL, by id.
+    pub fn peers(&self) -> HashMap<u64, String> {
+        self.members
+            .iter()
+            .filter(|m| m.id != self.me)
+            .filter_map(|m| m.peer_urls.first().map(|u| (m.id, u.clone())))
+            .collect()
+    }
+}

@@ -1,0 +1,141 @@
+//! The Cluster service, as etcd's: the member list, and membership changes (checked and
+//! proposed by [`crate::domains::membership::requests`]). Changes need the root role while auth
+//! is on. Headers carry no revision, as etcd's cluster headers.
+
+use std::sync::Arc;
+
+use oxcd_api::etcdserverpb::cluster_server::Cluster;
+use oxcd_api::etcdserverpb::{
+    Member as PbMember, MemberAddRequest, MemberAddResponse, MemberListRequest, MemberListResponse,
+    MemberPromoteRequest, MemberPromoteResponse, MemberRemoveRequest, MemberRemoveResponse,
+    MemberUpdateRequest, MemberUpdateResponse, ResponseHeader,
+};
+use oxcd_api::oxcdpb::MemberInfo;
+use tonic::{Request, Response, Status};
+
+use crate::domains::auth::caller::{caller, name};
+use crate::domains::membership::requests;
+use crate::machine::member::Member;
+
+/// The Cluster service.
+pub struct ClusterService {
+    member: Arc<Member>,
+}
+
+impl ClusterService {
+    /// A Cluster service for `member`.
+    pub fn new(member: Arc<Member>) -> ClusterService {
+        ClusterService { member }
+    }
+
+    /// etcd's `checkMembershipOperationPermission`: root, while auth is on.
+    async fn admin<T>(&self, req: &Request<T>) -> Result<(), Status> {
+        let caller = caller(&self.member, req).await?;
+        self.member.auth.state().check_admin(name(&caller))?;
+        Ok(())
+    }
+
+    fn header(&self) -> Option<ResponseHeader> {
+        Some(self.member.header(0))
+    }
+}
+
+/// `members` as etcd lists them: with the names and client URLs they published.
+pub fn listed(m: &Member, members: &[MemberInfo]) -> Vec<PbMember> {
+    let published = crate::domains::membership::published(&m.store);
+    members
+        .iter()
+        .map(|x| {
+            let attrs = published.get(&x.id);
+            let client_ur_ls = if x.id == m.id.member_id {
+                m.id.client_urls.clone()
+            } else {
+                attrs
+                    .map(|a| a.client_urls.clone())
+                    .unwrap_or_else(|| x.client_urls.clone())
+            };
+            PbMember {
+                id: x.id,
+                name: attrs
+                    .map(|a| a.name.clone())
+                    .unwrap_or_else(|| x.name.clone()),
+                peer_ur_ls: x.peer_urls.clone(),
+                client_ur_ls,
+                is_learner: x.is_learner,
+            }
+        })
+        .collect()
+}
+
+#[tonic::async_trait]
+impl Cluster for ClusterService {
+    async fn member_add(
+        &self,
+        req: Request<MemberAddRequest>,
+    ) -> Result<Response<MemberAddResponse>, Status> {
+        self.admin(&req).await?;
+        let r = req.into_inner();
+        let (added, members) = requests::add(&self.member, &r.peer_ur_ls, r.is_learner).await?;
+        Ok(Response::new(MemberAddResponse {
+            header: self.header(),
+            member: Some(PbMember {
+                id: added.id,
+                peer_ur_ls: added.peer_urls,
+                is_learner: added.is_learner,
+                ..Default::default()
+            }),
+            members: listed(&self.member, &members),
+        }))
+    }
+
+    async fn member_remove(
+        &self,
+        req: Request<MemberRemoveRequest>,
+    ) -> Result<Response<MemberRemoveResponse>, Status> {
+        self.admin(&req).await?;
+        let members = requests::remove(&self.member, req.get_ref().id).await?;
+        Ok(Response::new(MemberRemoveResponse {
+            header: self.header(),
+            members: listed(&self.member, &members),
+        }))
+    }
+
+    async fn member_update(
+        &self,
+        req: Request<MemberUpdateRequest>,
+    ) -> Result<Response<MemberUpdateResponse>, Status> {
+        self.admin(&req).await?;
+        let r = req.into_inner();
+        let members = requests::update(&self.member, r.id, &r.peer_ur_ls).await?;
+        Ok(Response::new(MemberUpdateResponse {
+            header: self.header(),
+            members: listed(&self.member, &members),
+        }))
+    }
+
+    async fn member_list(
+        &self,
+        req: Request<MemberListRequest>,
+    ) -> Result<Response<MemberListResponse>, Status> {
+        let m = &self.member;
+        if req.get_ref().linearizable {
+            m.read_barrier().await?;
+        }
+        Ok(Response::new(MemberListResponse {
+            header: self.header(),
+            members: listed(m, &m.members()),
+        }))
+    }
+
+    async fn member_promote(
+        &self,
+        req: Request<MemberPromoteRequest>,
+    ) -> Result<Response<MemberPromoteResponse>, Status> {
+        self.admin(&req).await?;
+        let members = requests::promote(&self.member, req.get_ref().id).await?;
+        Ok(Response::new(MemberPromoteResponse {
+            header: self.header(),
+            members: listed(&self.member, &members),
+        }))
+    }
+}

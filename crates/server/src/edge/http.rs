@@ -1,0 +1,75 @@
+//! Plain HTTP beside gRPC on the client port: `/health`, `/version` (etcd's JSON),
+//! `/metrics` (Prometheus text, etcd's metric names), and the answer to any other path.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+
+use crate::machine::member::Member;
+
+/// HTTP routes for `member`.
+pub fn routes(member: Arc<Member>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/version", get(version))
+        .with_state(member.clone())
+        .merge(crate::edge::health::routes(member))
+}
+
+/// The answer to a path nothing serves: gRPC's Unimplemented to a gRPC call, Go's
+/// "404 page not found" to anything else (as etcd's HTTP mux).
+pub async fn not_found(req: axum::extract::Request) -> axum::response::Response {
+    let grpc = req
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        return tonic::Status::unimplemented("")
+            .into_http::<axum::body::Body>()
+            .into_response();
+    }
+    go_text(StatusCode::NOT_FOUND, "404 page not found")
+}
+
+/// An answer as Go's `http.Error` writes it: plain text, `nosniff`, the message and a
+/// newline.
+pub fn go_text(status: StatusCode, message: &str) -> axum::response::Response {
+    (
+        status,
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8",
+            ),
+            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        format!("{message}\n"),
+    )
+        .into_response()
+}
+
+/// Prometheus text exposition of etcd's metrics ([`crate::edge::metrics`]).
+async fn metrics(State(member): State<Arc<Member>>) -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8; escaping=underscores",
+        )],
+        crate::edge::metrics::render(&member),
+    )
+}
+
+async fn version() -> impl IntoResponse {
+    let body = serde_json::json!({
+        "etcdserver": oxcd_api::ETCD_API_VERSION,
+        "etcdcluster": oxcd_api::ETCD_CLUSTER_VERSION,
+    });
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+}

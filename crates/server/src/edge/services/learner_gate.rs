@@ -1,0 +1,40 @@
+//! What a learner serves, as etcd: `Status` and serializable `Range` (the range service
+//! refuses a linearizable one); every other RPC, streams included, is refused with
+//! "etcdserver: rpc not supported for learner". A member that is not a learner pays one
+//! atomic load per request.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use oxcd_api::errors::EtcdError;
+
+use crate::machine::member::Member;
+
+/// The gRPC methods a learner serves.
+const FOR_LEARNERS: [&str; 2] = ["/etcdserverpb.KV/Range", "/etcdserverpb.Maintenance/Status"];
+
+/// Whether `path` names one of etcd's gRPC services.
+fn is_grpc(path: &str) -> bool {
+    ["/etcdserverpb.", "/v3lockpb.", "/v3electionpb."]
+        .iter()
+        .any(|p| path.starts_with(p))
+}
+
+/// Whether `member` refuses the gRPC method at `path` (`/etcdserverpb.KV/Put`) because it
+/// is a learner; the gateway asks it of the method a path stands for.
+pub fn refuses(member: &Member, path: &str) -> bool {
+    member.membership.is_learner() && is_grpc(path) && !FOR_LEARNERS.contains(&path)
+}
+
+/// The middleware: passes the request on unless this member is a learner and the RPC
+/// is not one a learner serves.
+pub async fn gate(State(member): State<Arc<Member>>, req: Request<Body>, next: Next) -> Response {
+    if refuses(&member, req.uri().path()) {
+        let status: tonic::Status = EtcdError::LearnerNotSupported.into();
+        return status.into_http::<Body>().into_response();
+    }
+    next.run(req).await
+}

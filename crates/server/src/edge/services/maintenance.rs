@@ -1,0 +1,220 @@
+//! The Maintenance service: status, alarms, hashes, snapshots in etcd's format,
+//! defragmentation (while the member keeps serving) and leader moves; the rest answers
+//! Unimplemented.
+
+use std::sync::Arc;
+
+use oxcd_api::errors::EtcdError;
+
+use oxcd_api::etcdserverpb::maintenance_server::Maintenance;
+use oxcd_api::etcdserverpb::{
+    AlarmRequest, AlarmResponse, DefragmentRequest, DefragmentResponse, HashKvRequest,
+    HashKvResponse, HashRequest, HashResponse, SnapshotRequest, StatusRequest, StatusResponse,
+};
+use oxcd_api::etcdserverpb::{MoveLeaderRequest, MoveLeaderResponse};
+use tonic::{Request, Response, Status};
+
+use crate::backup::stream::{SnapshotStream, snapshot_stream};
+use crate::domains::auth::caller::{caller, name};
+use crate::machine::alarms;
+use crate::machine::apply::Applied;
+use crate::machine::member::Member;
+use oxcd_api::etcdserverpb::AlarmType;
+use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
+use oxcd_api::oxcdpb::internal_request::Op;
+
+/// How long a defragmentation waits for the last compaction's rows to be deleted.
+const COMPACTION_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The Maintenance service.
+pub struct MaintenanceService {
+    member: Arc<Member>,
+}
+
+impl MaintenanceService {
+    /// A Maintenance service for `member`.
+    pub fn new(member: Arc<Member>) -> MaintenanceService {
+        MaintenanceService { member }
+    }
+}
+
+#[tonic::async_trait]
+impl Maintenance for MaintenanceService {
+    async fn status(
+        &self,
+        _req: Request<StatusRequest>,
+    ) -> Result<Response<StatusResponse>, Status> {
+        let m = &self.member;
+        let st = m.raft.status();
+        let db_size = m.store.backend().size() as i64;
+        Ok(Response::new(StatusResponse {
+            header: Some(m.header(m.store.current_rev())),
+            version: oxcd_api::ETCD_API_VERSION.to_string(),
+            db_size,
+            leader: st.leader(),
+            raft_index: st.commit(),
+            raft_term: st.term(),
+            raft_applied_index: m.applied_index(),
+            errors: alarms::raised(&m.store)
+                .unwrap_or_default()
+                .iter()
+                .map(alarms::describe)
+                .collect(),
+            db_size_in_use: db_size,
+            is_learner: false,
+        }))
+    }
+
+    async fn hash_kv(
+        &self,
+        req: Request<HashKvRequest>,
+    ) -> Result<Response<HashKvResponse>, Status> {
+        let m = &self.member;
+        admin(m, &req).await?;
+        let rev = req.into_inner().revision;
+        let (hash, compact_revision, _) = m
+            .read_blocking(move |store| store.hash_kv(rev))
+            .await
+            .map_err(Status::internal)?
+            .map_err(crate::machine::apply::mvcc_err)?;
+        Ok(Response::new(HashKvResponse {
+            header: Some(m.header(m.store.current_rev())),
+            hash,
+            compact_revision,
+        }))
+    }
+
+    async fn hash(&self, req: Request<HashRequest>) -> Result<Response<HashResponse>, Status> {
+        let m = &self.member;
+        admin(m, &req).await?;
+        let hash = m
+            .read_blocking(|store| store.hash_all())
+            .await
+            .map_err(Status::internal)?
+            .map_err(crate::machine::apply::mvcc_err)?;
+        Ok(Response::new(HashResponse {
+            header: Some(m.header(m.store.current_rev())),
+            hash,
+        }))
+    }
+
+    async fn snapshot(
+        &self,
+        req: Request<SnapshotRequest>,
+    ) -> Result<Response<SnapshotStream>, Status> {
+        let m = &self.member;
+        admin(m, &req).await?;
+        Ok(Response::new(snapshot_stream(m.store.backend().clone())))
+    }
+
+    /// Member-local, as etcd's: rewrites this member's backend file compactly. Unlike
+    /// etcd's, reads and writes go on while it runs; writers wait only for the last
+    /// catch-up (see `oxcd_storage::defrag`). etcd 3.5 leaves the header unset.
+    async fn defragment(
+        &self,
+        req: Request<DefragmentRequest>,
+    ) -> Result<Response<DefragmentResponse>, Status> {
+        let m = &self.member;
+        admin(m, &req).await?;
+        let store = m.store.clone();
+        tracing::info!(path = %store.backend().path().display(), "starting defragment");
+        let timed = m.metrics.defrag_started();
+        let report = tokio::task::spawn_blocking(move || {
+            // The rows of the last compaction go first, so that the copy is of the live
+            // data (etcd's defragmentation copies whatever its compaction left so far).
+            let compacted = store.compact_rev();
+            if compacted > 0 && !store.wait_compacted(compacted, COMPACTION_WAIT) {
+                tracing::warn!(
+                    compact_revision = compacted,
+                    "defragmenting while the last compaction's rows are still being deleted"
+                );
+            }
+            store.backend().defragment()
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()));
+        drop(timed);
+        match report? {
+            Ok(r) => {
+                tracing::info!(
+                    size_before = r.size_before,
+                    size_after = r.size_after,
+                    rounds = r.rounds,
+                    paused = ?r.paused,
+                    took = ?r.took,
+                    "finished defragment"
+                );
+                Ok(Response::new(DefragmentResponse { header: None }))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "failed to defragment");
+                Err(Status::unknown(e.to_string()))
+            }
+        }
+    }
+
+    async fn move_leader(
+        &self,
+        req: Request<MoveLeaderRequest>,
+    ) -> Result<Response<MoveLeaderResponse>, Status> {
+        let m = &self.member;
+        let target = req.into_inner().target_id;
+        if m.raft.status().leader() != m.id.member_id {
+            return Err(EtcdError::NotLeader.into());
+        }
+        if !m.voters().contains(&target) {
+            return Err(EtcdError::BadLeaderTransferee.into());
+        }
+        if target != m.id.member_id {
+            m.raft
+                .transfer_leader(target)
+                .map_err(|_| Status::from(EtcdError::Stopped))?;
+            let deadline = tokio::time::Instant::now() + m.limits.request_timeout;
+            while m.raft.status().leader() != target {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(EtcdError::Timeout.into());
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+        Ok(Response::new(MoveLeaderResponse {
+            header: Some(m.header(m.store.current_rev())),
+        }))
+    }
+
+    async fn alarm(&self, req: Request<AlarmRequest>) -> Result<Response<AlarmResponse>, Status> {
+        let m = &self.member;
+        let req = req.into_inner();
+        let alarms = if req.action() == AlarmAction::Get {
+            m.read_barrier().await?;
+            // As etcd: every alarm, or those of the type asked for.
+            let mut raised = alarms::raised(&m.store)?;
+            if req.alarm() != AlarmType::None {
+                raised.retain(|a| a.alarm == req.alarm);
+            }
+            raised
+        } else {
+            match m.propose(Op::Alarm(req)).await? {
+                Applied::Alarm(a) => a,
+                _ => Vec::new(),
+            }
+        };
+        Ok(Response::new(AlarmResponse {
+            header: Some(m.header(m.store.current_rev())),
+            alarms,
+        }))
+    }
+}
+
+/// etcd's rule for Hash, HashKV (and Snapshot, Defragment): a user with the root role
+/// while auth is on.
+/// etcd answers these refusals with its auth store's own errors, unconverted.
+async fn admin<T>(member: &Member, req: &Request<T>) -> Result<(), Status> {
+    let caller = caller(member, req).await.map_err(EtcdError::unconverted)?;
+    member
+        .auth
+        .state()
+        .check_admin(name(&caller))
+        .map_err(EtcdError::unconverted)?;
+    Ok(())
+}

@@ -1,0 +1,50 @@
+//! The gRPC routes: every etcd service on one router. The replicated domains' services
+//! live with their domain ([`crate::domains`]); here are the services that are not one
+//! domain's ([`maintenance`], and the [`lock`] and [`election`] recipes over KV, with
+//! [`observe`] and [`recipes`]) and the learner gate in front of them all.
+
+pub mod election;
+pub mod learner_gate;
+pub mod lock;
+pub mod maintenance;
+mod observe;
+pub mod recipes;
+
+use std::sync::Arc;
+
+use oxcd_api::etcdserverpb::auth_server::AuthServer;
+use oxcd_api::etcdserverpb::cluster_server::ClusterServer;
+use oxcd_api::etcdserverpb::lease_server::LeaseServer;
+use oxcd_api::etcdserverpb::maintenance_server::MaintenanceServer;
+use oxcd_api::v3electionpb::election_server::ElectionServer;
+use oxcd_api::v3lockpb::lock_server::LockServer;
+use tonic::service::Routes;
+
+use crate::domains::auth::service::AuthService;
+use crate::domains::kv::range::KvRoutes;
+use crate::domains::lease::renewals::Renewals;
+use crate::domains::lease::service::LeaseService;
+use crate::domains::membership::service::ClusterService;
+use crate::domains::watch::service::WatchService;
+use crate::machine::member::Member;
+
+/// gRPC's own framing overhead allowed on top of `--max-request-bytes` (as etcd).
+pub(crate) const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
+
+/// Every etcd service, ready to serve.
+pub fn routes(member: Arc<Member>, renewals: Arc<Renewals>) -> Routes {
+    let max = member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
+    Routes::new(KvRoutes::new(member.clone(), max))
+        .add_service(MaintenanceServer::new(
+            maintenance::MaintenanceService::new(member.clone()),
+        ))
+        .add_service(ClusterServer::new(ClusterService::new(member.clone())))
+        .add_service(WatchService::new(member.clone()))
+        .add_service(LeaseServer::new(LeaseService::new(
+            member.clone(),
+            renewals,
+        )))
+        .add_service(AuthServer::new(AuthService::new(member.clone())))
+        .add_service(LockServer::new(lock::LockService::new(member.clone())))
+        .add_service(ElectionServer::new(election::ElectionService::new(member)))
+}

@@ -1,0 +1,84 @@
+//! Auto-compaction (`--auto-compaction-mode`, `--auto-compaction-retention`), as etcd
+//! 3.5's v3compactor: [`periodic`] keeps about a duration of history, [`revision`] a
+//! number of revisions; [`retention`] reads the flags.
+//!
+//! Invariants:
+//! - Only the leader compacts: each loop looks at leadership on every tick and does
+//!   nothing while this member follows (etcd pauses its compactor on followers and
+//!   resumes it on the leader; samples of the revision go on while paused).
+//! - A compaction is a `Compaction` request proposed through raft, the path a client's
+//!   `Compact` takes; "required revision has been compacted" counts as done.
+//! - The loops end when the member stops (an unfinished proposal is abandoned).
+
+pub mod periodic;
+pub mod retention;
+pub mod revision;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxcd_api::errors::EtcdError;
+use oxcd_api::etcdserverpb::CompactionRequest;
+use oxcd_api::oxcdpb::internal_request::Op;
+use tokio::sync::watch;
+
+pub use retention::AutoCompaction;
+
+use crate::machine::member::Member;
+
+/// How often revision mode looks at the current revision (etcd's `revInterval`).
+pub const REVISION_INTERVAL: Duration = Duration::from_secs(5 * 60);
+
+/// Runs auto-compaction `mode` for `member` until `stop`; `revision_interval` is how
+/// often revision mode looks ([`REVISION_INTERVAL`] but in tests).
+pub async fn run(
+    member: Arc<Member>,
+    mode: AutoCompaction,
+    revision_interval: Duration,
+    stop: watch::Receiver<bool>,
+) {
+    match mode {
+        AutoCompaction::Periodic(period) => periodic::run(member, period, stop).await,
+        AutoCompaction::Revision(keep) => {
+            revision::run(member, keep, revision_interval, stop).await
+        }
+    }
+}
+
+/// Whether this member leads.
+fn leads(member: &Member) -> bool {
+    member.raft.status().leader() == member.id.member_id
+}
+
+/// Waits `d`; false when the member stops first.
+async fn wait(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => true,
+        _ = stop.wait_for(|s| *s) => false,
+    }
+}
+
+/// Compacts to `rev` through raft (an already compacted revision counts as done);
+/// None when the member stops first.
+async fn compact(
+    member: &Member,
+    rev: i64,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<Result<(), EtcdError>> {
+    let op = Op::Compaction(CompactionRequest {
+        revision: rev,
+        physical: false,
+    });
+    tokio::select! {
+        r = member.propose(op) => Some(match r {
+            Ok(_) | Err(EtcdError::Compacted) => Ok(()),
+            Err(e) => Err(e),
+        }),
+        _ = stop.wait_for(|s| *s) => None,
+    }
+}
+
+/// A duration as etcd's logs print it (Go's `Duration.String()`).
+fn go_text(d: Duration) -> String {
+    crate::config::flags::go_duration::format(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,417 @@
+//! A running member as the services see it: propose-and-wait for writes, the ReadIndex
+//! barrier for linearizable reads, response headers, identity, the watch feed, the
+//! admission of multi-key range reads to the blocking pool, the space quota's check
+//! before proposing (which raises the NOSPACE alarm).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use oxcd_api::errors::EtcdError;
+use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
+use oxcd_api::etcdserverpb::{AlarmRequest, AlarmType, ResponseHeader};
+use oxcd_api::oxcdpb::internal_request::Op;
+use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo};
+use oxcd_api::oxcdpb::{InternalRequest, RequestAuth};
+use oxcd_mvcc::Store;
+use oxcd_raft::node::RaftHandle;
+use oxcd_raft::{ConfChange, ConfChangeType, RaftError};
+use prost::Message as _;
+use tokio::sync::{Mutex, Semaphore, oneshot, watch};
+
+use crate::domains::auth::AuthStore;
+use crate::domains::lease::Lessor;
+use crate::domains::membership::Membership;
+use crate::domains::watch::WatchHub;
+use crate::edge::metrics::Metrics;
+use crate::machine::alarms;
+use crate::machine::apply::Applied;
+use crate::machine::quota::{self, Quota};
+use crate::machine::waiters::Waiters;
+use crate::peer::PeerDialer;
+use crate::peer::health::PeerHealth;
+
+/// Request limits and timeouts.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// `--max-txn-ops`.
+    pub max_txn_ops: usize,
+    /// `--max-request-bytes`.
+    pub max_request_bytes: usize,
+    /// How long a request may wait for raft (etcd: 5 s + 2 election timeouts).
+    pub request_timeout: Duration,
+    /// The space quota (`--quota-backend-bytes`).
+    pub quota: Quota,
+    /// `--election-timeout`.
+    pub election_timeout: Duration,
+}
+
+/// Who this member is, for headers and member lists.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// `--name`.
+    pub name: String,
+    /// Member id.
+    pub member_id: u64,
+    /// Cluster id.
+    pub cluster_id: u64,
+    /// Advertised peer URLs.
+    pub peer_urls: Vec<String>,
+    /// Advertised client URLs.
+    pub client_urls: Vec<String>,
+    /// Every member of the cluster (this one included).
+    pub members: Vec<oxcd_api::oxcdpb::MemberInfo>,
+}
+
+/// How membership changes are checked before they are proposed, and what the checks
+/// and a forwarded promotion need.
+#[derive(Clone)]
+pub struct Reconfig {
+    /// `--strict-reconfig-check`.
+    pub strict: bool,
+    /// `--max-learners`.
+    pub max_learners: u32,
+    /// Which peers are connected, and since when.
+    pub health: Arc<PeerHealth>,
+    /// Dials peers (a promotion is forwarded to the leader).
+    pub dialer: PeerDialer,
+}
+
+/// The member handle shared by all services.
+pub struct Member {
+    /// Identity.
+    pub id: Identity,
+    /// Limits.
+    pub limits: Limits,
+    /// The MVCC store.
+    pub store: Arc<Store>,
+    /// Every lease and its keys.
+    pub leases: Arc<Lessor>,
+    /// Users, roles and the auth revision.
+    pub auth: Arc<AuthStore>,
+    /// The members and the ids removed, as applied here.
+    pub membership: Arc<Membership>,
+    /// The raft loop.
+    pub raft: RaftHandle,
+    /// The live change feed watchers read.
+    pub watch_hub: Arc<WatchHub>,
+    /// Membership change checks.
+    pub reconfig: Reconfig,
+    /// Multi-key ranges read at once on the blocking pool: bounds the threads and the
+    /// answers being built together.
+    pub range_reads: Semaphore,
+    /// Held while this member raises its NOSPACE alarm: requests refused together
+    /// propose it once.
+    raising_nospace: Mutex<()>,
+    /// What `/metrics` counts that no other part keeps.
+    pub metrics: Metrics,
+    waiters: Arc<Waiters>,
+    applied: watch::Receiver<u64>,
+}
+
+/// Runs `read` against `store` on the blocking pool (see [`Member::read_blocking`]).
+pub async fn read_blocking<T, F>(store: Arc<Store>, read: F) -> Result<T, String>
+where
+    F: FnOnce(&Store) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(move || read(&store))
+        .await
+        .map_err(|e| format!("oxcd: backend read failed: {e}"))
+}
+
+fn raft_err(e: RaftError) -> EtcdError {
+    match e {
+        RaftError::ProposalDropped => EtcdError::NoLeader,
+        RaftError::LeaderChanged => EtcdError::LeaderChanged,
+        _ => EtcdError::Stopped,
+    }
+}
+
+impl Member {
+    /// A member over its running parts.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: Identity,
+        limits: Limits,
+        store: Arc<Store>,
+        leases: Arc<Lessor>,
+        auth: Arc<AuthStore>,
+        membership: Arc<Membership>,
+        raft: RaftHandle,
+        waiters: Arc<Waiters>,
+        applied: watch::Receiver<u64>,
+        watch_hub: Arc<WatchHub>,
+        reconfig: Reconfig,
+        metrics: Metrics,
+    ) -> Member {
+        Member {
+            id,
+            limits,
+            store,
+            leases,
+            auth,
+            membership,
+            raft,
+            watch_hub,
+            reconfig,
+            range_reads: Semaphore::new(cores().max(2)),
+            raising_nospace: Mutex::new(()),
+            metrics,
+            waiters,
+            applied,
+        }
+    }
+
+    /// Runs `read` against the store on the blocking pool: scans that can cover the whole
+    /// keyspace (hashes, ranges of keys) must not hold an async worker while they run.
+    pub async fn read_blocking<T, F>(&self, read: F) -> Result<T, String>
+    where
+        F: FnOnce(&Store) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        read_blocking(self.store.clone(), read).await
+    }
+
+    /// A response header at `revision`.
+    pub fn header(&self, revision: i64) -> ResponseHeader {
+        ResponseHeader {
+            cluster_id: self.id.cluster_id,
+            member_id: self.id.member_id,
+            revision,
+            raft_term: self.raft.status().term(),
+        }
+    }
+
+    /// The election timeout, for the lessor's grace period on becoming leader.
+    pub fn election_timeout(&self) -> Duration {
+        self.limits.election_timeout
+    }
+
+    /// etcd's space check before a request is proposed: a request costing `cost`
+    /// ([`quota::cost`]) must leave this member's backend below the quota. When it would
+    /// not, this member's NOSPACE alarm is raised through raft (unless already raised
+    /// here) before the refusal is returned, so that whoever saw the refusal finds the
+    /// alarm listed; the alarm then refuses such requests on every member until an
+    /// operator disarms it.
+    pub async fn check_space(&self, cost: u64) -> Result<(), EtcdError> {
+        if self.limits.quota.admits(self.store.backend().size(), cost) {
+            return Ok(());
+        }
+        self.raise_nospace().await;
+        Err(EtcdError::NoSpace)
+    }
+
+    /// Proposes this member's NOSPACE alarm and waits for it, unless this member has
+    /// applied it already. Refused requests racing each other wait for the one proposal
+    /// in flight instead of each sending one (etcd sends one per refused request). A
+    /// failure is only logged: the request is refused either way, and the next refusal
+    /// tries again.
+    async fn raise_nospace(&self) {
+        let Ok(_raising) = self.raising_nospace.try_lock() else {
+            // Another refusal is raising it: wait for that attempt's end.
+            let _ = self.raising_nospace.lock().await;
+            return;
+        };
+        let me = self.id.member_id;
+        let raised = alarms::raised(&self.store).is_ok_and(|all| {
+            all.iter()
+                .any(|a| a.member_id == me && a.alarm() == AlarmType::Nospace)
+        });
+        if raised {
+            return;
+        }
+        let alarm = AlarmRequest {
+            action: AlarmAction::Activate as i32,
+            member_id: me,
+            alarm: AlarmType::Nospace as i32,
+        };
+        if let Err(e) = self.submit(Op::Alarm(alarm), None).await {
+            tracing::warn!(error = %e, "failed to raise the NOSPACE alarm");
+        }
+    }
+
+    /// Proposes `op` through raft and waits until it is applied here.
+    pub async fn propose(&self, op: Op) -> Result<Applied, EtcdError> {
+        self.propose_as(op, None).await
+    }
+
+    /// Proposes `op` for the user `auth` names (checked when it is applied; None: no
+    /// user, or auth is off) and waits until it is applied here. A request that would
+    /// exceed the space quota is refused first ([`Member::check_space`]).
+    pub async fn propose_as(
+        &self,
+        op: Op,
+        auth: Option<RequestAuth>,
+    ) -> Result<Applied, EtcdError> {
+        self.check_space(quota::cost(&op)).await?;
+        self.submit(op, auth).await
+    }
+
+    /// Proposes `op` without the space check and waits until it is applied here.
+    async fn submit(&self, op: Op, auth: Option<RequestAuth>) -> Result<Applied, EtcdError> {
+        let (id, done) = self.waiters.register();
+        let data = InternalRequest {
+            id,
+            op: Some(op),
+            auth,
+        }
+        .encode_to_vec();
+        if data.len() > self.limits.max_request_bytes {
+            self.waiters.cancel(id);
+            return Err(EtcdError::RequestTooLarge);
+        }
+        let (tx, accepted) = oneshot::channel();
+        self.raft.propose(data, move |r| {
+            let _ = tx.send(r);
+        });
+        self.settle(id, accepted, done).await
+    }
+
+    /// Proposes a membership change of `change_type` for member `id`, its context
+    /// `ctx` completed with the waiter, and waits until it is applied here.
+    pub async fn propose_conf_change(
+        &self,
+        change_type: ConfChangeType,
+        id: u64,
+        mut ctx: ConfChangeContext,
+    ) -> Result<Applied, EtcdError> {
+        let (request, done) = self.waiters.register();
+        ctx.request_id = request;
+        let mut cc = ConfChange::default();
+        cc.set_change_type(change_type);
+        cc.node_id = id;
+        cc.context = ctx.encode_to_vec().into();
+        let (tx, accepted) = oneshot::channel();
+        self.raft.propose_conf_change(cc, move |r| {
+            let _ = tx.send(r);
+        });
+        self.settle(request, accepted, done).await
+    }
+
+    /// Waits for raft to take proposal `id` into its log, then for its outcome.
+    async fn settle(
+        &self,
+        id: u64,
+        accepted: oneshot::Receiver<Result<(), RaftError>>,
+        done: oneshot::Receiver<crate::machine::waiters::Outcome>,
+    ) -> Result<Applied, EtcdError> {
+        match accepted.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                self.waiters.cancel(id);
+                self.metrics.proposal_failed();
+                return Err(raft_err(e));
+            }
+            Err(_) => {
+                self.waiters.cancel(id);
+                self.metrics.proposal_failed();
+                return Err(EtcdError::Stopped);
+            }
+        }
+        match tokio::time::timeout(self.limits.request_timeout, done).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => {
+                self.metrics.proposal_failed();
+                Err(EtcdError::Stopped)
+            }
+            Err(_) => {
+                self.waiters.cancel(id);
+                self.metrics.proposal_failed();
+                Err(EtcdError::Timeout)
+            }
+        }
+    }
+
+    /// Proposals waiting to be applied.
+    pub fn pending_proposals(&self) -> usize {
+        self.waiters.len()
+    }
+
+    /// Waits until this member has applied everything committed when it was called, as
+    /// confirmed by the leader (ReadIndex): a read after this is linearizable.
+    pub async fn read_barrier(&self) -> Result<(), EtcdError> {
+        let (tx, rx) = oneshot::channel();
+        self.raft.read_index(move |r| {
+            let _ = tx.send(r);
+        });
+        let index = match tokio::time::timeout(self.limits.request_timeout, rx).await {
+            Ok(Ok(Ok(index))) => index,
+            Ok(Ok(Err(e))) => return Err(raft_err(e)),
+            Ok(Err(_)) => return Err(EtcdError::Stopped),
+            Err(_) => return Err(EtcdError::Timeout),
+        };
+        self.wait_applied(index).await
+    }
+
+    /// Waits until this member has applied the entry at `index`.
+    pub async fn wait_applied(&self, index: u64) -> Result<(), EtcdError> {
+        let mut applied = self.applied.clone();
+        match tokio::time::timeout(
+            self.limits.request_timeout,
+            applied.wait_for(|a| *a >= index),
+        )
+        .await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(EtcdError::Stopped),
+            Err(_) => Err(EtcdError::TimeoutWaitAppliedIndex),
+        }
+    }
+
+    /// The applied index.
+    pub fn applied_index(&self) -> u64 {
+        *self.applied.borrow()
+    }
+
+    /// Each member's match index when this member leads: Err(NotLeader) when it does
+    /// not (only the leader tracks the others' logs).
+    pub async fn progress(&self) -> Result<std::collections::BTreeMap<u64, u64>, EtcdError> {
+        let (tx, rx) = oneshot::channel();
+        self.raft.progress(move |r| {
+            let _ = tx.send(r);
+        });
+        rx.await
+            .map_err(|_| EtcdError::Stopped)?
+            .map_err(|_| EtcdError::Stopped)?
+            .ok_or(EtcdError::NotLeader)
+    }
+
+    /// The members, as the replicated membership holds them here (a backend from
+    /// before it: the bootstrap list), by id.
+    pub fn members(&self) -> Vec<MemberInfo> {
+        let state = self.membership.state();
+        if state.members.is_empty() {
+            let mut members = self.id.members.clone();
+            members.sort_by_key(|m| m.id);
+            members
+        } else {
+            state.members.values().cloned().collect()
+        }
+    }
+
+    /// The voting members' ids (read by the leader on every keepalive: no member
+    /// record is copied).
+    pub fn voters(&self) -> Vec<u64> {
+        let state = self.membership.state();
+        if state.members.is_empty() {
+            let mut ids: Vec<u64> = self
+                .id
+                .members
+                .iter()
+                .filter(|m| !m.is_learner)
+                .map(|m| m.id)
+                .collect();
+            ids.sort_unstable();
+            ids
+        } else {
+            state.voters()
+        }
+    }
+}
+
+/// The machine's cores (1 when unknown), read once: how many multi-key ranges are read at
+/// once, and how many threads read one long answer's rows.
+pub(crate) fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}

@@ -1,0 +1,21 @@
+//! The replicated state machine: how a request is proposed, and how a committed entry
+//! is applied.
+//!
+//! Proposing: the [`member::Member`] handle encodes a request, checks the space
+//! [`quota`], registers a waiter ([`waiters`]) and hands the bytes to raft. Applying: the
+//! [`apply_thread`] takes committed entries from raft, runs each through [`apply`] (the
+//! one dispatch, into each domain's apply function, and [`alarms`]) in one backend
+//! transaction per batch, publishes the batch to readers and watchers, then completes
+//! the waiters with what each entry produced.
+//!
+//! Invariants:
+//! - Every write goes through raft: propose, WAL fsync, commit, apply, then respond.
+//! - Apply is deterministic: the same log gives the same store on every member.
+//! - A request is answered only after its effects are visible to reads here.
+
+pub mod alarms;
+pub mod apply;
+pub mod apply_thread;
+pub mod member;
+pub mod quota;
+pub mod waiters;

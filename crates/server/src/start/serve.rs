@@ -1,0 +1,420 @@
+//! Serving a started member: resolve its TLS, bind the client, metrics and peer URLs,
+//! serve gRPC and HTTP on each, log readiness, and stop cleanly on a shutdown signal or
+//! when the member fails.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxcd_transport::listen::Addr;
+use tokio::sync::watch;
+
+use crate::config::settings::Settings;
+use crate::domains::lease::renewals::Renewals;
+use crate::edge::{gateway, http, services};
+use crate::jobs::corrupt;
+use crate::machine::member::Member;
+use crate::peer::PeerDialer;
+use crate::peer::service::PeerService;
+use crate::peer::transport::PeerFaults;
+use crate::start::bootstrap::{self, StartError};
+use crate::start::listeners::{self, ClientListener, PlainListener};
+use crate::start::security;
+use oxcd_api::oxcdpb::peer_server::PeerServer;
+
+/// Why serving ended with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The member could not start.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// A client URL could not be used.
+    #[error("{0}")]
+    Listen(String),
+    /// The member stopped on a fatal error (disk full, disk error).
+    #[error("member stopped: {0}")]
+    Fatal(String),
+    /// Discovery (`--discovery-srv`, `--discovery-endpoints`) found no cluster, or one
+    /// that does not list this member.
+    #[error("{0}")]
+    Discovery(String),
+}
+
+/// What tests may add to a member; the binary runs with none.
+#[derive(Debug, Clone, Default)]
+pub struct TestHooks {
+    /// Cut peer links (partition tests).
+    pub peer_faults: Option<PeerFaults>,
+}
+
+/// Starts the member in `settings` and serves clients until `shutdown` completes or the
+/// member fails. `on_ready` is told each bound TCP client address once serving.
+pub async fn run(
+    settings: Settings,
+    shutdown: impl Future<Output = ()>,
+    on_ready: impl FnOnce(Vec<SocketAddr>),
+) -> Result<(), ServeError> {
+    run_with(settings, TestHooks::default(), shutdown, on_ready).await
+}
+
+/// [`run`] with test hooks.
+pub async fn run_with(
+    settings: Settings,
+    hooks: TestHooks,
+    shutdown: impl Future<Output = ()>,
+    on_ready: impl FnOnce(Vec<SocketAddr>),
+) -> Result<(), ServeError> {
+    let settings = crate::start::discovery::discover(settings)
+        .await
+        .map_err(ServeError::Discovery)?;
+    let security = security::load(&settings).map_err(ServeError::Listen)?;
+    // Peer listeners first, as etcd: a port in use fails the start before anything
+    // touches the data dir.
+    let mut peer_listeners = Vec::new();
+    for url in &settings.listen_peer_urls {
+        let l = bind(
+            url,
+            "peer",
+            security.peer.as_ref(),
+            security.peer_check.clone(),
+        )?;
+        peer_listeners.push((l, url));
+    }
+    let mut client_listeners = Vec::new();
+    for url in &settings.listen_client_urls {
+        client_listeners.push(bind(url, "client", security.client.as_ref(), None)?);
+    }
+    let mut metrics_listeners = Vec::new();
+    for url in &settings.listen_metrics_urls {
+        metrics_listeners.push(bind(url, "metrics", security.client.as_ref(), None)?);
+    }
+    let dialer = PeerDialer::new(security.peer_dialer.clone(), settings.peer_source_ip);
+    let joining = if oxcd_storage::wal::Wal::exists(&settings.wal_dir()) {
+        None
+    } else {
+        crate::peer::remote::check_fresh_member(&settings, &dialer)
+            .await
+            .map_err(StartError::Other)?
+    };
+    let s = settings.clone();
+    let start_dialer = dialer.clone();
+    let started = tokio::task::spawn_blocking(move || {
+        bootstrap::start(&s, start_dialer, hooks.peer_faults, joining)
+    })
+    .await
+    .map_err(|e| ServeError::Fatal(e.to_string()))??;
+    let member = started.member.clone();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut servers = Vec::new();
+    let until_stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let renewals = Arc::new(Renewals::start(&member, dialer.clone()));
+    // Peers must reach us before a leader can be elected: serve them first. Every
+    // member listens for peers, one alone too: it can grow.
+    let peer_router = tonic::service::Routes::new(
+        PeerServer::new(PeerService::new(
+            &member,
+            settings.snap_dir(),
+            renewals.clone(),
+        ))
+        .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
+    )
+    .into_axum_router();
+    for (l, url) in peer_listeners {
+        tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
+        let server = crate::peer::server::serve(l, peer_router.clone(), stop_rx.clone());
+        servers.push(tokio::spawn(async move {
+            server.await;
+            Ok(())
+        }));
+    }
+    // As etcd: serve clients once the member has joined a leader and replayed its log.
+    if let Err(e) = wait_until_ready(&member, &started.raft_thread, &started.apply_thread).await {
+        let _ = stop_tx.send(true);
+        stop_member(&member);
+        return Err(e);
+    }
+    // As etcd: a member is ready once its name and client URLs are published, so the
+    // membership checks never see a serving member as not started.
+    publish_attributes(member.clone(), stop_rx.clone()).await;
+    if settings.initial_corrupt_check
+        && let Err(e) = corrupt::initial_check(&member, &dialer).await
+    {
+        let _ = stop_tx.send(true);
+        stop_member(&member);
+        return Err(ServeError::Fatal(e));
+    }
+    if !settings.corrupt_check_time.is_zero() {
+        tokio::spawn(corrupt::periodic(
+            member.clone(),
+            dialer.clone(),
+            settings.corrupt_check_time,
+            stop_rx.clone(),
+        ));
+    }
+    member
+        .metrics
+        .grpc
+        .set_extensive(settings.metrics_extensive);
+    let mut router = services::routes(member.clone(), renewals.clone())
+        .into_axum_router()
+        .layer(axum::middleware::from_fn_with_state(
+            member.clone(),
+            services::learner_gate::gate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            member.clone(),
+            crate::edge::metrics::grpc::count,
+        ))
+        .merge(http::routes(member.clone()));
+    if settings.enable_grpc_gateway {
+        router = router.merge(gateway::routes(
+            member.clone(),
+            renewals,
+            settings.max_concurrent_streams,
+        ));
+    }
+    let router = router
+        .fallback(http::not_found)
+        .layer(axum::middleware::from_fn(gateway::cors))
+        .layer(axum::middleware::map_response(
+            crate::edge::grpc_compat::rewrite,
+        ));
+    let mut bound = Vec::new();
+    for (l, url) in client_listeners
+        .into_iter()
+        .zip(&settings.listen_client_urls)
+    {
+        let addr = l.local_addr().clone();
+        if is_tls(url) {
+            tracing::info!(address = %addr, url, "serving client traffic securely");
+        } else {
+            tracing::info!(address = %addr, url, "serving client traffic insecurely; this is strongly discouraged!");
+        }
+        if let Addr::Tcp(a) = addr {
+            bound.push(a);
+        }
+        let cert_names_user = settings.client_tls.client_cert_auth;
+        let listener = ClientListener {
+            listener: l,
+            cert_names_user,
+            bytes: member.metrics.client_bytes.clone(),
+        };
+        // Requests carry their connection's certificate name only where CN auth applies:
+        // elsewhere they pay nothing for it.
+        let mut builder =
+            hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+        builder
+            .http2()
+            .max_concurrent_streams(settings.max_concurrent_streams);
+        let served = crate::edge::conn_serve::serve(
+            listener,
+            builder,
+            router.clone(),
+            cert_names_user,
+            stop_rx.clone(),
+        );
+        let server = tokio::spawn(async move {
+            served.await;
+            Ok(())
+        });
+        servers.push(server);
+    }
+    let metrics_router = http::routes(member.clone());
+    for (l, url) in metrics_listeners
+        .into_iter()
+        .zip(&settings.listen_metrics_urls)
+    {
+        tracing::info!(address = %l.local_addr(), url, "serving metrics");
+        let server = axum::serve(PlainListener(l), metrics_router.clone())
+            .with_graceful_shutdown(until_stopped(stop_rx.clone()));
+        servers.push(tokio::spawn(async move { server.await }));
+    }
+    tracing::info!(
+        name = %settings.name,
+        member_id = %format!("{:x}", member.id.member_id),
+        cluster_id = %format!("{:x}", member.id.cluster_id),
+        "ready to serve client requests"
+    );
+    on_ready(bound);
+    tokio::spawn(crate::domains::lease::expiry::run(
+        member.clone(),
+        stop_rx.clone(),
+    ));
+    if let Some(mode) = settings.auto_compaction {
+        tokio::spawn(crate::jobs::compactor::run(
+            member.clone(),
+            mode,
+            settings.auto_compaction_revision_interval,
+            stop_rx.clone(),
+        ));
+    }
+    if settings.auto_promote_learners {
+        tokio::spawn(crate::domains::membership::auto_promote::run(
+            member.clone(),
+            stop_rx.clone(),
+        ));
+    }
+    let fatal = wait_for_failure(&started.raft_thread, &started.apply_thread);
+    let mut removed = member.membership.removed_self();
+    let result = tokio::select! {
+        _ = shutdown => {
+            tracing::info!("received shutdown signal; stopping");
+            Ok(())
+        }
+        reason = fatal => Err(ServeError::Fatal(reason)),
+        _ = async {
+            if removed.wait_for(|r| *r).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        } => {
+            // As etcd: a moment for the leader to tell the others the removal
+            // committed, then stop (a clean stop: restarting would be refused). A
+            // leader first hands over to the voter most caught up, so the cluster
+            // does not wait an election timeout for a new one.
+            tokio::time::sleep(10 * settings.heartbeat).await;
+            hand_over_leadership(&member, settings.election_timeout).await;
+            tracing::warn!("{}; stopping", crate::peer::MEMBER_REMOVED);
+            Ok(())
+        }
+    };
+    let _ = stop_tx.send(true);
+    stop_member(&member);
+    for s in servers {
+        // Open client streams would hold a graceful shutdown forever: bound the wait.
+        if tokio::time::timeout(Duration::from_secs(2), s)
+            .await
+            .is_err()
+        {
+            tracing::warn!("client connections still open after 2s; closing them");
+        }
+    }
+    let raft_thread = started.raft_thread;
+    let apply_thread = started.apply_thread;
+    let joined = tokio::task::spawn_blocking(move || {
+        let r = raft_thread.join();
+        let a = apply_thread.join();
+        (r, a)
+    })
+    .await;
+    if let Ok((Ok(Err(e)), _)) = &joined {
+        tracing::error!("raft: {e}");
+    }
+    drop(started.lock);
+    tracing::info!("stopped serving");
+    result
+}
+
+fn is_tls(url: &str) -> bool {
+    url.starts_with("https://") || url.starts_with("unixs://")
+}
+
+fn bind(
+    url: &str,
+    side: &'static str,
+    tls: Option<&Arc<oxcd_transport::tls::ServerTls>>,
+    check: Option<oxcd_transport::listen::ConnCheck>,
+) -> Result<oxcd_transport::listen::Listener, ServeError> {
+    listeners::bind(url, side, tls, check).map_err(ServeError::Listen)
+}
+
+fn stop_member(member: &Arc<Member>) {
+    member.watch_hub.close();
+    member.raft.stop();
+}
+
+/// Publishes this member's name and client URLs through raft (as etcd does on start),
+/// retrying until it is applied or the member stops.
+async fn publish_attributes(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
+    let attrs = oxcd_api::oxcdpb::MemberAttributes {
+        id: member.id.member_id,
+        name: member.id.name.clone(),
+        client_urls: member.id.client_urls.clone(),
+    };
+    loop {
+        let op = oxcd_api::oxcdpb::internal_request::Op::MemberAttributes(attrs.clone());
+        match member.propose(op).await {
+            Ok(_) => {
+                tracing::info!(client_urls = ?attrs.client_urls, "published local member to cluster");
+                return;
+            }
+            Err(e) => tracing::warn!("failed to publish local member to cluster: {e}; retrying"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// When this member leads: asks the voter with the most of the log to take over, and
+/// waits (up to `within`) until it has.
+async fn hand_over_leadership(member: &Member, within: Duration) {
+    let Ok(progress) = member.progress().await else {
+        return;
+    };
+    let me = member.id.member_id;
+    let voters = member.voters();
+    let Some((&to, _)) = progress
+        .iter()
+        .filter(|(id, _)| **id != me && voters.contains(id))
+        .max_by_key(|(_, matched)| **matched)
+    else {
+        return;
+    };
+    tracing::info!(to = %format!("{to:x}"), "handing leadership over before stopping");
+    if member.raft.transfer_leader(to).is_err() {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + within;
+    while member.raft.status().leader() == me && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until a leader is known and everything committed at start is applied.
+async fn wait_until_ready<A, B>(
+    member: &Member,
+    raft: &std::thread::JoinHandle<A>,
+    apply: &std::thread::JoinHandle<B>,
+) -> Result<(), ServeError> {
+    let mut waited = Duration::ZERO;
+    loop {
+        let st = member.raft.status();
+        if st.leader() != 0 && member.applied_index() >= st.commit() {
+            return Ok(());
+        }
+        if raft.is_finished() || apply.is_finished() {
+            return Err(ServeError::Fatal(
+                "the member stopped while starting (see the error above)".into(),
+            ));
+        }
+        let removed = *member.membership.removed_self().borrow();
+        if removed {
+            return Err(ServeError::Fatal(crate::peer::MEMBER_REMOVED.into()));
+        }
+        if waited.as_secs() > 0 && waited.as_millis().is_multiple_of(5000) {
+            tracing::info!("waiting for a leader before serving clients");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waited += Duration::from_millis(10);
+    }
+}
+
+/// Completes with a reason when the raft or apply thread ends on its own.
+async fn wait_for_failure<A, B>(
+    raft: &std::thread::JoinHandle<A>,
+    apply: &std::thread::JoinHandle<B>,
+) -> String {
+    loop {
+        if raft.is_finished() {
+            return "the raft loop stopped (see the error above)".into();
+        }
+        if apply.is_finished() {
+            return "the apply loop stopped (see the error above)".into();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
