@@ -1,9 +1,22 @@
-//! The command line, shaped like etcd's `benchmark` tool: global connection and
-//! concurrency flags, then one subcommand per workload.
+//! The command line, shaped like etcd's `benchmark` tool: the global connection and
+//! concurrency flags ([`Global`]), then one subcommand per workload or side-by-side
+//! benchmark, each with the flags its own module defines; [`run`] dispatches to it.
+//! Nothing else in the crate depends on this file.
 
-use std::path::PathBuf;
+use clap::{Parser, Subcommand};
 
-use clap::{Args, Parser, Subcommand};
+use crate::backup::BackupArgs;
+use crate::compare::CompareArgs;
+use crate::conns::{self, Global};
+use crate::gateway::GatewayArgs;
+use crate::learner::LearnerArgs;
+use crate::stats::Report;
+use crate::workloads::auth::{self, AuthenticateArgs};
+use crate::workloads::kv::{self, PutArgs, RangeArgs};
+use crate::workloads::lease::{self, LeaseArgs};
+use crate::workloads::txn::{self, TxnMixedArgs, TxnPutArgs};
+use crate::workloads::watch::{self, WatchArgs, WatchLatencyArgs};
+use crate::{backup, compare, gateway, learner};
 
 /// A load generator for etcd v3 endpoints (oxcd or etcd), after etcd's `benchmark`.
 #[derive(Debug, Parser)]
@@ -13,49 +26,6 @@ pub struct Cli {
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Flags every workload takes.
-#[derive(Debug, Clone, Args)]
-pub struct Global {
-    /// gRPC endpoints, comma separated; connections are spread over them in turn.
-    #[arg(
-        long,
-        global = true,
-        value_delimiter = ',',
-        default_value = "127.0.0.1:2379"
-    )]
-    pub endpoints: Vec<String>,
-    /// Total number of gRPC connections.
-    #[arg(long, global = true, default_value_t = 1)]
-    pub conns: usize,
-    /// Total number of concurrent clients (tasks sharing the connections).
-    #[arg(long, global = true, default_value_t = 1)]
-    pub clients: usize,
-    /// Send every request to the current leader only.
-    #[arg(long, global = true)]
-    pub target_leader: bool,
-    /// username[:password] for authentication (the password is asked for when missing).
-    #[arg(long, global = true)]
-    pub user: Option<String>,
-    /// Dial timeout in seconds.
-    #[arg(long, global = true, default_value_t = 2)]
-    pub dial_timeout: u64,
-    /// Verify the servers' certificates with this CA bundle (TLS for every endpoint).
-    #[arg(long, global = true)]
-    pub cacert: Option<PathBuf>,
-    /// Identify with this TLS client certificate.
-    #[arg(long, global = true)]
-    pub cert: Option<PathBuf>,
-    /// The key of --cert.
-    #[arg(long = "key", id = "tls_key", global = true)]
-    pub key_file: Option<PathBuf>,
-    /// Skip verifying the servers' certificates (testing only).
-    #[arg(long, global = true)]
-    pub insecure_skip_tls_verify: bool,
-    /// Print the result as one JSON object instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
 }
 
 /// The workloads.
@@ -79,180 +49,55 @@ pub enum Command {
     Authenticate(AuthenticateArgs),
     /// Start a 3-member etcd and a 3-member oxcd on loopback, one after the other, run
     /// the same matrix on each and write a markdown report with the ratios.
-    Compare(crate::compare::CompareArgs),
+    Compare(CompareArgs),
     /// Add a learner to a filled 3-member etcd and then oxcd, promote it as soon as
     /// it is in sync, and report the catch-up time, the writes' latency meanwhile and
     /// the leader's term.
-    LearnerCatchup(crate::learner::LearnerArgs),
+    LearnerCatchup(LearnerArgs),
     /// Fill etcd and then oxcd with history, and report snapshot save throughput,
     /// restore time (etcdutl, oxcdutl) and the writes' pause during a defragmentation.
-    Backup(crate::backup::BackupArgs),
+    Backup(BackupArgs),
     /// Load etcd's and then oxcd's JSON gateway with HTTP clients (puts, ranges) and
     /// time their `/metrics` scrapes.
-    Gateway(crate::gateway::GatewayArgs),
+    Gateway(GatewayArgs),
 }
 
-/// Key and value shape shared by the writing workloads.
-#[derive(Debug, Clone, Args)]
-pub struct KeyArgs {
-    /// Key size in bytes.
-    #[arg(long, default_value_t = 8)]
-    pub key_size: usize,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 8)]
-    pub val_size: usize,
-    /// How many distinct keys are written.
-    #[arg(long, default_value_t = 1)]
-    pub key_space_size: u64,
-    /// Write keys in order instead of at random.
-    #[arg(long)]
-    pub sequential_keys: bool,
+/// Runs the command: a workload's report to print, or none for a side-by-side
+/// benchmark, which writes and prints its own report.
+pub async fn run(cli: &Cli) -> Result<Option<Report>, String> {
+    match &cli.command {
+        Command::Compare(a) => compare::run(a).await.map(|()| None),
+        Command::LearnerCatchup(a) => learner::run(a).await.map(|()| None),
+        Command::Backup(a) => backup::run(a).await.map(|()| None),
+        Command::Gateway(a) => gateway::run(a).await.map(|()| None),
+        command => workload(&cli.global, command).await.map(Some),
+    }
 }
 
-#[derive(Debug, Clone, Args)]
-pub struct PutArgs {
-    #[command(flatten)]
-    pub keys: KeyArgs,
-    /// Total number of puts.
-    #[arg(long, default_value_t = 10_000)]
-    pub total: u64,
-    /// Maximum puts per second over all clients (0: unlimited).
-    #[arg(long, default_value_t = 0)]
-    pub rate: u64,
-    /// Watchers kept open during the run, each on one key of the key space (distinct
-    /// keys while the space allows), 100 per stream, streams spread over the connections.
-    #[arg(long, default_value_t = 0)]
-    pub watchers: u64,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct AuthenticateArgs {
-    /// The user to log in as.
-    #[arg(long)]
-    pub name: String,
-    /// Its password.
-    #[arg(long)]
-    pub password: String,
-    /// Total number of logins.
-    #[arg(long, default_value_t = 1_000)]
-    pub total: u64,
-    /// Maximum logins per second (0: unlimited).
-    #[arg(long, default_value_t = 0)]
-    pub rate: u64,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct RangeArgs {
-    /// The key, or the start of the range.
-    pub key: String,
-    /// The end of the range (exclusive); none for a single key.
-    pub end: Option<String>,
-    /// Total number of ranges.
-    #[arg(long, default_value_t = 10_000)]
-    pub total: u64,
-    /// Maximum ranges per second (0: unlimited).
-    #[arg(long, default_value_t = 0)]
-    pub rate: u64,
-    /// l (linearizable) or s (serializable).
-    #[arg(long, default_value = "l")]
-    pub consistency: String,
-    /// Maximum keys returned (0: no limit).
-    #[arg(long, default_value_t = 0)]
-    pub limit: i64,
-    /// Return keys only.
-    #[arg(long)]
-    pub keys_only: bool,
-    /// Return the count only.
-    #[arg(long)]
-    pub count_only: bool,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct TxnPutArgs {
-    #[command(flatten)]
-    pub keys: KeyArgs,
-    /// Total number of txns.
-    #[arg(long, default_value_t = 10_000)]
-    pub total: u64,
-    /// Puts per txn.
-    #[arg(long, default_value_t = 1)]
-    pub txn_ops: usize,
-    /// Maximum txns per second (0: unlimited).
-    #[arg(long, default_value_t = 0)]
-    pub rate: u64,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct TxnMixedArgs {
-    #[command(flatten)]
-    pub keys: KeyArgs,
-    /// Total number of txns.
-    #[arg(long, default_value_t = 10_000)]
-    pub total: u64,
-    /// Reads per write.
-    #[arg(long, default_value_t = 1.0)]
-    pub rw_ratio: f64,
-    /// l or s for the reads.
-    #[arg(long, default_value = "l")]
-    pub consistency: String,
-    /// Maximum txns per second (0: unlimited).
-    #[arg(long, default_value_t = 0)]
-    pub rate: u64,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct WatchArgs {
-    /// Watch streams (spread over the connections).
-    #[arg(long, default_value_t = 10)]
-    pub streams: usize,
-    /// Watchers per stream.
-    #[arg(long, default_value_t = 10)]
-    pub watch_per_stream: usize,
-    /// How many distinct keys are watched.
-    #[arg(long, default_value_t = 100)]
-    pub watched_key_total: u64,
-    /// Puts per second on the watched keys.
-    #[arg(long, default_value_t = 100)]
-    pub put_rate: u64,
-    /// Total puts on the watched keys.
-    #[arg(long, default_value_t = 1000)]
-    pub put_total: u64,
-    /// Key size in bytes.
-    #[arg(long, default_value_t = 32)]
-    pub key_size: usize,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 32)]
-    pub val_size: usize,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct WatchLatencyArgs {
-    /// Watch streams, all on one key.
-    #[arg(long, default_value_t = 10)]
-    pub streams: usize,
-    /// Watchers per stream.
-    #[arg(long, default_value_t = 10)]
-    pub watchers_per_stream: usize,
-    /// Puts per second.
-    #[arg(long, default_value_t = 100)]
-    pub put_rate: u64,
-    /// Total puts.
-    #[arg(long, default_value_t = 1000)]
-    pub put_total: u64,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 32)]
-    pub val_size: usize,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct LeaseArgs {
-    /// Total keep-alive round trips.
-    #[arg(long, default_value_t = 10_000)]
-    pub total: u64,
+/// Runs a workload over the connections the global flags ask for.
+async fn workload(g: &Global, command: &Command) -> Result<Report, String> {
+    let conns = conns::open(g).await?;
+    let clients = g.clients.max(1);
+    match command {
+        Command::Put(a) => kv::put(a, clients, &conns).await,
+        Command::Range(a) => kv::range(a, clients, &conns).await,
+        Command::TxnPut(a) => Ok(txn::txn_put(a, clients, &conns).await),
+        Command::TxnMixed(a) => txn::txn_mixed(a, clients, &conns).await,
+        Command::Watch(a) => watch::watch(a, clients, &conns).await,
+        Command::WatchLatency(a) => watch::watch_latency(a, &conns).await,
+        Command::LeaseKeepalive(a) => lease::keepalive(a, clients, &conns).await,
+        Command::Authenticate(a) => Ok(auth::authenticate(a, clients, &conns).await),
+        Command::Compare(_)
+        | Command::LearnerCatchup(_)
+        | Command::Backup(_)
+        | Command::Gateway(_) => Err("a side-by-side benchmark is not a workload".into()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use clap::{CommandFactory, Parser};
 
     use super::*;

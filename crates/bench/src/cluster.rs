@@ -1,7 +1,9 @@
-//! A cluster of either server on loopback (3 members unless asked otherwise), started with the same etcd flags
-//! (oxcd takes etcd's flags, so one launcher serves both): free ports, one data dir per
-//! member under one parent (same disk for both systems), logs beside them. More members
-//! can join it later as etcd's runbook adds them (`--initial-cluster-state existing`).
+//! The launcher of every side-by-side benchmark (compare, learner-catchup, backup,
+//! gateway): a cluster of either server on loopback (3 members unless asked otherwise),
+//! started with the same etcd flags (oxcd takes etcd's flags, so one launcher serves
+//! both): free ports, one data dir per member under one parent (same disk for both
+//! systems), logs beside them. More members can join it later as etcd's runbook adds
+//! them (`--initial-cluster-state existing`).
 //!
 //! Invariant: every process it started is killed when the cluster is dropped.
 

@@ -1,13 +1,57 @@
 //! The connections a run shares: `--conns` gRPC connections spread over the endpoints
 //! in turn (or all to the leader with `--target-leader`), over TLS with `--cacert`,
 //! `--cert`, `--key` or `https://` endpoints, authenticated when `--user` is given.
+//! [`Global`] holds these flags and the others every workload takes.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::Args;
 use oxcd_api::etcdserverpb::StatusRequest;
 use oxcd_client::{Client, ConnectOptions, Credentials, TlsConfig};
 
-use crate::cli::Global;
+/// Flags every workload takes.
+#[derive(Debug, Clone, Args)]
+pub struct Global {
+    /// gRPC endpoints, comma separated; connections are spread over them in turn.
+    #[arg(
+        long,
+        global = true,
+        value_delimiter = ',',
+        default_value = "127.0.0.1:2379"
+    )]
+    pub endpoints: Vec<String>,
+    /// Total number of gRPC connections.
+    #[arg(long, global = true, default_value_t = 1)]
+    pub conns: usize,
+    /// Total number of concurrent clients (tasks sharing the connections).
+    #[arg(long, global = true, default_value_t = 1)]
+    pub clients: usize,
+    /// Send every request to the current leader only.
+    #[arg(long, global = true)]
+    pub target_leader: bool,
+    /// username[:password] for authentication (the password is asked for when missing).
+    #[arg(long, global = true)]
+    pub user: Option<String>,
+    /// Dial timeout in seconds.
+    #[arg(long, global = true, default_value_t = 2)]
+    pub dial_timeout: u64,
+    /// Verify the servers' certificates with this CA bundle (TLS for every endpoint).
+    #[arg(long, global = true)]
+    pub cacert: Option<PathBuf>,
+    /// Identify with this TLS client certificate.
+    #[arg(long, global = true)]
+    pub cert: Option<PathBuf>,
+    /// The key of --cert.
+    #[arg(long = "key", id = "tls_key", global = true)]
+    pub key_file: Option<PathBuf>,
+    /// Skip verifying the servers' certificates (testing only).
+    #[arg(long, global = true)]
+    pub insecure_skip_tls_verify: bool,
+    /// Print the result as one JSON object instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
 
 /// Why connecting failed, as a message for the operator.
 pub type Error = String;

@@ -1,7 +1,30 @@
 //! Keys and values of a given size: request `n` writes key number `n % space`
-//! (sequential) or a pseudo-random key number in the space, deterministic in `n`.
+//! (sequential) or a pseudo-random key number in the space, deterministic in `n`; the
+//! flags that shape them ([`KeyArgs`]); and `Put`, the request writing request `n`'s
+//! key, which the `put` and `watch` workloads share.
 
-use crate::cli::KeyArgs;
+use clap::Args;
+use oxcd_api::etcdserverpb::PutRequest;
+use oxcd_client::Client;
+
+use crate::driver::{self, Request};
+
+/// Key and value shape shared by the writing workloads.
+#[derive(Debug, Clone, Args)]
+pub struct KeyArgs {
+    /// Key size in bytes.
+    #[arg(long, default_value_t = 8)]
+    pub key_size: usize,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 8)]
+    pub val_size: usize,
+    /// How many distinct keys are written.
+    #[arg(long, default_value_t = 1)]
+    pub key_space_size: u64,
+    /// Write keys in order instead of at random.
+    #[arg(long)]
+    pub sequential_keys: bool,
+}
 
 /// Makes the keys and the value of a run.
 #[derive(Debug, Clone)]
@@ -62,6 +85,20 @@ impl KeyGen {
     /// The value every put writes.
     pub fn value(&self) -> Vec<u8> {
         self.value.clone()
+    }
+}
+
+/// One put of request `n`'s key (the key generator's choice) with its value.
+pub(crate) struct Put(pub(crate) KeyGen);
+
+impl Request for Put {
+    async fn issue(&self, n: u64, conn: Client) -> Result<(), String> {
+        let req = PutRequest {
+            key: self.0.key(self.0.number(n)),
+            value: self.0.value(),
+            ..PutRequest::default()
+        };
+        conn.kv().put(req).await.map(drop).map_err(driver::message)
     }
 }
 

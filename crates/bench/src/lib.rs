@@ -1,15 +1,19 @@
 //! oxcd-bench: etcd `benchmark`-style workloads against any etcd v3 endpoints
-//! ([`workloads`], driven by [`driver`], summarised by [`stats`]) and the side-by-side
-//! comparison of oxcd with etcd ([`compare`]), a learner's catch-up on each
-//! ([`learner`]), and their snapshot, restore and defragmentation ([`backup`]).
+//! ([`workloads`], driven by [`driver`] over [`conns`], summarised by [`stats`]) and the
+//! side-by-side comparison of oxcd with etcd ([`compare`]), a learner's catch-up on each
+//! ([`learner`]), their snapshot, restore and defragmentation ([`backup`]) and their JSON
+//! gateway ([`gateway`]).
 //!
-//! Arrows: cli → workloads → driver/stats; compare → workloads; learner and backup →
-//! compare's cluster, [`load`] (fill and background writers) and [`versus`] (rounds of
-//! both systems, their report). Nothing here depends on the server crates: the tool
-//! speaks only the etcd wire protocol.
+//! Arrows (no circles): [`cli`] (the subcommands and their dispatch) → everything else;
+//! every subcommand's module owns its flags. compare → workloads, [`cluster`] and
+//! [`versus`]; learner, backup and gateway → [`cluster`] (the launcher of either
+//! system), [`load`] (fill and background writers; not gateway) and [`versus`] (rounds
+//! of both systems, their report); workloads → driver, [`keys`], stats. Nothing here
+//! depends on the server crates: the tool speaks only the etcd wire protocol.
 
 pub mod backup;
 pub mod cli;
+pub mod cluster;
 pub mod compare;
 pub mod conns;
 pub mod driver;

@@ -2,7 +2,7 @@
 //! and on oxcd with the same settings and disk, one system after the other.
 //!
 //! Per system: a cluster of `--members` (one by default,
-//! [`crate::compare::cluster`]) filled with `--data-mb` of unique keys, half of them
+//! [`crate::cluster`]) filled with `--data-mb` of unique keys, half of them
 //! written again and the history compacted, so the database holds about 1.5x the live
 //! data and a defragmentation has that much to reclaim. Then, on the leader:
 //! 1. [`snapshot`]: Maintenance.Snapshot saved as `etcdctl snapshot save` does, its
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use crate::compare::cluster::{Cluster, Settings};
+use crate::cluster::{Cluster, Settings};
 use crate::load::{self, Fill};
 use crate::versus::{self, Measured};
 use defrag::Defrag;

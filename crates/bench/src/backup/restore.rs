@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::compare::cluster::disk_usage;
+use crate::cluster::disk_usage;
 
 /// What the restore did.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -5,13 +5,15 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::cluster::{Cluster, TlsFiles, dir_size};
-use crate::cli::{
-    AuthenticateArgs, Global, KeyArgs, LeaseArgs, PutArgs, RangeArgs, TxnMixedArgs, TxnPutArgs,
-    WatchArgs, WatchLatencyArgs,
-};
+use crate::cluster::{Cluster, TlsFiles, dir_size};
+use crate::conns::Global;
+use crate::keys::KeyArgs;
 use crate::stats::Report;
-use crate::workloads::{auth, kv, lease, txn, watch};
+use crate::workloads::auth::{self, AuthenticateArgs};
+use crate::workloads::kv::{self, PutArgs, RangeArgs};
+use crate::workloads::lease::{self, LeaseArgs};
+use crate::workloads::txn::{self, TxnMixedArgs, TxnPutArgs};
+use crate::workloads::watch::{self, WatchArgs, WatchLatencyArgs};
 
 /// One workload's result on one system.
 #[derive(Debug, Clone, Serialize)]
@@ -510,7 +512,7 @@ fn is_unsupported(e: &str) -> bool {
 /// this process.
 fn cpu_times(cluster: &Cluster) -> (Option<Duration>, Option<Duration>) {
     let members = cluster.members.iter().map(|m| m.cpu_time()).sum();
-    (members, super::cluster::cpu_time_of("self"))
+    (members, crate::cluster::cpu_time_of("self"))
 }
 
 /// What each side used between two readings of [`cpu_times`].

@@ -3,7 +3,6 @@
 //! workloads; then resources (peak RSS, data size after loading keys, restart time) and
 //! a markdown report with the oxcd/etcd ratio of every figure.
 
-pub mod cluster;
 pub mod matrix;
 pub mod report;
 
@@ -12,8 +11,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::versus::Systems;
-use cluster::{Cluster, Settings};
+use crate::cluster::{self, Cluster, Settings};
+use crate::versus::{self, Systems};
 use matrix::Outcome;
 
 #[derive(Debug, Clone, Args)]
@@ -52,24 +51,11 @@ pub struct CompareArgs {
     pub rounds: usize,
 }
 
-/// Today's date (UTC) as YYYY-MM-DD.
-pub(crate) fn today() -> String {
-    chrono::Utc::now().format("%Y-%m-%d").to_string()
-}
-
 fn oxcd_binary(a: &CompareArgs) -> PathBuf {
     match &a.oxcd {
         Some(p) => p.clone(),
-        None => oxcd_beside_this_program(),
+        None => versus::oxcd_beside_this_program(),
     }
-}
-
-/// `oxcd` in this program's directory (`target/release/oxcd` when unknown).
-pub(crate) fn oxcd_beside_this_program() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("oxcd")))
-        .unwrap_or_else(|| PathBuf::from("target/release/oxcd"))
 }
 
 /// Runs the comparison and writes the report.
@@ -106,7 +92,7 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
         rounds.push(this);
     }
     outcomes.sort_by_key(|(name, _)| name != "etcd");
-    let date = today();
+    let date = versus::today();
     let out = a
         .out
         .clone()
@@ -116,7 +102,7 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
     if rounds.len() > 1 {
         report::rounds_table(&mut md, &rounds);
     }
-    crate::versus::write_report(&out, &md, &outcomes)?;
+    versus::write_report(&out, &md, &outcomes)?;
     if rounds.len() > 1 {
         let path = out.with_extension("rounds.json");
         let json = serde_json::to_string_pretty(&rounds).map_err(|e| e.to_string())?;
@@ -212,14 +198,4 @@ async fn on_fresh_cluster<T>(
     drop(cluster);
     let _ = std::fs::remove_dir_all(dir);
     out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn today_is_a_date() {
-        let d = super::today();
-        assert_eq!(d.len(), 10);
-        assert!(d.starts_with("20"), "{d}");
-    }
 }

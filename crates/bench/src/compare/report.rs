@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use super::CompareArgs;
-use super::cluster::Settings;
 use super::matrix::{Case, Outcome};
+use crate::cluster::Settings;
 use crate::versus::table::mib;
 
 fn ratio(oxcd: f64, etcd: f64) -> String {

@@ -20,7 +20,7 @@ use base64::engine::general_purpose::STANDARD;
 use clap::Args;
 use serde::Serialize;
 
-use crate::compare::cluster::{Cluster, Settings};
+use crate::cluster::{Cluster, Settings};
 use crate::stats::{Report, Samples};
 use crate::versus::{self, Measured};
 use http::HttpConn;

@@ -2,7 +2,7 @@
 //! in sync, and what it costs the writers meanwhile, on etcd and on oxcd with the same
 //! settings and disk, one system after the other.
 //!
-//! Per system: a 3-member cluster ([`crate::compare::cluster`]), filled with
+//! Per system: a 3-member cluster ([`crate::cluster`]), filled with
 //! `--data-mb` of unique keys; background writers at a capped rate; then (t0) a
 //! MemberAdd of a learner on the leader and the learner's process started as etcd's
 //! runbook says (`--initial-cluster-state existing`); MemberPromote on the leader every
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use crate::compare::cluster::{Cluster, Settings, disk_usage};
+use crate::cluster::{Cluster, Settings, disk_usage};
 use crate::load::{self, Fill, Window, Writers};
 use crate::versus::{self, Measured};
 

@@ -1,8 +1,9 @@
-//! What the side-by-side benchmarks that start their own clusters share (`learner-catchup`,
-//! `backup`): their common flags, the two systems and their binaries, rounds that run
-//! them one after the other on the same disk with the order alternating, and the
-//! written report (markdown, raw figures as JSON beside it). [`table`] renders the
-//! tables of such a report.
+//! What the side-by-side benchmarks that start their own clusters share
+//! (`learner-catchup`, `backup`, `gateway`; `compare` takes its systems, date and report
+//! writing from here too): their common flags, the two systems and their binaries,
+//! rounds that run them one after the other on the same disk with the order
+//! alternating, and the written report (markdown, raw figures as JSON beside it).
+//! [`table`] renders the tables of such a report.
 //!
 //! Invariants: a round's directory is emptied before a system runs in it, and its data
 //! dirs are removed after (the logs stay); every binary named is checked to exist before
@@ -59,15 +60,12 @@ impl Flags {
         measure: impl AsyncFnMut(&str, &Path, &Path) -> Result<O, String>,
         markdown: impl FnOnce(&str, &[(String, String, String)], &[Round<O>]) -> String,
     ) -> Result<(), String> {
-        let oxcd = self
-            .oxcd
-            .clone()
-            .unwrap_or_else(crate::compare::oxcd_beside_this_program);
+        let oxcd = self.oxcd.clone().unwrap_or_else(oxcd_beside_this_program);
         let systems = Systems::new(&self.etcd, oxcd, self.only.as_deref())?;
         let rounds = systems
             .rounds(self.rounds, &self.dir(bench), measure)
             .await?;
-        let date = crate::compare::today();
+        let date = today();
         let out = self
             .out
             .clone()
@@ -75,6 +73,19 @@ impl Flags {
         let md = markdown(&date, &systems.versions(), &rounds);
         write_report(&out, &md, &rounds)
     }
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, which names a report by default.
+pub fn today() -> String {
+    chrono::Utc::now().format("%Y-%m-%d").to_string()
+}
+
+/// `oxcd` in this program's directory (`target/release/oxcd` when unknown).
+pub fn oxcd_beside_this_program() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("oxcd")))
+        .unwrap_or_else(|| PathBuf::from("target/release/oxcd"))
 }
 
 /// What one system's measurement in a round is: it names its system.
@@ -248,6 +259,13 @@ mod tests {
         assert!(Systems::new(&here, here.clone(), Some("zetcd")).is_err());
         let missing = Systems::new(Path::new("/no/such/etcd"), here, None);
         assert!(missing.is_err_and(|e| e.contains("/no/such/etcd not found")));
+    }
+
+    #[test]
+    fn today_is_a_date() {
+        let d = today();
+        assert_eq!(d.len(), 10);
+        assert!(d.starts_with("20"), "{d}");
     }
 
     #[test]

@@ -1,13 +1,30 @@
-//! `authenticate`: logins per second. Each request is one `Auth.Authenticate` of the
+//! `authenticate` (its flags and requests): logins per second. Each request is one `Auth.Authenticate` of the
 //! given user, so the figure is the server's password checking (bcrypt at its
 //! `--bcrypt-cost`) and its ordering of logins through consensus.
 
+use clap::Args;
 use oxcd_api::etcdserverpb::AuthenticateRequest;
 use oxcd_client::Client;
 
-use crate::cli::AuthenticateArgs;
 use crate::driver::{self, Plan, Request};
 use crate::stats::Report;
+
+/// `authenticate`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct AuthenticateArgs {
+    /// The user to log in as.
+    #[arg(long)]
+    pub name: String,
+    /// Its password.
+    #[arg(long)]
+    pub password: String,
+    /// Total number of logins.
+    #[arg(long, default_value_t = 1_000)]
+    pub total: u64,
+    /// Maximum logins per second (0: unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+}
 
 struct Login {
     name: String,

@@ -1,26 +1,56 @@
-//! `put` and `range`.
+//! `put` and `range`: their flags and their requests.
 
-use oxcd_api::etcdserverpb::{PutRequest, RangeRequest};
+use clap::Args;
+use oxcd_api::etcdserverpb::RangeRequest;
 use oxcd_client::Client;
 
-use crate::cli::{PutArgs, RangeArgs};
 use crate::driver::{self, Plan, Request};
-use crate::keys::KeyGen;
+use crate::keys::{KeyArgs, KeyGen, Put};
 use crate::stats::Report;
 use crate::workloads::watch;
 
-/// One put of request `n`'s key (the key generator's choice) with its value.
-pub(crate) struct Put(pub(crate) KeyGen);
+/// `put`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct PutArgs {
+    #[command(flatten)]
+    pub keys: KeyArgs,
+    /// Total number of puts.
+    #[arg(long, default_value_t = 10_000)]
+    pub total: u64,
+    /// Maximum puts per second over all clients (0: unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+    /// Watchers kept open during the run, each on one key of the key space (distinct
+    /// keys while the space allows), 100 per stream, streams spread over the connections.
+    #[arg(long, default_value_t = 0)]
+    pub watchers: u64,
+}
 
-impl Request for Put {
-    async fn issue(&self, n: u64, conn: Client) -> Result<(), String> {
-        let req = PutRequest {
-            key: self.0.key(self.0.number(n)),
-            value: self.0.value(),
-            ..PutRequest::default()
-        };
-        conn.kv().put(req).await.map(drop).map_err(driver::message)
-    }
+/// `range`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct RangeArgs {
+    /// The key, or the start of the range.
+    pub key: String,
+    /// The end of the range (exclusive); none for a single key.
+    pub end: Option<String>,
+    /// Total number of ranges.
+    #[arg(long, default_value_t = 10_000)]
+    pub total: u64,
+    /// Maximum ranges per second (0: unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+    /// l (linearizable) or s (serializable).
+    #[arg(long, default_value = "l")]
+    pub consistency: String,
+    /// Maximum keys returned (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub limit: i64,
+    /// Return keys only.
+    #[arg(long)]
+    pub keys_only: bool,
+    /// Return the count only.
+    #[arg(long)]
+    pub count_only: bool,
 }
 
 /// Runs `put`, with `a.watchers` watchers open on keys of the same space if asked.

@@ -1,4 +1,4 @@
-//! `lease-keepalive`: each client grants a lease, then sends keep-alives on its own
+//! `lease-keepalive` (its flags and loop): each client grants a lease, then sends keep-alives on its own
 //! stream one at a time until `total` round trips are done in all. A server without
 //! the Lease service is reported as unsupported.
 
@@ -6,14 +6,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use clap::Args;
 use oxcd_api::etcdserverpb::{LeaseGrantRequest, LeaseKeepAliveRequest};
 use oxcd_client::Client;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::cli::LeaseArgs;
 use crate::stats::{Report, Samples};
+
+/// `lease-keepalive`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct LeaseArgs {
+    /// Total keep-alive round trips.
+    #[arg(long, default_value_t = 10_000)]
+    pub total: u64,
+}
 
 /// What the run says when the server has no Lease service.
 pub const UNSUPPORTED: &str = "unsupported: the server does not implement Lease";

@@ -1,4 +1,4 @@
-//! The workloads: each turns its flags into requests for [`crate::driver`] (or, for
+//! The workloads: each defines its flags and turns them into requests for [`crate::driver`] (or, for
 //! streams, runs its own loop) and returns a [`crate::stats::Report`].
 
 pub mod auth;

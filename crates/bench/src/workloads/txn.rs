@@ -1,14 +1,49 @@
 //! `txn-put` (txns of several puts) and `txn-mixed` (read txns and write txns in a
-//! given ratio).
+//! given ratio): their flags and their requests.
 
+use clap::Args;
 use oxcd_api::etcdserverpb::request_op::Request as Op;
 use oxcd_api::etcdserverpb::{PutRequest, RangeRequest, RequestOp, TxnRequest};
 use oxcd_client::Client;
 
-use crate::cli::{TxnMixedArgs, TxnPutArgs};
 use crate::driver::{self, Plan, Request};
-use crate::keys::{KeyGen, mix};
+use crate::keys::{KeyArgs, KeyGen, mix};
 use crate::stats::Report;
+
+/// `txn-put`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct TxnPutArgs {
+    #[command(flatten)]
+    pub keys: KeyArgs,
+    /// Total number of txns.
+    #[arg(long, default_value_t = 10_000)]
+    pub total: u64,
+    /// Puts per txn.
+    #[arg(long, default_value_t = 1)]
+    pub txn_ops: usize,
+    /// Maximum txns per second (0: unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+}
+
+/// `txn-mixed`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct TxnMixedArgs {
+    #[command(flatten)]
+    pub keys: KeyArgs,
+    /// Total number of txns.
+    #[arg(long, default_value_t = 10_000)]
+    pub total: u64,
+    /// Reads per write.
+    #[arg(long, default_value_t = 1.0)]
+    pub rw_ratio: f64,
+    /// l or s for the reads.
+    #[arg(long, default_value = "l")]
+    pub consistency: String,
+    /// Maximum txns per second (0: unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+}
 
 fn put_op(g: &KeyGen, k: u64) -> RequestOp {
     RequestOp {

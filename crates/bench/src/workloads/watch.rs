@@ -1,5 +1,6 @@
 //! `watch` (watcher creation latency, then event delivery under puts) and
-//! `watch-latency` (from a put to its event on every watcher of the key).
+//! `watch-latency` (from a put to its event on every watcher of the key): their flags
+//! and their loops; and [`hold`], the watchers `put --watchers` keeps open.
 //!
 //! A server without the Watch service is reported as unsupported, not as a failure
 //! of the run.
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use oxcd_api::etcdserverpb::watch_request::RequestUnion;
 use oxcd_api::etcdserverpb::{PutRequest, WatchCreateRequest, WatchRequest, WatchResponse};
 use oxcd_client::Client;
@@ -18,12 +20,56 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic_prost::ProstCodec;
 
-use crate::cli::{WatchArgs, WatchLatencyArgs};
 use crate::driver::{self, Plan};
-use crate::keys::KeyGen;
+use crate::keys::{KeyArgs, KeyGen, Put};
 use crate::stats::{Report, Samples};
-use crate::workloads::kv::Put;
 use crate::workloads::skim::Skimmed;
+
+/// `watch`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// Watch streams (spread over the connections).
+    #[arg(long, default_value_t = 10)]
+    pub streams: usize,
+    /// Watchers per stream.
+    #[arg(long, default_value_t = 10)]
+    pub watch_per_stream: usize,
+    /// How many distinct keys are watched.
+    #[arg(long, default_value_t = 100)]
+    pub watched_key_total: u64,
+    /// Puts per second on the watched keys.
+    #[arg(long, default_value_t = 100)]
+    pub put_rate: u64,
+    /// Total puts on the watched keys.
+    #[arg(long, default_value_t = 1000)]
+    pub put_total: u64,
+    /// Key size in bytes.
+    #[arg(long, default_value_t = 32)]
+    pub key_size: usize,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 32)]
+    pub val_size: usize,
+}
+
+/// `watch-latency`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct WatchLatencyArgs {
+    /// Watch streams, all on one key.
+    #[arg(long, default_value_t = 10)]
+    pub streams: usize,
+    /// Watchers per stream.
+    #[arg(long, default_value_t = 10)]
+    pub watchers_per_stream: usize,
+    /// Puts per second.
+    #[arg(long, default_value_t = 100)]
+    pub put_rate: u64,
+    /// Total puts.
+    #[arg(long, default_value_t = 1000)]
+    pub put_total: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 32)]
+    pub val_size: usize,
+}
 
 /// What a watch run says when the server has no Watch service.
 pub const UNSUPPORTED: &str = "unsupported: the server does not implement Watch";
@@ -188,7 +234,7 @@ async fn put_paced(
 /// Runs `watch`: opens the watchers, then `clients` concurrent writers put on the
 /// watched keys (at `put_rate` in all, 0: unlimited), as etcd's `benchmark watch`.
 pub async fn watch(a: &WatchArgs, clients: usize, conns: &[Client]) -> Result<Report, String> {
-    let keys = KeyGen::new(&crate::cli::KeyArgs {
+    let keys = KeyGen::new(&KeyArgs {
         key_size: a.key_size,
         val_size: a.val_size,
         key_space_size: a.watched_key_total,
