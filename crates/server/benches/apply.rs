@@ -1,10 +1,10 @@
 //! Apply-path micro-benchmarks: committed log entries into the MVCC store.
 //!
 //! The apply thread's own batching loop (`ApplyLoop::apply_entries`) is private and needs
-//! a raft handle and waiters, so this measures what it does per batch through the public
-//! entry points: decode each entry's `InternalRequest`, `apply::apply` it into one
-//! `ApplyBatch` (alarm check, validation, MVCC writes, response), then commit the batch
-//! with its raft index and term. Only waiter completion is left out.
+//! a raft loop and waiters, so this measures what it does per batch through the public
+//! entry point: each committed entry through `apply::apply_entry` (decode, alarm check,
+//! validation, MVCC writes, response) into one batch, then the batch's commit with its
+//! raft index and term. Only waiter completion is left out; no entry is a conf change.
 //!
 //! The store is a redb backend in a temporary directory preloaded with 10,000 keys
 //! (`key/00000`..`key/09999`, 256-byte values); every entry overwrites one of them.
@@ -24,6 +24,8 @@ use oxcd_api::etcdserverpb::{Compare, PutRequest, RequestOp, TxnRequest};
 use oxcd_api::oxcdpb::InternalRequest;
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_mvcc::Store;
+use oxcd_raft::{ConfChange, ConfState, Entry, RaftError};
+use oxcd_server::machine::applier::{Applier, RaftConf};
 use oxcd_server::machine::apply;
 use oxcd_storage::backend::Backend;
 use prost::Message;
@@ -80,19 +82,44 @@ fn entries(n: usize, make: fn(usize) -> Op) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The benchmark applies no conf change: raft's side of one is refused.
+struct NoConfChanges;
+
+impl RaftConf for NoConfChanges {
+    fn apply_conf_change(&self, _index: u64, _cc: ConfChange) -> Result<ConfState, RaftError> {
+        Err(RaftError::Stopped)
+    }
+    fn member_id(&self) -> u64 {
+        1
+    }
+}
+
 /// What the apply thread does with one batch of committed entries (minus the waiters).
 fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durable: bool) {
     let tx = store.backend().begin_batch().expect("begin a batch");
     let leases = oxcd_server::domains::lease::Lessor::empty(2);
     let auth = oxcd_server::domains::auth::AuthStore::default();
     let membership = oxcd_server::domains::membership::Membership::default();
-    let mut ctx = apply::Applier::new(store, &leases, &auth, &membership, &tx, false);
+    let mut ctx = Applier::new(
+        store,
+        &leases,
+        &auth,
+        &membership,
+        &NoConfChanges,
+        &tx,
+        false,
+    );
     for data in batch_entries {
-        let req = InternalRequest::decode(data.as_slice()).expect("decode the entry");
-        let op = req.op.expect("entry has an op");
-        let applied = apply::apply(&mut ctx, &op, None).expect("apply");
-        black_box(applied);
         *index += 1;
+        let entry = Entry {
+            index: *index,
+            term: 1,
+            data: data.clone().into(),
+            ..Default::default()
+        };
+        ctx.index = *index;
+        let applied = apply::apply_entry(&mut ctx, &entry).expect("apply");
+        black_box(applied);
     }
     let written = ctx.finish();
     tx.commit(*index, 1, durable).expect("commit the batch");

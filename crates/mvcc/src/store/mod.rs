@@ -1,7 +1,7 @@
 //! The MVCC store over the redb backend: reads at a revision, and batched writes that
 //! record the events they make (the change feed watchers are fed from).
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use oxcd_api::mvccpb::event::EventType;
@@ -78,7 +78,9 @@ pub struct Store {
     // std RwLock: never held across an await or across backend I/O by readers.
     index: RwLock<IndexState>,
     current_rev: AtomicI64,
-    consistent_index: AtomicU64,
+    /// The raft index of the last applied entry readers see: the one published applied
+    /// index of the member, which linearizable reads wait on.
+    applied: tokio::sync::watch::Sender<u64>,
     /// Held shared by readers, exclusively while a snapshot replaces the state.
     gate: RwLock<()>,
     /// Deletes the rows of applied compactions in the background.
@@ -226,7 +228,7 @@ impl Store {
             backend,
             index: RwLock::new(loaded.index),
             current_rev: AtomicI64::new(loaded.current),
-            consistent_index: AtomicU64::new(loaded.consistent_index),
+            applied: tokio::sync::watch::Sender::new(loaded.consistent_index),
             gate: RwLock::new(()),
             rows,
         };
@@ -258,7 +260,9 @@ impl Store {
 
     /// Replaces the whole state with the snapshot file at `path` (received from the
     /// leader) and rebuilds the index. Readers wait meanwhile; none sees a mix of the old
-    /// index and the new rows. Returns the raft (index, term) of the new state.
+    /// index and the new rows. Returns the raft (index, term) of the new state; its index
+    /// is published ([`Store::publish_index`]) by the caller once the state kept beside the
+    /// store is reloaded too.
     pub fn install_snapshot(&self, path: &std::path::Path) -> Result<(u64, u64)> {
         let _exclusive = self.gate.write().unwrap_or_else(|p| p.into_inner());
         // The old state's row deletions stop here; the new state's start after.
@@ -268,8 +272,6 @@ impl Store {
         let finished = loaded.index.compact_rev;
         *self.index_write() = loaded.index;
         self.current_rev.store(loaded.current, Ordering::Release);
-        self.consistent_index
-            .store(loaded.consistent_index, Ordering::Release);
         let job = (loaded.scheduled > 0).then(|| self.resume_compaction(loaded.scheduled));
         self.rows.reset(finished, job);
         Ok(position)
@@ -294,9 +296,20 @@ impl Store {
         self.index_read().compact_rev
     }
 
-    /// The raft index of the last applied entry whose effects are committed.
+    /// The raft index of the last applied entry whose effects are committed and published.
     pub fn consistent_index(&self) -> u64 {
-        self.consistent_index.load(Ordering::Acquire)
+        *self.applied.borrow()
+    }
+
+    /// The published applied index, to wait on (a linearizable read waits until it
+    /// reaches the leader's commit index).
+    pub fn applied_index(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.applied.subscribe()
+    }
+
+    /// Publishes `index` as applied after a snapshot was installed.
+    pub fn publish_index(&self, index: u64) {
+        self.applied.send_replace(index);
     }
 
     /// The backend.
@@ -579,7 +592,7 @@ impl Store {
     /// at raft `index`.
     pub fn publish(&self, written: &Written, index: u64) {
         self.current_rev.store(written.rev, Ordering::Release);
-        self.consistent_index.store(index, Ordering::Release);
+        self.applied.send_replace(index);
         // A compaction in the batch: its rows can go now that it is recorded.
         self.rows.activate_staged();
     }

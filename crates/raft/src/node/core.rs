@@ -247,7 +247,6 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             status
                 .last_index
                 .store(core.last_index(), Ordering::Release);
-            status.applied.store(applied, Ordering::Release);
         }
         if let Some(snap) = pending_install {
             events.emit(Event::Snapshot(snap))?;

@@ -115,7 +115,6 @@ pub struct RaftStatus {
     term: AtomicU64,
     commit: AtomicU64,
     last_index: AtomicU64,
-    applied: AtomicU64,
     leadership: tokio::sync::watch::Sender<Leadership>,
     /// Changes to a new leader seen (losing the leader is not one), as etcd counts them.
     leader_changes: AtomicU64,
@@ -130,7 +129,6 @@ impl Default for RaftStatus {
             term: AtomicU64::new(0),
             commit: AtomicU64::new(0),
             last_index: AtomicU64::new(0),
-            applied: AtomicU64::new(0),
             leadership: tokio::sync::watch::Sender::new(Leadership::default()),
             leader_changes: AtomicU64::new(0),
             wal: Arc::default(),
@@ -167,10 +165,6 @@ impl RaftStatus {
     /// The last log index.
     pub fn last_index(&self) -> u64 {
         self.last_index.load(Ordering::Acquire)
-    }
-    /// The applied index the state machine reported.
-    pub fn applied(&self) -> u64 {
-        self.applied.load(Ordering::Acquire)
     }
     /// Leader changes seen since start.
     pub fn leader_changes(&self) -> u64 {
@@ -276,7 +270,6 @@ impl RaftHandle {
 
     /// Reports that the state machine applied everything up to `index`.
     pub fn applied(&self, index: u64) -> Result<(), RaftError> {
-        self.status.applied.fetch_max(index, Ordering::AcqRel);
         self.send(Command::Applied(index))
     }
 

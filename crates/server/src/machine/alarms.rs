@@ -24,7 +24,8 @@ use oxcd_mvcc::Store;
 use oxcd_storage::batch::BatchTx;
 use oxcd_storage::schema::META_ALARM_PREFIX;
 
-use super::apply::{Applied, ApplyError};
+use super::applied::Applied;
+use super::applier::ApplyError;
 
 /// The meta key that records alarm `alarm` (an `AlarmType` number) of `member`.
 pub fn key(member: u64, alarm: i32) -> String {
@@ -110,7 +111,7 @@ pub fn check_allowed(tx: &BatchTx<'_>, op: &Op) -> Result<(), ApplyError> {
 pub fn raised(store: &Store) -> Result<Vec<AlarmMember>, EtcdError> {
     Ok(store
         .read_meta_prefix(META_ALARM_PREFIX)
-        .map_err(super::apply::mvcc_err)?
+        .map_err(super::applier::mvcc_err)?
         .iter()
         .filter_map(|(k, _)| parse(k))
         .collect())

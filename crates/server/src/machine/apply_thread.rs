@@ -1,11 +1,12 @@
-//! The apply thread: takes committed entries from the raft loop, applies them to the
-//! MVCC store in one backend transaction per batch, then publishes the batch's revision
-//! and events (to readers, then to watchers), completes the waiters and publishes the
-//! applied index (which linearizable reads wait on).
+//! The apply thread: takes committed entries from the raft loop, applies each through
+//! the one dispatch ([`apply::apply_entry`]) in one backend transaction per batch, then
+//! publishes the batch (its revision and applied index to readers, which linearizable
+//! reads wait on, then its events to watchers) and completes the waiters.
 //!
 //! Backend commits are not synced on their own (the WAL is durable); every
 //! [`DURABLE_EVERY`], before a log compaction and at shutdown the commit is made durable.
-//! A backend failure stops the member: it never skips an entry.
+//! A backend failure stops the member: it never skips an entry. The thread's end, and
+//! its [`Fatal`] error if any, is sent on a channel that serving waits on.
 //!
 //! A snapshot from the leader replaces the whole state: the peer service has already
 //! written it to `member/snap/<index>.snapdata`; it is installed in one backend
@@ -18,44 +19,32 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use oxcd_api::errors::EtcdError;
-use oxcd_api::oxcdpb::InternalRequest;
-use oxcd_mvcc::Store;
 use oxcd_raft::node::{Event, RaftHandle};
-use oxcd_raft::{Entry, EntryType, Snapshot};
+use oxcd_raft::{Entry, Snapshot};
 use oxcd_storage::snapshot::{list_snapshots, snapshot_path};
-use prost::Message as _;
-use tokio::sync::watch;
+use tokio::sync::oneshot;
 
-use crate::domains::auth::AuthStore;
-use crate::domains::lease::Lessor;
-use crate::domains::membership::{self, Membership};
-use crate::domains::watch::WatchHub;
-use crate::machine::apply::{self, Applier, ApplyError};
-use crate::machine::waiters::{Outcome, Waiters};
+use crate::domains::membership;
+use crate::machine::applied::Outcome;
+use crate::machine::applier::Applier;
+use crate::machine::apply;
+use crate::machine::fatal::Fatal;
+use crate::machine::member::Replicated;
+use crate::machine::waiters::Waiters;
 
 /// How often the backend is made durable while writes flow.
 pub const DURABLE_EVERY: Duration = Duration::from_millis(100);
 
 /// What the apply thread needs.
 pub struct ApplyLoop {
-    /// The store to apply to.
-    pub store: Arc<Store>,
-    /// Every lease and its keys.
-    pub leases: Arc<Lessor>,
-    /// Users, roles and the auth revision.
-    pub auth: Arc<AuthStore>,
-    /// The members and the ids removed.
-    pub membership: Arc<Membership>,
-    /// Where each committed batch's events go, after the commit.
-    pub watch_hub: Arc<WatchHub>,
+    /// The replicated state it applies to (and whose watch feed it publishes to).
+    pub state: Replicated,
     /// The raft loop, told what was applied and when to compact.
     pub raft: RaftHandle,
     /// Committed entries from the raft loop.
     pub events: Receiver<Event>,
     /// Waiters to complete.
     pub waiters: Arc<Waiters>,
-    /// Published applied index.
-    pub applied: watch::Sender<u64>,
     /// Compact the raft log every this many applied entries (`--snapshot-count`).
     pub snapshot_count: u64,
     /// Where received snapshots are kept until installed (`member/snap`).
@@ -63,9 +52,12 @@ pub struct ApplyLoop {
 }
 
 impl ApplyLoop {
-    /// Runs the loop on its own thread until the raft loop's events end. Returns the
-    /// fatal error that stopped it, if any.
-    pub fn spawn(self) -> std::io::Result<JoinHandle<Result<(), String>>> {
+    /// Runs the loop on its own thread until the raft loop's events end. Its end (the
+    /// fatal error that stopped it, if any) is sent on `ended` as it exits.
+    pub fn spawn(
+        self,
+        ended: oneshot::Sender<Result<(), Fatal>>,
+    ) -> std::io::Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name("apply".into())
             .spawn(move || {
@@ -75,19 +67,20 @@ impl ApplyLoop {
                 if let Err(e) = &res {
                     tracing::error!("apply loop stopped: {e}");
                 }
-                res
+                let _ = ended.send(res);
             })
     }
 
-    fn run(self) -> Result<(), String> {
+    fn run(self) -> Result<(), Fatal> {
+        let applied = self.state.store.consistent_index();
         let mut state = State {
-            applied: self.store.consistent_index(),
+            applied,
             term: 0,
             durable_at: Instant::now(),
             dirty: false,
-            snapshot_index: self.store.consistent_index(),
+            snapshot_index: applied,
         };
-        self.remove_snapshot_files(state.applied);
+        self.remove_snapshot_files(applied);
         loop {
             match self.events.recv_timeout(DURABLE_EVERY) {
                 Ok(Event::Committed(mut entries)) => {
@@ -124,21 +117,18 @@ impl ApplyLoop {
         }
     }
 
-    fn apply_entries(&self, state: &mut State, entries: &[Entry]) -> Result<(), String> {
-        let tx = self
-            .store
-            .backend()
-            .begin_batch()
-            .map_err(|e| e.to_string())?;
+    fn apply_entries(&self, state: &mut State, entries: &[Entry]) -> Result<(), Fatal> {
+        let tx = self.state.store.backend().begin_batch()?;
         // Events are recorded only while someone watches; a batch applied without them is
         // published as a gap, which a stream that started meanwhile reads from the history.
-        let record_events = self.watch_hub.has_streams();
-        let before = self.store.current_rev();
+        let record_events = self.state.watch_hub.has_streams();
+        let before = self.state.store.current_rev();
         let mut ctx = Applier::new(
-            &self.store,
-            &self.leases,
-            &self.auth,
-            &self.membership,
+            &self.state.store,
+            &self.state.leases,
+            &self.state.auth,
+            &self.state.membership,
+            &self.raft,
             &tx,
             record_events,
         );
@@ -148,27 +138,8 @@ impl ApplyLoop {
                 continue; // already in the backend (replayed after restart)
             }
             ctx.index = e.index;
-            if e.entry_type == EntryType::EntryNormal && !e.data.is_empty() {
-                match InternalRequest::decode(e.data.as_ref()) {
-                    Ok(InternalRequest {
-                        id,
-                        op: Some(op),
-                        auth,
-                    }) => match apply::apply(&mut ctx, &op, auth.as_ref()) {
-                        Ok(applied) => outcomes.push((id, Ok(applied))),
-                        Err(ApplyError::Request(err)) => outcomes.push((id, Err(err))),
-                        Err(fatal @ ApplyError::Fatal(_)) => return Err(fatal.to_string()),
-                    },
-                    // Same bytes on every member, so every member skips it alike.
-                    Ok(InternalRequest { op: None, .. }) => {
-                        tracing::warn!(index = e.index, "empty request in log")
-                    }
-                    Err(err) => tracing::error!(index = e.index, "undecodable log entry: {err}"),
-                }
-            } else if e.entry_type == EntryType::EntryConfChange {
-                let (id, outcome) =
-                    membership::apply::apply_conf_change(&self.membership, &self.raft, &tx, e)?;
-                outcomes.push((id, outcome));
+            if let Some(outcome) = apply::apply_entry(&mut ctx, e)? {
+                outcomes.push(outcome);
             }
             state.applied = e.index;
             state.term = e.term;
@@ -176,12 +147,12 @@ impl ApplyLoop {
         let durable = state.durable_at.elapsed() >= DURABLE_EVERY
             || state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count;
         let written = ctx.finish();
-        tx.commit(state.applied, state.term, durable)
-            .map_err(|e| e.to_string())?;
-        self.store.publish(&written, state.applied);
+        tx.commit(state.applied, state.term, durable)?;
+        // Readers (and linearizable reads waiting for this index) see the batch from here.
+        self.state.store.publish(&written, state.applied);
         match written.events {
-            Some(events) => self.watch_hub.publish(written.rev, events),
-            None if written.rev > before => self.watch_hub.publish_gap(written.rev),
+            Some(events) => self.state.watch_hub.publish(written.rev, events),
+            None if written.rev > before => self.state.watch_hub.publish_gap(written.rev),
             None => {}
         }
         state.dirty = !durable;
@@ -191,19 +162,13 @@ impl ApplyLoop {
         for (id, outcome) in outcomes {
             self.waiters.complete(id, outcome);
         }
-        self.applied.send_replace(state.applied);
         let _ = self.raft.applied(state.applied);
         Ok(())
     }
 
-    fn commit_durable(&self, state: &mut State) -> Result<(), String> {
-        let tx = self
-            .store
-            .backend()
-            .begin_batch()
-            .map_err(|e| e.to_string())?;
-        tx.commit(state.applied, state.term, true)
-            .map_err(|e| e.to_string())?;
+    fn commit_durable(&self, state: &mut State) -> Result<(), Fatal> {
+        let tx = self.state.store.backend().begin_batch()?;
+        tx.commit(state.applied, state.term, true)?;
         state.dirty = false;
         self.after_durable(state);
         Ok(())
@@ -211,7 +176,7 @@ impl ApplyLoop {
 
     /// Replaces the state with the snapshot raft accepted, from the file the peer service
     /// received it into.
-    fn install(&self, state: &mut State, snap: &Snapshot) -> Result<(), String> {
+    fn install(&self, state: &mut State, snap: &Snapshot) -> Result<(), Fatal> {
         let index = snap.get_metadata().index;
         if index <= state.applied {
             self.remove_snapshot_files(state.applied);
@@ -219,44 +184,40 @@ impl ApplyLoop {
         }
         let path = snapshot_path(&self.snap_dir, index);
         if !path.exists() {
-            return Err(format!(
-                "raft holds a snapshot at index {index} but {} is missing and the backend is at index {}: the backend lost data",
-                path.display(),
-                state.applied
-            ));
+            return Err(Fatal::SnapshotMissing {
+                index,
+                path,
+                applied: state.applied,
+            });
         }
         let started = Instant::now();
-        let (got, term) = self
-            .store
-            .install_snapshot(&path)
-            .map_err(|e| e.to_string())?;
+        let (got, term) = self.state.store.install_snapshot(&path)?;
         if got != index {
-            return Err(format!(
-                "snapshot file {} holds index {got}, raft expected {index}",
-                path.display()
-            ));
+            return Err(Fatal::SnapshotIndex { index, path, got });
         }
-        self.leases.reload(&self.store).map_err(|e| e.to_string())?;
-        self.auth
-            .reload(self.store.backend())
-            .map_err(|e| e.to_string())?;
-        self.membership
-            .replace(membership::table::load(self.store.backend()).map_err(|e| e.to_string())?);
+        self.state.leases.reload(&self.state.store)?;
+        self.state.auth.reload(self.state.store.backend())?;
+        self.state
+            .membership
+            .replace(membership::table::load(self.state.store.backend())?);
         tracing::info!(
             index,
             term,
-            revision = self.store.current_rev(),
+            revision = self.state.store.current_rev(),
             took_ms = started.elapsed().as_millis() as u64,
             "installed the leader's snapshot"
         );
-        self.watch_hub.publish_gap(self.store.current_rev());
+        self.state
+            .watch_hub
+            .publish_gap(self.state.store.current_rev());
         state.applied = index;
         state.term = term;
         state.snapshot_index = index;
         state.dirty = false;
         state.durable_at = Instant::now();
         self.remove_snapshot_files(index);
-        self.applied.send_replace(index);
+        // Linearizable reads waiting for this index go on once every domain is reloaded.
+        self.state.store.publish_index(index);
         let _ = self.raft.applied(index);
         Ok(())
     }

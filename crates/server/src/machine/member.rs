@@ -24,7 +24,7 @@ use crate::domains::membership::Membership;
 use crate::domains::watch::WatchHub;
 use crate::edge::metrics::Metrics;
 use crate::machine::alarms;
-use crate::machine::apply::Applied;
+use crate::machine::applied::Applied;
 use crate::machine::quota::{self, Quota};
 use crate::machine::waiters::Waiters;
 use crate::peer::PeerDialer;
@@ -74,6 +74,22 @@ pub struct Reconfig {
     pub health: Arc<PeerHealth>,
     /// Dials peers (a promotion is forwarded to the leader).
     pub dialer: PeerDialer,
+}
+
+/// The replicated state a member holds: what the apply thread changes and the services
+/// read. Cheap to clone (shared parts).
+#[derive(Clone)]
+pub struct Replicated {
+    /// The MVCC store, which publishes the applied index.
+    pub store: Arc<Store>,
+    /// Every lease and its keys.
+    pub leases: Arc<Lessor>,
+    /// Users, roles and the auth revision.
+    pub auth: Arc<AuthStore>,
+    /// The members and the ids removed, as applied here.
+    pub membership: Arc<Membership>,
+    /// The live change feed watchers read.
+    pub watch_hub: Arc<WatchHub>,
 }
 
 /// The member handle shared by all services.
@@ -128,31 +144,27 @@ fn raft_err(e: RaftError) -> EtcdError {
 }
 
 impl Member {
-    /// A member over its running parts.
-    #[allow(clippy::too_many_arguments)]
+    /// A member over its replicated state and its raft loop; `waiters` are completed by
+    /// the apply thread.
     pub fn new(
         id: Identity,
         limits: Limits,
-        store: Arc<Store>,
-        leases: Arc<Lessor>,
-        auth: Arc<AuthStore>,
-        membership: Arc<Membership>,
+        state: Replicated,
         raft: RaftHandle,
         waiters: Arc<Waiters>,
-        applied: watch::Receiver<u64>,
-        watch_hub: Arc<WatchHub>,
         reconfig: Reconfig,
         metrics: Metrics,
     ) -> Member {
+        let applied = state.store.applied_index();
         Member {
             id,
             limits,
-            store,
-            leases,
-            auth,
-            membership,
+            store: state.store,
+            leases: state.leases,
+            auth: state.auth,
+            membership: state.membership,
             raft,
-            watch_hub,
+            watch_hub: state.watch_hub,
             reconfig,
             range_reads: Semaphore::new(cores().max(2)),
             raising_nospace: Mutex::new(()),
@@ -293,7 +305,7 @@ impl Member {
         &self,
         id: u64,
         accepted: oneshot::Receiver<Result<(), RaftError>>,
-        done: oneshot::Receiver<crate::machine::waiters::Outcome>,
+        done: oneshot::Receiver<crate::machine::applied::Outcome>,
     ) -> Result<Applied, EtcdError> {
         match accepted.await {
             Ok(Ok(())) => {}

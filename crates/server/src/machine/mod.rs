@@ -14,8 +14,11 @@
 //! - A request is answered only after its effects are visible to reads here.
 
 pub mod alarms;
+pub mod applied;
+pub mod applier;
 pub mod apply;
 pub mod apply_thread;
+pub mod fatal;
 pub mod member;
 pub mod quota;
 pub mod waiters;

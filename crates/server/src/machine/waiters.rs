@@ -11,10 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use oxcd_api::errors::EtcdError;
 use tokio::sync::oneshot;
 
-use crate::machine::apply::Applied;
-
-/// What a waiter receives.
-pub type Outcome = Result<Applied, EtcdError>;
+use crate::machine::applied::Outcome;
 
 const COUNTER_MASK: u64 = (1 << 48) - 1;
 

@@ -204,11 +204,11 @@ impl Peer for PeerService {
         let hashes = crate::machine::member::read_blocking(store, move |store| {
             let kv = store
                 .hash_kv(rev)
-                .map_err(crate::machine::apply::mvcc_err)?;
+                .map_err(crate::machine::applier::mvcc_err)?;
             let state = store
                 .backend()
                 .state_hash_at_index()
-                .map_err(|e| crate::machine::apply::mvcc_err(e.into()))?;
+                .map_err(|e| crate::machine::applier::mvcc_err(e.into()))?;
             Ok::<_, EtcdError>((kv, state))
         })
         .await

@@ -10,7 +10,7 @@ use oxcd_raft::persist::WalMetadata;
 use oxcd_storage::backend::Backend;
 use oxcd_storage::lock::DirLock;
 use oxcd_storage::wal::Wal;
-use tokio::sync::watch;
+use tokio::sync::oneshot;
 
 use crate::config::settings::Settings;
 use crate::domains::auth::AuthStore;
@@ -21,7 +21,8 @@ use crate::domains::membership::{self, Membership};
 use crate::domains::watch::WatchHub;
 use crate::edge::metrics::Metrics;
 use crate::machine::apply_thread::ApplyLoop;
-use crate::machine::member::{Identity, Limits, Member, Reconfig};
+use crate::machine::fatal::Fatal;
+use crate::machine::member::{Identity, Limits, Member, Reconfig, Replicated};
 use crate::machine::waiters::Waiters;
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
@@ -39,6 +40,9 @@ pub enum StartError {
     /// The raft log could not be opened.
     #[error(transparent)]
     Raft(#[from] oxcd_raft::RaftError),
+    /// The apply thread could not be started.
+    #[error("spawn apply thread: {0}")]
+    SpawnApply(std::io::Error),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -51,7 +55,10 @@ pub struct Started {
     /// The raft thread.
     pub raft_thread: JoinHandle<Result<(), oxcd_raft::RaftError>>,
     /// The apply thread.
-    pub apply_thread: JoinHandle<Result<(), String>>,
+    pub apply_thread: JoinHandle<()>,
+    /// Completes when the apply thread ends (it ends when the raft loop does too), with
+    /// the fatal error that stopped it, if any.
+    pub apply_ended: oneshot::Receiver<Result<(), Fatal>>,
     /// Held for the life of the member.
     pub lock: DirLock,
 }
@@ -226,26 +233,28 @@ pub fn start(
     let (raft, events, raft_thread) = node::start(cfg, transport)?;
     let _ = raft_slot.set(raft.clone());
     let waiters = Arc::new(Waiters::new(cluster.me));
-    let (applied_tx, applied_rx) = watch::channel(store.consistent_index());
     let watch_hub = Arc::new(WatchHub::new(
         store.clone(),
         s.watch_progress_notify_interval,
     ));
+    let state = Replicated {
+        store,
+        leases,
+        auth,
+        membership,
+        watch_hub,
+    };
+    let (ended, apply_ended) = oneshot::channel();
     let apply_thread = ApplyLoop {
-        store: store.clone(),
-        leases: leases.clone(),
-        auth: auth.clone(),
-        membership: membership.clone(),
-        watch_hub: watch_hub.clone(),
+        state: state.clone(),
         raft: raft.clone(),
         events,
         waiters: waiters.clone(),
-        applied: applied_tx,
         snapshot_count: s.snapshot_count.max(1),
         snap_dir: s.snap_dir(),
     }
-    .spawn()
-    .map_err(|e| StartError::Other(format!("spawn apply thread: {e}")))?;
+    .spawn(ended)
+    .map_err(StartError::SpawnApply)?;
     let identity = Identity {
         name: s.name.clone(),
         member_id: cluster.me,
@@ -268,13 +277,13 @@ pub fn start(
         dialer,
     };
     let member = Arc::new(Member::new(
-        identity, limits, store, leases, auth, membership, raft, waiters, applied_rx, watch_hub,
-        reconfig, metrics,
+        identity, limits, state, raft, waiters, reconfig, metrics,
     ));
     Ok(Started {
         member,
         raft_thread,
         apply_thread,
+        apply_ended,
         lock,
     })
 }

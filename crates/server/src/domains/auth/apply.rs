@@ -19,8 +19,44 @@ use oxcd_api::oxcdpb::{AuthenticateOp, RequestAuth};
 
 use crate::domains::auth::{Access, AuthState, AuthStore, Changes, ROOT, no_password};
 use crate::domains::lease::Lessor;
+use crate::machine::applied::Applied;
+use crate::machine::applier::{Applier, ApplyError};
 
 type Outcome = Result<(), EtcdError>;
+
+/// Applies one auth change in the batch: the store raises the revision and writes the
+/// rows when `change` accepts.
+pub fn change(
+    ctx: &mut Applier<'_>,
+    change: impl FnOnce(&mut AuthState, &mut Changes) -> Result<(), EtcdError>,
+) -> Result<Applied, ApplyError> {
+    ctx.auth.apply(ctx.tx, change)??;
+    Ok(Applied::Auth(ctx.mvcc.rev()))
+}
+
+/// Applies a login: the password was checked by the proposer; here the user must still
+/// exist with it, and every member records the simple token it chose.
+pub fn authenticate_entry(
+    ctx: &mut Applier<'_>,
+    a: &AuthenticateOp,
+) -> Result<Applied, ApplyError> {
+    let auth_revision = {
+        let state = ctx.auth.state();
+        authenticate(&state, a)?;
+        state.revision
+    };
+    let simple_token = ctx.auth.tokens.record_simple(
+        &a.simple_token,
+        ctx.index,
+        &a.name,
+        std::time::Instant::now(),
+    );
+    Ok(Applied::Authenticated {
+        simple_token,
+        auth_revision,
+        rev: ctx.mvcc.rev(),
+    })
+}
 
 /// Whether applying `op` needs a user with the root role while auth is on (etcd's
 /// `needAdminPermission`: every auth change).

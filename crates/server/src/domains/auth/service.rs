@@ -21,7 +21,7 @@ use crate::domains::auth::caller::{caller, name};
 use crate::domains::auth::jwt::SignError;
 use crate::domains::auth::provider::TokenProvider;
 use crate::domains::auth::{no_password, tokens};
-use crate::machine::apply::Applied;
+use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 
 /// Passwords checked and a token made at most this many times when the auth store keeps

@@ -7,6 +7,7 @@
 //! transaction's compares and operations, [`read`] a range read inside and outside the
 //! apply path.
 
+pub mod apply;
 pub mod range;
 pub mod read;
 pub mod service;

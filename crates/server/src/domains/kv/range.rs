@@ -37,7 +37,7 @@ use super::read as range;
 use crate::domains::auth::Access;
 use crate::domains::auth::caller::caller;
 use crate::domains::kv::validate;
-use crate::machine::apply::ApplyError;
+use crate::machine::applier::ApplyError;
 use crate::machine::member::Member;
 
 /// etcd's path of KV.Range.

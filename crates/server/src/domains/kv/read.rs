@@ -7,7 +7,7 @@ use oxcd_api::etcdserverpb::{RangeRequest, RangeResponse, ResponseHeader};
 use oxcd_api::mvccpb::KeyValue;
 use oxcd_mvcc::{KeyRange, MvccError, RangeOptions, RangeResult, Store, TxnWrite};
 
-use crate::machine::apply::ApplyError;
+use crate::machine::applier::ApplyError;
 
 /// Something that can be read at a revision.
 pub trait ReadView {

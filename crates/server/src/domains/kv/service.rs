@@ -15,7 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::domains::auth::caller::caller;
 use crate::domains::kv::validate;
-use crate::machine::apply::Applied;
+use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 use crate::machine::quota;
 

@@ -11,9 +11,10 @@ use oxcd_api::etcdserverpb::{
 use oxcd_api::mvccpb::KeyValue;
 use oxcd_mvcc::{KeyRange, RangeOptions, TxnWrite};
 
+use super::apply::{check_put, delete_range, put};
 use super::read::range;
 use crate::domains::lease::Lessor;
-use crate::machine::apply::{ApplyError, delete_range, put};
+use crate::machine::applier::ApplyError;
 
 /// Whether every key in the compare's range satisfies it (a missing key is compared as
 /// a zero key-value, except for value compares, which then fail).
@@ -111,7 +112,7 @@ fn check_path(
                     },
                 )?;
             }
-            Some(Request::RequestPut(p)) => crate::machine::apply::check_put(txn, leases, p)?,
+            Some(Request::RequestPut(p)) => check_put(txn, leases, p)?,
             Some(Request::RequestTxn(t)) => check_path(txn, leases, t, path, at)?,
             Some(Request::RequestDeleteRange(_)) | None => {}
         }

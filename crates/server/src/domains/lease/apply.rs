@@ -13,8 +13,10 @@ use oxcd_mvcc::KeyRange;
 use oxcd_storage::backend::redb::ReadableTable;
 use oxcd_storage::schema;
 
+use crate::domains::kv::apply::in_txn;
 use crate::domains::lease::{MAX_TTL, table};
-use crate::machine::apply::{Applied, Applier, ApplyError, in_txn};
+use crate::machine::applied::Applied;
+use crate::machine::applier::{Applier, ApplyError};
 
 /// A grant: the proposer chose the id and raised the TTL to the minimum.
 pub fn grant(ctx: &mut Applier<'_>, r: &LeaseGrantRequest) -> Result<Applied, ApplyError> {

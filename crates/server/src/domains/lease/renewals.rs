@@ -30,7 +30,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use tonic::transport::Channel;
 
 use crate::domains::lease::MemoryRenewal;
-use crate::machine::apply::Applied;
+use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 use crate::peer::PeerDialer;
 use crate::peer::transport::Link;

@@ -24,7 +24,7 @@ use crate::domains::auth::Access;
 use crate::domains::auth::caller::caller;
 use crate::domains::lease::MAX_TTL;
 use crate::domains::lease::renewals::Renewals;
-use crate::machine::apply::Applied;
+use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 use crate::machine::quota::LEASE_OVERHEAD;
 

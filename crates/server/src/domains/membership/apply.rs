@@ -5,17 +5,16 @@
 //! its proposer gets etcd's error.
 
 use oxcd_api::errors::EtcdError;
-use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo, MemberUpdate};
-use oxcd_raft::node::RaftHandle;
+use oxcd_api::oxcdpb::{ConfChangeContext, MemberAttributes, MemberInfo, MemberUpdate};
 use oxcd_raft::persist;
 use oxcd_raft::{ConfChange, ConfChangeType, Entry};
-use oxcd_storage::batch::BatchTx;
-use oxcd_storage::schema::META_CONF_STATE;
+use oxcd_storage::schema::{META_CONF_STATE, META_MEMBER_ATTRIBUTES_PREFIX};
 use prost::Message as _;
 
-use super::{Change, Membership, table};
-use crate::machine::apply::{Applied, ApplyError};
-use crate::machine::waiters::Outcome;
+use super::{Change, table};
+use crate::machine::applied::{Applied, Outcome};
+use crate::machine::applier::{Applier, ApplyError};
+use crate::machine::fatal::Fatal;
 
 /// The change a conf change entry describes. (raft-rs has no UpdateNode: a change of
 /// peer URLs leaves raft's configuration alone and travels as a normal entry.)
@@ -41,76 +40,80 @@ pub fn change_of(cc: &ConfChange, ctx: &ConfChangeContext) -> Change {
 }
 
 /// Applies the conf change entry `e`: the proposer's request id (0: none) and its
-/// outcome. An error is fatal (the entry cannot be read, raft is gone, the backend
-/// failed): the member stops rather than skip it.
-pub fn apply_conf_change(
-    membership: &Membership,
-    raft: &RaftHandle,
-    tx: &BatchTx<'_>,
-    e: &Entry,
-) -> Result<(u64, Outcome), String> {
-    let cc = persist::decode_conf_change(&e.data)
-        .map_err(|err| format!("conf change at index {}: {err}", e.index))?;
-    let ctx = ConfChangeContext::decode(cc.context.as_ref())
-        .map_err(|err| format!("conf change context at index {}: {err}", e.index))?;
-    let change = change_of(&cc, &ctx);
+/// outcome. A refused change changes nothing, on every member alike. An error is fatal
+/// (the entry cannot be read, raft is gone, the backend failed): the member stops rather
+/// than skip it. Raft takes the change on its own thread: this waits for it.
+pub fn apply_conf_change(ctx: &mut Applier<'_>, e: &Entry) -> Result<(u64, Outcome), Fatal> {
+    let index = e.index;
+    let cc = persist::decode_conf_change(&e.data).map_err(|err| Fatal::ConfChangeUndecodable {
+        index,
+        what: "the conf change",
+        reason: err.to_string(),
+    })?;
+    let cctx = ConfChangeContext::decode(cc.context.as_ref()).map_err(|err| {
+        Fatal::ConfChangeUndecodable {
+            index,
+            what: "its context",
+            reason: err.to_string(),
+        }
+    })?;
+    let membership = ctx.membership;
+    let change = change_of(&cc, &cctx);
     if let Err(refused) = membership.state().validate(&change) {
-        tracing::warn!(
-            index = e.index,
-            ?change,
-            "membership change refused: {refused}"
-        );
-        return Ok((ctx.request_id, Err(refused.into())));
+        tracing::warn!(index, ?change, "membership change refused: {refused}");
+        return Ok((cctx.request_id, Err(refused.into())));
     }
-    let conf = match raft.apply_conf_change(e.index, cc) {
+    let conf = match ctx.raft.apply_conf_change(index, cc) {
         Ok(conf) => conf,
         Err(oxcd_raft::RaftError::Raft(err)) => {
             // raft-rs refuses what would leave no voter: the same on every member.
-            tracing::warn!(
-                index = e.index,
-                ?change,
-                "raft refused a membership change: {err}"
-            );
-            return Ok((ctx.request_id, Err(EtcdError::MemberNotEnoughStarted)));
+            tracing::warn!(index, ?change, "raft refused a membership change: {err}");
+            return Ok((cctx.request_id, Err(EtcdError::MemberNotEnoughStarted)));
         }
-        Err(err) => return Err(format!("conf change at index {}: {err}", e.index)),
+        Err(source) => return Err(Fatal::ConfChangeRaft { index, source }),
     };
     membership
         .apply(&change)
-        .map_err(|refused| format!("conf change at index {}: {refused}", e.index))?;
+        .map_err(|source| Fatal::ConfChangeRefused { index, source })?;
     let state = membership.state();
-    table::write(tx, &state, &change).map_err(|err| err.to_string())?;
-    tx.put_meta(META_CONF_STATE, &persist::encode_conf_state(&conf))
-        .map_err(|err| err.to_string())?;
-    tracing::info!(index = e.index, ?change, voters = ?conf.voters, learners = ?conf.learners, "membership changed");
+    table::write(ctx.tx, &state, &change)?;
+    ctx.tx
+        .put_meta(META_CONF_STATE, &persist::encode_conf_state(&conf))?;
+    tracing::info!(index, ?change, voters = ?conf.voters, learners = ?conf.learners, "membership changed");
     if let Change::Remove { id } = change
-        && id == raft.id()
+        && id == ctx.raft.member_id()
     {
         tracing::warn!("{}", crate::peer::MEMBER_REMOVED);
         membership.stop_as_removed();
     }
     let members = state.members.values().cloned().collect();
-    Ok((ctx.request_id, Ok(Applied::Membership(members))))
+    Ok((cctx.request_id, Ok(Applied::Membership(members))))
 }
 
 /// Applies a change of peer URLs (a normal entry: raft's configuration is untouched).
 /// A refused change changes nothing; its proposer gets etcd's error.
-pub fn apply_update(
-    membership: &Membership,
-    tx: &BatchTx<'_>,
-    u: &MemberUpdate,
-) -> Result<Applied, ApplyError> {
+pub fn apply_update(ctx: &mut Applier<'_>, u: &MemberUpdate) -> Result<Applied, ApplyError> {
     let change = Change::Update {
         id: u.id,
         peer_urls: u.peer_urls.clone(),
     };
-    membership
+    ctx.membership
         .apply(&change)
         .map_err(|refused| ApplyError::Request(refused.into()))?;
-    let state = membership.state();
-    table::write(tx, &state, &change)?;
+    let state = ctx.membership.state();
+    table::write(ctx.tx, &state, &change)?;
     tracing::info!(?change, "membership changed");
     Ok(Applied::Membership(
         state.members.values().cloned().collect(),
     ))
+}
+
+/// Records a member's published name and client URLs (etcd's member attributes).
+pub fn apply_attributes(
+    ctx: &mut Applier<'_>,
+    a: &MemberAttributes,
+) -> Result<Applied, ApplyError> {
+    let key = format!("{META_MEMBER_ATTRIBUTES_PREFIX}{:016x}", a.id);
+    ctx.tx.put_meta(&key, &a.encode_to_vec())?;
+    Ok(Applied::MemberAttributes)
 }

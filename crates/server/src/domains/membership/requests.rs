@@ -16,7 +16,7 @@ use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo, MemberUpdate, PeerPromoteR
 use oxcd_raft::ConfChangeType;
 
 use super::reconfig::{self, Health};
-use crate::machine::apply::Applied;
+use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 use crate::peer::transport::Link;
 

@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 use crate::backup::stream::{SnapshotStream, snapshot_stream};
 use crate::domains::auth::caller::{caller, name};
 use crate::machine::alarms;
-use crate::machine::apply::Applied;
+use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 use oxcd_api::etcdserverpb::AlarmType;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
@@ -76,7 +76,7 @@ impl Maintenance for MaintenanceService {
             .read_blocking(move |store| store.hash_kv(rev))
             .await
             .map_err(Status::internal)?
-            .map_err(crate::machine::apply::mvcc_err)?;
+            .map_err(crate::machine::applier::mvcc_err)?;
         Ok(Response::new(HashKvResponse {
             header: Some(m.header(m.store.current_rev())),
             hash,
@@ -91,7 +91,7 @@ impl Maintenance for MaintenanceService {
             .read_blocking(|store| store.hash_all())
             .await
             .map_err(Status::internal)?
-            .map_err(crate::machine::apply::mvcc_err)?;
+            .map_err(crate::machine::applier::mvcc_err)?;
         Ok(Response::new(HashResponse {
             header: Some(m.header(m.store.current_rev())),
             hash,

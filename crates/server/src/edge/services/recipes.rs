@@ -31,7 +31,7 @@ use crate::domains::auth::Access;
 use crate::domains::kv::read as range;
 use crate::domains::kv::validate;
 use crate::domains::watch::{Feed, Subscription};
-use crate::machine::apply::Applied;
+use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 
 /// The TTL of the lease a request without one gets (concurrency's default session TTL).
@@ -228,7 +228,7 @@ fn read(member: &Member, caller: &Caller, r: &RangeRequest) -> Result<RangeRespo
         .auth
         .check(caller.as_ref(), &r.key, &r.range_end, Access::Read)?;
     let mut resp = range::range(&*member.store, r)
-        .map_err(crate::machine::apply::ApplyError::into_read_error)?;
+        .map_err(crate::machine::applier::ApplyError::into_read_error)?;
     resp.header = Some(member.header(rev_of(&resp.header)));
     Ok(resp)
 }

@@ -1,0 +1,76 @@
+//! Why a member stops: the faults its raft or apply thread cannot recover from, typed,
+//! as each thread reports its end to `serve` (over a channel; see [`crate::start::serve`]).
+//! Nothing here is an answer to a client: a request's refusal is an `EtcdError`.
+
+use std::path::PathBuf;
+
+use oxcd_mvcc::MvccError;
+use oxcd_raft::RaftError;
+
+use crate::domains::membership::ChangeRefused;
+
+/// What stopped the apply thread, or the raft thread, on its own.
+#[derive(Debug, thiserror::Error)]
+pub enum Fatal {
+    /// The backend failed or holds damaged data.
+    #[error("apply: {0}")]
+    Backend(#[from] MvccError),
+    /// A committed conf change (or its context) does not decode.
+    #[error("conf change at index {index}: {what} does not decode: {reason}")]
+    ConfChangeUndecodable {
+        /// Its log index.
+        index: u64,
+        /// What did not decode.
+        what: &'static str,
+        /// The decoder's words.
+        reason: String,
+    },
+    /// Raft could not take a committed conf change (it stopped, or its log is damaged).
+    #[error("conf change at index {index}: {source}")]
+    ConfChangeRaft {
+        /// Its log index.
+        index: u64,
+        /// Raft's error.
+        source: RaftError,
+    },
+    /// The membership refused a change it had validated: members would diverge.
+    #[error("conf change at index {index}: {source}")]
+    ConfChangeRefused {
+        /// Its log index.
+        index: u64,
+        /// The refusal.
+        source: ChangeRefused,
+    },
+    /// Raft holds a snapshot the backend should have received but its file is gone.
+    #[error(
+        "raft holds a snapshot at index {index} but {} is missing and the backend is at index {applied}: the backend lost data",
+        path.display()
+    )]
+    SnapshotMissing {
+        /// The snapshot's index.
+        index: u64,
+        /// Where its file should be.
+        path: PathBuf,
+        /// The backend's applied index.
+        applied: u64,
+    },
+    /// A received snapshot's file holds another index than raft's snapshot.
+    #[error("snapshot file {} holds index {got}, raft expected {index}", path.display())]
+    SnapshotIndex {
+        /// Raft's snapshot index.
+        index: u64,
+        /// The file.
+        path: PathBuf,
+        /// The index the file holds.
+        got: u64,
+    },
+    /// The raft loop stopped on an error.
+    #[error("raft: {0}")]
+    Raft(RaftError),
+}
+
+impl From<oxcd_storage::StorageError> for Fatal {
+    fn from(e: oxcd_storage::StorageError) -> Fatal {
+        Fatal::Backend(MvccError::Storage(e))
+    }
+}
