@@ -138,16 +138,14 @@ pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), S
 const LAGGING_LEADER: Duration = Duration::from_secs(5);
 
 /// Waits, at most [`LAGGING_LEADER`], until this member's revision and compaction
-/// revision are at least `want`'s; returns them as they are then.
+/// revision are at least `want`'s; returns them as they are then. Both change only when
+/// a batch is applied: the wait follows the store's applied index.
 async fn reach(member: &Member, want: (i64, i64)) -> (i64, i64) {
-    let deadline = tokio::time::Instant::now() + LAGGING_LEADER;
-    loop {
-        let now = (member.store.current_rev(), member.store.compact_rev());
-        if (now.0 >= want.0 && now.1 >= want.1) || tokio::time::Instant::now() >= deadline {
-            return now;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let store = &member.store;
+    let reached = || store.current_rev() >= want.0 && store.compact_rev() >= want.1;
+    let mut applied = store.applied_index();
+    let _ = tokio::time::timeout(LAGGING_LEADER, applied.wait_for(|_| reached())).await;
+    (store.current_rev(), store.compact_rev())
 }
 
 /// One leader-side check, as etcd's periodic check: returns the members found
@@ -226,7 +224,7 @@ pub async fn periodic(
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        if member.raft.status().leader() != member.id.member_id {
+        if !member.is_leader() {
             continue;
         }
         let bad = match check_once(&member, &dialer).await {

@@ -13,7 +13,7 @@ use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo};
 use oxcd_api::oxcdpb::{InternalRequest, RequestAuth};
 use oxcd_mvcc::Store;
-use oxcd_raft::node::RaftHandle;
+use oxcd_raft::node::{Leadership, RaftHandle};
 use oxcd_raft::{ConfChange, ConfChangeType, RaftError};
 use prost::Message as _;
 use tokio::sync::{Mutex, Semaphore, oneshot, watch};
@@ -26,7 +26,7 @@ use crate::edge::metrics::Metrics;
 use crate::machine::alarms;
 use crate::machine::applied::Applied;
 use crate::machine::quota::{self, Quota};
-use crate::machine::waiters::Waiters;
+use crate::machine::waiters::{Registration, Waiters};
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
 
@@ -194,6 +194,29 @@ impl Member {
         }
     }
 
+    /// Whether this member leads now.
+    pub fn is_leader(&self) -> bool {
+        self.raft.status().leader() == self.id.member_id
+    }
+
+    /// Who leads, in which term: a watch raft sends to whenever either changes.
+    pub fn leadership(&self) -> watch::Receiver<Leadership> {
+        self.raft.leadership()
+    }
+
+    /// Waits, at most `within`, until the leader (0: none) is one `wanted` accepts;
+    /// whether it is. Follows raft's leadership watch: no polling.
+    pub async fn wait_for_leader(
+        &self,
+        within: Duration,
+        mut wanted: impl FnMut(u64) -> bool,
+    ) -> bool {
+        let mut leadership = self.leadership();
+        tokio::time::timeout(within, leadership.wait_for(|l| wanted(l.leader)))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
     /// The election timeout, for the lessor's grace period on becoming leader.
     pub fn election_timeout(&self) -> Duration {
         self.limits.election_timeout
@@ -261,22 +284,21 @@ impl Member {
 
     /// Proposes `op` without the space check and waits until it is applied here.
     async fn submit(&self, op: Op, auth: Option<RequestAuth>) -> Result<Applied, EtcdError> {
-        let (id, done) = self.waiters.register();
+        let (waiter, done) = self.waiters.register();
         let data = InternalRequest {
-            id,
+            id: waiter.id(),
             op: Some(op),
             auth,
         }
         .encode_to_vec();
         if data.len() > self.limits.max_request_bytes {
-            self.waiters.cancel(id);
             return Err(EtcdError::RequestTooLarge);
         }
         let (tx, accepted) = oneshot::channel();
         self.raft.propose(data, move |r| {
             let _ = tx.send(r);
         });
-        self.settle(id, accepted, done).await
+        self.settle(waiter, accepted, done).await
     }
 
     /// Proposes a membership change of `change_type` for member `id`, its context
@@ -287,8 +309,8 @@ impl Member {
         id: u64,
         mut ctx: ConfChangeContext,
     ) -> Result<Applied, EtcdError> {
-        let (request, done) = self.waiters.register();
-        ctx.request_id = request;
+        let (waiter, done) = self.waiters.register();
+        ctx.request_id = waiter.id();
         let mut cc = ConfChange::default();
         cc.set_change_type(change_type);
         cc.node_id = id;
@@ -297,37 +319,39 @@ impl Member {
         self.raft.propose_conf_change(cc, move |r| {
             let _ = tx.send(r);
         });
-        self.settle(request, accepted, done).await
+        self.settle(waiter, accepted, done).await
     }
 
-    /// Waits for raft to take proposal `id` into its log, then for its outcome.
+    /// Waits for raft to take the proposal into its log, then for its outcome. The
+    /// waiter is removed however this ends, the caller going away included (the
+    /// registration's drop).
     async fn settle(
         &self,
-        id: u64,
+        waiter: Registration<'_>,
         accepted: oneshot::Receiver<Result<(), RaftError>>,
         done: oneshot::Receiver<crate::machine::applied::Outcome>,
     ) -> Result<Applied, EtcdError> {
         match accepted.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
-                self.waiters.cancel(id);
                 self.metrics.proposal_failed();
                 return Err(raft_err(e));
             }
             Err(_) => {
-                self.waiters.cancel(id);
                 self.metrics.proposal_failed();
                 return Err(EtcdError::Stopped);
             }
         }
         match tokio::time::timeout(self.limits.request_timeout, done).await {
-            Ok(Ok(outcome)) => outcome,
+            Ok(Ok(outcome)) => {
+                waiter.settled();
+                outcome
+            }
             Ok(Err(_)) => {
                 self.metrics.proposal_failed();
                 Err(EtcdError::Stopped)
             }
             Err(_) => {
-                self.waiters.cancel(id);
                 self.metrics.proposal_failed();
                 Err(EtcdError::Timeout)
             }

@@ -7,13 +7,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use oxcd_raft::RaftError;
 use oxcd_transport::listen::Addr;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use crate::config::settings::Settings;
 use crate::domains::lease::renewals::Renewals;
 use crate::edge::{gateway, http, services};
 use crate::jobs::corrupt;
+use crate::machine::fatal::Fatal;
 use crate::machine::member::Member;
 use crate::peer::PeerDialer;
 use crate::peer::service::PeerService;
@@ -34,7 +36,16 @@ pub enum ServeError {
     Listen(String),
     /// The member stopped on a fatal error (disk full, disk error).
     #[error("member stopped: {0}")]
-    Fatal(String),
+    Fatal(#[from] Fatal),
+    /// The member was removed from the cluster before it could serve.
+    #[error("member stopped: {}", crate::peer::MEMBER_REMOVED)]
+    Removed,
+    /// The start-up task ended without an answer (it panicked).
+    #[error("member stopped: the start-up task failed: {0}")]
+    StartTask(tokio::task::JoinError),
+    /// The initial corruption check found this member's data differs from its peers'.
+    #[error("member stopped: {0}")]
+    Corrupt(String),
     /// Discovery (`--discovery-srv`, `--discovery-endpoints`) found no cluster, or one
     /// that does not list this member.
     #[error("{0}")]
@@ -103,8 +114,11 @@ pub async fn run_with(
         bootstrap::start(&s, start_dialer, hooks.peer_faults, joining)
     })
     .await
-    .map_err(|e| ServeError::Fatal(e.to_string()))??;
+    .map_err(ServeError::StartTask)??;
     let member = started.member.clone();
+    let mut apply_ended = started.apply_ended;
+    let raft_thread = started.raft_thread;
+    let apply_thread = started.apply_thread;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut servers = Vec::new();
     let until_stopped = |mut rx: watch::Receiver<bool>| async move {
@@ -131,9 +145,13 @@ pub async fn run_with(
         }));
     }
     // As etcd: serve clients once the member has joined a leader and replayed its log.
-    if let Err(e) = wait_until_ready(&member, &started.raft_thread, &started.apply_thread).await {
+    if let Err(e) = wait_until_ready(&member, &mut apply_ended).await {
         let _ = stop_tx.send(true);
         stop_member(&member);
+        let e = match e {
+            NotReady::Removed => ServeError::Removed,
+            NotReady::Stopped(ended) => failure(ended, raft_thread).await.into(),
+        };
         return Err(e);
     }
     // As etcd: a member is ready once its name and client URLs are published, so the
@@ -144,7 +162,7 @@ pub async fn run_with(
     {
         let _ = stop_tx.send(true);
         stop_member(&member);
-        return Err(ServeError::Fatal(e));
+        return Err(ServeError::Corrupt(e));
     }
     if !settings.corrupt_check_time.is_zero() {
         tokio::spawn(corrupt::periodic(
@@ -257,14 +275,13 @@ pub async fn run_with(
             stop_rx.clone(),
         ));
     }
-    let fatal = wait_for_failure(&started.raft_thread, &started.apply_thread);
     let mut removed = member.membership.removed_self();
     let result = tokio::select! {
         _ = shutdown => {
             tracing::info!("received shutdown signal; stopping");
             Ok(())
         }
-        reason = fatal => Err(ServeError::Fatal(reason)),
+        ended = &mut apply_ended => Err(ended),
         _ = async {
             if removed.wait_for(|r| *r).await.is_err() {
                 std::future::pending::<()>().await;
@@ -291,20 +308,53 @@ pub async fn run_with(
             tracing::warn!("client connections still open after 2s; closing them");
         }
     }
-    let raft_thread = started.raft_thread;
-    let apply_thread = started.apply_thread;
-    let joined = tokio::task::spawn_blocking(move || {
-        let r = raft_thread.join();
-        let a = apply_thread.join();
-        (r, a)
-    })
-    .await;
-    if let Ok((Ok(Err(e)), _)) = &joined {
-        tracing::error!("raft: {e}");
-    }
+    let result = match result {
+        Ok(()) => {
+            let raft = join_threads(raft_thread, apply_thread).await;
+            if let Err(e) = raft {
+                tracing::error!("raft: {e}");
+            }
+            Ok(())
+        }
+        Err(ended) => Err(failure(ended, raft_thread).await.into()),
+    };
     drop(started.lock);
     tracing::info!("stopped serving");
     result
+}
+
+/// What the apply thread's end channel gave: its result, or nothing if it went away.
+type ApplyEnded = Result<Result<(), Fatal>, oneshot::error::RecvError>;
+
+/// Why the member stopped on its own, once the apply thread ended: its fatal error, or
+/// (when raft's events ended first) the raft loop's. The raft thread has ended, or is
+/// ending: it is joined.
+async fn failure(ended: ApplyEnded, raft_thread: oxcd_raft::node::RaftThread) -> Fatal {
+    let raft = tokio::task::spawn_blocking(move || raft_thread.join()).await;
+    match ended {
+        Ok(Err(fatal)) => fatal,
+        _ => match raft {
+            Ok(Ok(Err(e))) => Fatal::Raft(e),
+            _ => Fatal::Raft(RaftError::Stopped),
+        },
+    }
+}
+
+/// Joins the raft and apply threads after a clean stop: raft's result.
+async fn join_threads(
+    raft_thread: oxcd_raft::node::RaftThread,
+    apply_thread: std::thread::JoinHandle<()>,
+) -> Result<(), RaftError> {
+    let joined = tokio::task::spawn_blocking(move || {
+        let raft = raft_thread.join();
+        let _ = apply_thread.join();
+        raft
+    })
+    .await;
+    match joined {
+        Ok(Ok(raft)) => raft,
+        _ => Err(RaftError::Stopped),
+    }
 }
 
 fn is_tls(url: &str) -> bool {
@@ -368,53 +418,58 @@ async fn hand_over_leadership(member: &Member, within: Duration) {
     if member.raft.transfer_leader(to).is_err() {
         return;
     }
-    let deadline = tokio::time::Instant::now() + within;
-    while member.raft.status().leader() == me && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    member.wait_for_leader(within, |leader| leader != me).await;
 }
 
-/// Waits until a leader is known and everything committed at start is applied.
-async fn wait_until_ready<A, B>(
+/// Why a member did not become ready.
+enum NotReady {
+    /// It was removed from the cluster.
+    Removed,
+    /// Its apply thread ended.
+    Stopped(ApplyEnded),
+}
+
+/// Waits until a leader is known and everything committed then is applied, as etcd
+/// before it serves clients: on raft's leadership watch and the store's applied index.
+async fn wait_until_ready(
     member: &Member,
-    raft: &std::thread::JoinHandle<A>,
-    apply: &std::thread::JoinHandle<B>,
-) -> Result<(), ServeError> {
-    let mut waited = Duration::ZERO;
-    loop {
-        let st = member.raft.status();
-        if st.leader() != 0 && member.applied_index() >= st.commit() {
-            return Ok(());
+    apply_ended: &mut oneshot::Receiver<Result<(), Fatal>>,
+) -> Result<(), NotReady> {
+    let ready = async {
+        let mut leadership = member.leadership();
+        let mut reminder = tokio::time::interval_at(
+            tokio::time::Instant::now() + NO_LEADER_REMINDER,
+            NO_LEADER_REMINDER,
+        );
+        loop {
+            tokio::select! {
+                known = async { leadership.wait_for(|l| l.leader != 0).await.is_ok() } => {
+                    if !known {
+                        // Raft stopped: the apply thread's end says why.
+                        std::future::pending::<()>().await;
+                    }
+                    break;
+                }
+                _ = reminder.tick() => tracing::info!("waiting for a leader before serving clients"),
+            }
         }
-        if raft.is_finished() || apply.is_finished() {
-            return Err(ServeError::Fatal(
-                "the member stopped while starting (see the error above)".into(),
-            ));
+        let commit = member.raft.status().commit();
+        let mut applied = member.store.applied_index();
+        if applied.wait_for(|a| *a >= commit).await.is_err() {
+            std::future::pending::<()>().await;
         }
-        let removed = *member.membership.removed_self().borrow();
-        if removed {
-            return Err(ServeError::Fatal(crate::peer::MEMBER_REMOVED.into()));
-        }
-        if waited.as_secs() > 0 && waited.as_millis().is_multiple_of(5000) {
-            tracing::info!("waiting for a leader before serving clients");
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        waited += Duration::from_millis(10);
+    };
+    let mut removed = member.membership.removed_self();
+    tokio::select! {
+        _ = ready => Ok(()),
+        ended = apply_ended => Err(NotReady::Stopped(ended)),
+        _ = async {
+            if removed.wait_for(|r| *r).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        } => Err(NotReady::Removed),
     }
 }
 
-/// Completes with a reason when the raft or apply thread ends on its own.
-async fn wait_for_failure<A, B>(
-    raft: &std::thread::JoinHandle<A>,
-    apply: &std::thread::JoinHandle<B>,
-) -> String {
-    loop {
-        if raft.is_finished() {
-            return "the raft loop stopped (see the error above)".into();
-        }
-        if apply.is_finished() {
-            return "the apply loop stopped (see the error above)".into();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+/// How often a member that waits for a leader says so.
+const NO_LEADER_REMINDER: Duration = Duration::from_secs(5);

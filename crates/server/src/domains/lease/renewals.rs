@@ -101,7 +101,7 @@ impl Renewals {
     /// already proposed: then the keepalives go through raft.
     pub fn renew_as_leader(&self, ids: &[i64]) -> Option<Vec<i64>> {
         let member = self.member.upgrade()?;
-        if member.raft.status().leader() != member.id.member_id || !self.quorum_heard(&member) {
+        if !member.is_leader() || !self.quorum_heard(&member) {
             return None;
         }
         let mut ttls = Vec::with_capacity(ids.len());

@@ -106,8 +106,7 @@ async fn keep_alive(
 ) -> Result<LeaseKeepAliveResponse, Status> {
     // The leader's clock is authoritative: a lease it considers expired is about to be
     // revoked and may not be renewed, as in etcd.
-    let expired_here =
-        member.raft.status().leader() == member.id.member_id && member.leases.is_expired(id);
+    let expired_here = member.is_leader() && member.leases.is_expired(id);
     let ttl = if expired_here {
         0
     } else {

@@ -22,7 +22,7 @@ pub async fn run(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
             _ = tokio::time::sleep(EVERY) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        if member.raft.status().leader() != member.id.member_id {
+        if !member.is_leader() {
             continue;
         }
         let learners: Vec<u64> = member

@@ -159,7 +159,7 @@ impl Maintenance for MaintenanceService {
     ) -> Result<Response<MoveLeaderResponse>, Status> {
         let m = &self.member;
         let target = req.into_inner().target_id;
-        if m.raft.status().leader() != m.id.member_id {
+        if !m.is_leader() {
             return Err(EtcdError::NotLeader.into());
         }
         if !m.voters().contains(&target) {
@@ -169,12 +169,11 @@ impl Maintenance for MaintenanceService {
             m.raft
                 .transfer_leader(target)
                 .map_err(|_| Status::from(EtcdError::Stopped))?;
-            let deadline = tokio::time::Instant::now() + m.limits.request_timeout;
-            while m.raft.status().leader() != target {
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(EtcdError::Timeout.into());
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            if !m
+                .wait_for_leader(m.limits.request_timeout, |leader| leader == target)
+                .await
+            {
+                return Err(EtcdError::Timeout.into());
             }
         }
         Ok(Response::new(MoveLeaderResponse {

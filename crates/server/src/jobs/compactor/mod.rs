@@ -45,11 +45,6 @@ pub async fn run(
     }
 }
 
-/// Whether this member leads.
-fn leads(member: &Member) -> bool {
-    member.raft.status().leader() == member.id.member_id
-}
-
 /// Waits `d`; false when the member stops first.
 async fn wait(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
     tokio::select! {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{compact, go_text, leads, wait};
+use super::{compact, go_text, wait};
 use crate::machine::member::Member;
 
 /// The intervals etcd derives from the retention.
@@ -84,7 +84,7 @@ pub async fn run(member: Arc<Member>, period: Duration, mut stop: watch::Receive
         if !wait(schedule.sample_interval, &mut stop).await {
             return;
         }
-        if !leads(&member) || last_success.elapsed() < due_after {
+        if !member.is_leader() || last_success.elapsed() < due_after {
             continue;
         }
         due_after = schedule.compact_interval;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{compact, go_text, leads, wait};
+use super::{compact, go_text, wait};
 use crate::machine::member::Member;
 
 /// Runs until `stop`: keeps `retention` revisions below the current one.
@@ -24,7 +24,7 @@ pub async fn run(
         if !wait(interval, &mut stop).await {
             return;
         }
-        if !leads(&member) {
+        if !member.is_leader() {
             continue;
         }
         let rev = member.store.current_rev().saturating_sub(retention);
