@@ -22,7 +22,6 @@ use std::time::Duration;
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{AlarmRequest, AlarmType};
-use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::peer_client::PeerClient;
 use oxcd_api::oxcdpb::{PeerHashKvRequest, PeerHashKvResponse};
 use tokio::sync::watch;
@@ -240,7 +239,7 @@ pub async fn periodic(
                 member_id: id,
                 alarm: AlarmType::Corrupt as i32,
             };
-            match member.propose(Op::Alarm(alarm)).await {
+            match member.propose(alarm, None).await {
                 Ok(_) => {
                     tracing::error!(member_id = %format!("{id:x}"), "raised the CORRUPT alarm")
                 }

@@ -25,7 +25,8 @@ use crate::domains::watch::WatchHub;
 use crate::edge::metrics::Metrics;
 use crate::machine::alarms;
 use crate::machine::applied::Applied;
-use crate::machine::quota::{self, Quota};
+use crate::machine::proposal::{Admitted, Free, Headers, Proposal};
+use crate::machine::quota::Quota;
 use crate::machine::waiters::{Registration, Waiters};
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
@@ -184,14 +185,19 @@ impl Member {
         read_blocking(self.store.clone(), read).await
     }
 
-    /// A response header at `revision`.
-    pub fn header(&self, revision: i64) -> ResponseHeader {
-        ResponseHeader {
+    /// What fills in response headers now: this member's ids, term and revision.
+    pub fn headers(&self) -> Headers {
+        Headers {
             cluster_id: self.id.cluster_id,
             member_id: self.id.member_id,
-            revision,
             raft_term: self.raft.status().term(),
+            current_rev: self.store.current_rev(),
         }
+    }
+
+    /// A response header at `revision`.
+    pub fn header(&self, revision: i64) -> ResponseHeader {
+        self.headers().at(revision)
     }
 
     /// Whether this member leads now.
@@ -222,15 +228,15 @@ impl Member {
         self.limits.election_timeout
     }
 
-    /// etcd's space check before a request is proposed: a request costing `cost`
-    /// ([`quota::cost`]) must leave this member's backend below the quota. When it would
-    /// not, this member's NOSPACE alarm is raised through raft (unless already raised
-    /// here) before the refusal is returned, so that whoever saw the refusal finds the
-    /// alarm listed; the alarm then refuses such requests on every member until an
-    /// operator disarms it.
-    pub async fn check_space(&self, cost: u64) -> Result<(), EtcdError> {
-        if self.limits.quota.admits(self.store.backend().size(), cost) {
-            return Ok(());
+    /// etcd's space check before a request that stores something new is proposed, the
+    /// one check such a request meets: one costing `cost` ([`quota`]'s `*_cost`) must
+    /// leave this member's backend below the quota. When it would not, this member's
+    /// NOSPACE alarm is raised through raft (unless already raised here) before the
+    /// refusal is returned, so that whoever saw the refusal finds the alarm listed; the
+    /// alarm then refuses such requests on every member until an operator disarms it.
+    pub async fn admit(&self, cost: u64) -> Result<Admitted, EtcdError> {
+        if cost == 0 || self.limits.quota.admits(self.store.backend().size(), cost) {
+            return Ok(Admitted(()));
         }
         self.raise_nospace().await;
         Err(EtcdError::NoSpace)
@@ -260,29 +266,49 @@ impl Member {
             member_id: me,
             alarm: AlarmType::Nospace as i32,
         };
-        if let Err(e) = self.submit(Op::Alarm(alarm), None).await {
+        if let Err(e) = self.submit(alarm.into_op(), None).await {
             tracing::warn!(error = %e, "failed to raise the NOSPACE alarm");
         }
     }
 
-    /// Proposes `op` through raft and waits until it is applied here.
-    pub async fn propose(&self, op: Op) -> Result<Applied, EtcdError> {
-        self.propose_as(op, None).await
-    }
-
-    /// Proposes `op` for the user `auth` names (checked when it is applied; None: no
-    /// user, or auth is off) and waits until it is applied here. A request that would
-    /// exceed the space quota is refused first ([`Member::check_space`]).
-    pub async fn propose_as(
+    /// Proposes `request` for the user `caller` names (checked when it is applied; None:
+    /// no user, or auth is off), waits until it is applied here and gives its answer.
+    pub async fn propose<P: Free>(
         &self,
-        op: Op,
-        auth: Option<RequestAuth>,
-    ) -> Result<Applied, EtcdError> {
-        self.check_space(quota::cost(&op)).await?;
-        self.submit(op, auth).await
+        request: P,
+        caller: Option<RequestAuth>,
+    ) -> Result<P::Answer, EtcdError> {
+        let applied = self.submit(request.into_op(), caller).await?;
+        self.answer::<P>(applied)
     }
 
-    /// Proposes `op` without the space check and waits until it is applied here.
+    /// As [`Member::propose`], for a request that stores something new, which the space
+    /// quota admitted ([`Member::admit`]).
+    pub async fn propose_admitted<P: Proposal>(
+        &self,
+        request: P,
+        caller: Option<RequestAuth>,
+        _admitted: Admitted,
+    ) -> Result<P::Answer, EtcdError> {
+        let applied = self.submit(request.into_op(), caller).await?;
+        self.answer::<P>(applied)
+    }
+
+    /// `P`'s answer in what applying it gave.
+    fn answer<P: Proposal>(&self, applied: Applied) -> Result<P::Answer, EtcdError> {
+        P::answer(applied, &self.headers()).map_err(|other| {
+            // The one dispatch answers each kind with its own variant: this member's
+            // apply path disagrees with its proposer.
+            tracing::error!(
+                proposal = std::any::type_name::<P>(),
+                applied = ?other,
+                "a proposal was answered with another kind's result"
+            );
+            EtcdError::Corrupt
+        })
+    }
+
+    /// Proposes `op` and waits until it is applied here.
     async fn submit(&self, op: Op, auth: Option<RequestAuth>) -> Result<Applied, EtcdError> {
         let (waiter, done) = self.waiters.register();
         let data = InternalRequest {
@@ -308,7 +334,7 @@ impl Member {
         change_type: ConfChangeType,
         id: u64,
         mut ctx: ConfChangeContext,
-    ) -> Result<Applied, EtcdError> {
+    ) -> Result<Vec<MemberInfo>, EtcdError> {
         let (waiter, done) = self.waiters.register();
         ctx.request_id = waiter.id();
         let mut cc = ConfChange::default();
@@ -319,7 +345,13 @@ impl Member {
         self.raft.propose_conf_change(cc, move |r| {
             let _ = tx.send(r);
         });
-        self.settle(waiter, accepted, done).await
+        match self.settle(waiter, accepted, done).await? {
+            Applied::Membership(members) => Ok(members),
+            other => {
+                tracing::error!(applied = ?other, "a conf change was answered with another kind's result");
+                Err(EtcdError::Corrupt)
+            }
+        }
     }
 
     /// Waits for raft to take the proposal into its log, then for its outcome. The

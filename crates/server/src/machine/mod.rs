@@ -1,8 +1,9 @@
 //! The replicated state machine: how a request is proposed, and how a committed entry
 //! is applied.
 //!
-//! Proposing: the [`member::Member`] handle encodes a request, checks the space
-//! [`quota`], registers a waiter ([`waiters`]) and hands the bytes to raft. Applying: the
+//! Proposing: the [`member::Member`] handle takes a typed request ([`proposal`]: what
+//! it travels as and what it answers), admitted by the space [`quota`] when it stores
+//! something new, registers a waiter ([`waiters`]) and hands the bytes to raft. Applying: the
 //! [`apply_thread`] takes committed entries from raft, runs each through [`apply`] (the
 //! one dispatch, into each domain's apply function, and [`alarms`]) in one backend
 //! transaction per batch, publishes the batch to readers and watchers, then completes
@@ -20,5 +21,6 @@ pub mod apply;
 pub mod apply_thread;
 pub mod fatal;
 pub mod member;
+pub mod proposal;
 pub mod quota;
 pub mod waiters;

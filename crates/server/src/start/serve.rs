@@ -384,8 +384,7 @@ async fn publish_attributes(member: Arc<Member>, mut stop: watch::Receiver<bool>
         client_urls: member.id.client_urls.clone(),
     };
     loop {
-        let op = oxcd_api::oxcdpb::internal_request::Op::MemberAttributes(attrs.clone());
-        match member.propose(op).await {
+        match member.propose(attrs.clone(), None).await {
             Ok(_) => {
                 tracing::info!(client_urls = ?attrs.client_urls, "published local member to cluster");
                 return;

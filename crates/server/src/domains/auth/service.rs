@@ -13,7 +13,6 @@ use base64::Engine as _;
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::auth_server::Auth;
 use oxcd_api::etcdserverpb::*;
-use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::{AuthenticateOp, RequestAuth};
 use tonic::{Request, Response, Status};
 
@@ -21,8 +20,8 @@ use crate::domains::auth::caller::{caller, name};
 use crate::domains::auth::jwt::SignError;
 use crate::domains::auth::provider::TokenProvider;
 use crate::domains::auth::{no_password, tokens};
-use crate::machine::applied::Applied;
 use crate::machine::member::Member;
+use crate::machine::proposal::Free;
 
 /// Passwords checked and a token made at most this many times when the auth store keeps
 /// changing under an Authenticate (etcd retries without bound).
@@ -45,24 +44,13 @@ impl AuthService {
 
     /// Proposes an auth change for the caller of `req` (made into `op`) and waits for
     /// it to be applied; the admin check is made when it is applied.
-    async fn change<T>(
+    async fn change<T: Free<Answer = ResponseHeader>>(
         &self,
         req: Request<T>,
-        op: impl FnOnce(T) -> Op,
     ) -> Result<Option<ResponseHeader>, Status> {
         let caller = caller(&self.member, &req).await?;
-        let applied = self.member.propose_as(op(req.into_inner()), caller).await?;
-        self.changed(applied)
-    }
-
-    /// The header of an applied auth change.
-    fn changed(&self, applied: Applied) -> Result<Option<ResponseHeader>, Status> {
-        match applied {
-            Applied::Auth(rev) => Ok(Some(self.member.header(rev))),
-            other => Err(Status::internal(format!(
-                "unexpected apply result {other:?}"
-            ))),
-        }
+        let header = self.member.propose(req.into_inner(), caller).await?;
+        Ok(Some(header))
     }
 
     /// The ReadIndex barrier, then the caller of `req`: what every auth read starts
@@ -153,12 +141,12 @@ type Answer<T> = Result<Response<T>, Status>;
 #[tonic::async_trait]
 impl Auth for AuthService {
     async fn auth_enable(&self, req: Request<AuthEnableRequest>) -> Answer<AuthEnableResponse> {
-        let header = self.change(req, Op::AuthEnable).await?;
+        let header = self.change(req).await?;
         Ok(Response::new(AuthEnableResponse { header }))
     }
 
     async fn auth_disable(&self, req: Request<AuthDisableRequest>) -> Answer<AuthDisableResponse> {
-        let header = self.change(req, Op::AuthDisable).await?;
+        let header = self.change(req).await?;
         Ok(Response::new(AuthDisableResponse { header }))
     }
 
@@ -196,22 +184,11 @@ impl Auth for AuthService {
                 }
                 _ => String::new(),
             };
-            let op = Op::Authenticate(AuthenticateOp {
+            let login = AuthenticateOp {
                 name: r.name.clone(),
                 simple_token: prefix,
-            });
-            let (simple_token, auth_revision, rev) = match self.member.propose(op).await? {
-                Applied::Authenticated {
-                    simple_token,
-                    auth_revision,
-                    rev,
-                } => (simple_token, auth_revision, rev),
-                other => {
-                    return Err(Status::internal(format!(
-                        "unexpected apply result {other:?}"
-                    )));
-                }
             };
+            let login = self.member.propose(login, None).await?;
             // What etcd's apply of the entry answers when no token can be made.
             match &self.member.auth.tokens {
                 TokenProvider::Nop => return Err(EtcdError::AuthFailed.into()),
@@ -221,12 +198,12 @@ impl Auth for AuthService {
                 _ => {}
             }
             if checked == self.member.auth.revision() {
-                let token = match simple_token {
+                let token = match login.simple_token {
                     Some(token) => token,
-                    None => self.sign(&r.name, auth_revision).await?,
+                    None => self.sign(&r.name, login.auth_revision).await?,
                 };
                 return Ok(Response::new(AuthenticateResponse {
-                    header: Some(self.member.header(rev)),
+                    header: Some(login.header),
                     token,
                 }));
             }
@@ -249,7 +226,7 @@ impl Auth for AuthService {
         if !r.options.is_some_and(|o| o.no_password) {
             r.hashed_password = self.hash(std::mem::take(&mut r.password)).await?;
         }
-        let header = self.changed(self.member.propose_as(Op::AuthUserAdd(r), caller).await?)?;
+        let header = Some(self.member.propose(r, caller).await?);
         Ok(Response::new(AuthUserAddResponse { header }))
     }
 
@@ -287,7 +264,7 @@ impl Auth for AuthService {
         &self,
         req: Request<AuthUserDeleteRequest>,
     ) -> Answer<AuthUserDeleteResponse> {
-        let header = self.change(req, Op::AuthUserDelete).await?;
+        let header = self.change(req).await?;
         Ok(Response::new(AuthUserDeleteResponse { header }))
     }
 
@@ -298,11 +275,7 @@ impl Auth for AuthService {
         let caller = caller(&self.member, &req).await?;
         let mut r = req.into_inner();
         r.hashed_password = self.hash(std::mem::take(&mut r.password)).await?;
-        let applied = self
-            .member
-            .propose_as(Op::AuthUserChangePassword(r), caller)
-            .await?;
-        let header = self.changed(applied)?;
+        let header = Some(self.member.propose(r, caller).await?);
         Ok(Response::new(AuthUserChangePasswordResponse { header }))
     }
 
@@ -310,7 +283,7 @@ impl Auth for AuthService {
         &self,
         req: Request<AuthUserGrantRoleRequest>,
     ) -> Answer<AuthUserGrantRoleResponse> {
-        let header = self.change(req, Op::AuthUserGrantRole).await?;
+        let header = self.change(req).await?;
         Ok(Response::new(AuthUserGrantRoleResponse { header }))
     }
 
@@ -318,12 +291,12 @@ impl Auth for AuthService {
         &self,
         req: Request<AuthUserRevokeRoleRequest>,
     ) -> Answer<AuthUserRevokeRoleResponse> {
-        let header = self.change(req, Op::AuthUserRevokeRole).await?;
+        let header = self.change(req).await?;
         Ok(Response::new(AuthUserRevokeRoleResponse { header }))
     }
 
     async fn role_add(&self, req: Request<AuthRoleAddRequest>) -> Answer<AuthRoleAddResponse> {
-        let header = self.change(req, Op::AuthRoleAdd).await?;
+        let header = self.change(req).await?;
         Ok(Response::new(AuthRoleAddResponse { header }))
     }
 
@@ -364,7 +337,7 @@ impl Auth for AuthService {
         &self,
         req: Request<AuthRoleDeleteRequest>,
     ) -> Answer<AuthRoleDeleteResponse> {
-        let header = self.change(req, Op::AuthRoleDelete).await?;
+        let header = self.change(req).await?;
         Ok(Response::new(AuthRoleDeleteResponse { header }))
     }
 
@@ -372,7 +345,7 @@ impl Auth for AuthService {
         &self,
         req: Request<AuthRoleGrantPermissionRequest>,
     ) -> Answer<AuthRoleGrantPermissionResponse> {
-        let header = self.change(req, Op::AuthRoleGrantPermission).await?;
+        let header = self.change(req).await?;
         Ok(Response::new(AuthRoleGrantPermissionResponse { header }))
     }
 
@@ -380,7 +353,7 @@ impl Auth for AuthService {
         &self,
         req: Request<AuthRoleRevokePermissionRequest>,
     ) -> Answer<AuthRoleRevokePermissionResponse> {
-        let header = self.change(req, Op::AuthRoleRevokePermission).await?;
+        let header = self.change(req).await?;
         Ok(Response::new(AuthRoleRevokePermissionResponse { header }))
     }
 }

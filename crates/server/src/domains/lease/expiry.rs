@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oxcd_api::oxcdpb::LeaseExpire;
-use oxcd_api::oxcdpb::internal_request::Op;
 use tokio::sync::watch;
 
 use crate::machine::member::Member;
@@ -47,8 +46,7 @@ pub async fn run(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
         for id in member.leases.take_expired(per_check) {
             let member = member.clone();
             tokio::spawn(async move {
-                let op = Op::LeaseExpire(LeaseExpire { id, decided_at });
-                match member.propose(op).await {
+                match member.propose(LeaseExpire { id, decided_at }, None).await {
                     Ok(_) => {
                         tracing::debug!(lease = %format!("{id:016x}"), "revoked expired lease")
                     }

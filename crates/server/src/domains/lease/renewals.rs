@@ -23,14 +23,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use oxcd_api::errors::EtcdError;
-use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::peer_client::PeerClient;
 use oxcd_api::oxcdpb::{LeaseRenew, PeerRenewLeasesRequest};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tonic::transport::Channel;
 
 use crate::domains::lease::MemoryRenewal;
-use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 use crate::peer::PeerDialer;
 use crate::peer::transport::Link;
@@ -226,11 +224,11 @@ async fn checkpoints(member: Weak<Member>, renewed: Arc<Mutex<HashSet<i64>>>) {
             continue;
         }
         for chunk in ids.chunks(MAX_BATCH) {
-            let op = Op::LeaseRenew(LeaseRenew {
+            let renew = LeaseRenew {
                 ids: chunk.to_vec(),
-            });
+            };
             // Lost with a leader change: the next leader grants an election timeout.
-            if let Err(e) = member.propose(op).await {
+            if let Err(e) = member.propose(renew, None).await {
                 tracing::debug!("lease checkpoint not replicated: {e}");
             }
         }
@@ -263,10 +261,8 @@ async fn batcher(
             let ids: Vec<i64> = batch.iter().map(|p| p.id).collect();
             let answers = match forwarder.renew(&member, &ids).await {
                 Some(ttls) => ttls.into_iter().map(Ok).collect(),
-                None => match member.propose(Op::LeaseRenew(LeaseRenew { ids })).await {
-                    Ok(Applied::LeaseRenew(ttls)) if ttls.len() == batch.len() => {
-                        ttls.into_iter().map(Ok).collect()
-                    }
+                None => match member.propose(LeaseRenew { ids }, None).await {
+                    Ok(ttls) if ttls.len() == batch.len() => ttls.into_iter().map(Ok).collect(),
                     Ok(_) => vec![Err(EtcdError::Stopped); batch.len()],
                     Err(e) => vec![Err(e); batch.len()],
                 },

@@ -17,14 +17,12 @@ use oxcd_api::etcdserverpb::{
     LeaseLeasesRequest, LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse, LeaseStatus,
     LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
 };
-use oxcd_api::oxcdpb::internal_request::Op;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::domains::auth::Access;
 use crate::domains::auth::caller::caller;
 use crate::domains::lease::MAX_TTL;
 use crate::domains::lease::renewals::Renewals;
-use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 use crate::machine::quota::LEASE_OVERHEAD;
 
@@ -126,7 +124,7 @@ impl Lease for LeaseService {
         req: Request<LeaseGrantRequest>,
     ) -> Result<Response<LeaseGrantResponse>, Status> {
         // The space quota first, as in etcd (before the caller and the TTL).
-        self.member.check_space(LEASE_OVERHEAD).await?;
+        let admitted = self.member.admit(LEASE_OVERHEAD).await?;
         let caller = caller(&self.member, &req).await?;
         let mut r = req.into_inner();
         if r.ttl > MAX_TTL {
@@ -136,13 +134,8 @@ impl Lease for LeaseService {
             r.id = self.new_id();
         }
         r.ttl = r.ttl.max(self.member.leases.min_ttl());
-        match self.member.propose_as(Op::LeaseGrant(r), caller).await? {
-            Applied::LeaseGrant(mut resp) => {
-                resp.header = Some(self.member.header(self.member.store.current_rev()));
-                Ok(Response::new(resp))
-            }
-            _ => Err(Status::internal("oxcd: unexpected apply result")),
-        }
+        let resp = self.member.propose_admitted(r, caller, admitted).await?;
+        Ok(Response::new(resp))
     }
 
     async fn lease_revoke(
@@ -151,15 +144,8 @@ impl Lease for LeaseService {
     ) -> Result<Response<LeaseRevokeResponse>, Status> {
         // Checked when applied: the caller must be able to write every key of the lease.
         let caller = caller(&self.member, &req).await?;
-        let op = Op::LeaseRevoke(req.into_inner());
-        match self.member.propose_as(op, caller).await? {
-            Applied::LeaseRevoke(mut resp) => {
-                let rev = resp.header.as_ref().map(|h| h.revision).unwrap_or(0);
-                resp.header = Some(self.member.header(rev));
-                Ok(Response::new(resp))
-            }
-            _ => Err(Status::internal("oxcd: unexpected apply result")),
-        }
+        let resp = self.member.propose(req.into_inner(), caller).await?;
+        Ok(Response::new(resp))
     }
 
     async fn lease_keep_alive(

@@ -10,23 +10,13 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use oxcd_api::errors::EtcdError;
-use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::peer_client::PeerClient;
 use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo, MemberUpdate, PeerPromoteRequest};
 use oxcd_raft::ConfChangeType;
 
 use super::reconfig::{self, Health};
-use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 use crate::peer::transport::Link;
-
-/// The members a change left, as its outcome carries them.
-fn members_of(applied: Applied) -> Vec<MemberInfo> {
-    match applied {
-        Applied::Membership(members) => members,
-        _ => Vec::new(),
-    }
-}
 
 /// The members that have started: published a name through raft.
 pub fn started(m: &Member) -> BTreeSet<u64> {
@@ -106,30 +96,26 @@ pub async fn add(
         max_learners: m.reconfig.max_learners,
         ..Default::default()
     };
-    let applied = m.propose_conf_change(change_type, member.id, ctx).await?;
-    Ok((member, members_of(applied)))
+    let members = m.propose_conf_change(change_type, member.id, ctx).await?;
+    Ok((member, members))
 }
 
 /// Removes the member `id`; returns the members left.
 pub async fn remove(m: &Member, id: u64) -> Result<Vec<MemberInfo>, EtcdError> {
     strict(m, |state, h| reconfig::may_remove(state, id, h))?;
     let ctx = ConfChangeContext::default();
-    let applied = m
-        .propose_conf_change(ConfChangeType::RemoveNode, id, ctx)
-        .await?;
-    Ok(members_of(applied))
+    m.propose_conf_change(ConfChangeType::RemoveNode, id, ctx)
+        .await
 }
 
 /// Gives the member `id` new peer URLs; returns the members.
 pub async fn update(m: &Member, id: u64, urls: &[String]) -> Result<Vec<MemberInfo>, EtcdError> {
     let urls = peer_urls(urls)?;
-    let applied = m
-        .propose(Op::MemberUpdate(MemberUpdate {
-            id,
-            peer_urls: urls,
-        }))
-        .await?;
-    Ok(members_of(applied))
+    let update = MemberUpdate {
+        id,
+        peer_urls: urls,
+    };
+    m.propose(update, None).await
 }
 
 /// Promotes the learner `id`, here when this member leads (only the leader knows
@@ -146,10 +132,8 @@ pub async fn promote_here(m: &Member, id: u64) -> Result<Vec<MemberInfo>, EtcdEr
         is_promote: true,
         ..Default::default()
     };
-    let applied = m
-        .propose_conf_change(ConfChangeType::AddNode, id, ctx)
-        .await?;
-    Ok(members_of(applied))
+    m.propose_conf_change(ConfChangeType::AddNode, id, ctx)
+        .await
 }
 
 /// Promotes the learner `id`: here when this member leads, else on the leader, retried

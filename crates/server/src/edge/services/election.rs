@@ -11,7 +11,6 @@ use std::sync::Arc;
 use futures::Stream;
 use oxcd_api::etcdserverpb::TxnRequest;
 use oxcd_api::etcdserverpb::response_op::Response as OpResponse;
-use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::v3electionpb::election_server::Election;
 use oxcd_api::v3electionpb::{
     CampaignRequest, CampaignResponse, LeaderKey, LeaderRequest, LeaderResponse, ProclaimRequest,
@@ -20,7 +19,7 @@ use oxcd_api::v3electionpb::{
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use super::recipes::{self, Caller, Cleanup, client_error, unknown};
+use super::recipes::{self, Caller, Cleanup, Undo, client_error, unknown};
 use crate::domains::auth::caller::caller;
 use crate::machine::member::Member;
 
@@ -115,15 +114,23 @@ impl Election for ElectionService {
             if kv.value != r.value
                 && let Err(e) = proclaim(member, &caller, &key, rev, lease, &r.value).await
             {
-                Cleanup::new(self.member.clone(), &caller, Op::Txn(resign_txn(&key, rev)))
-                    .run()
-                    .await;
+                Cleanup::new(
+                    self.member.clone(),
+                    &caller,
+                    Undo::Txn(resign_txn(&key, rev)),
+                )
+                .run()
+                .await;
                 return Err(e);
             }
         }
         // A campaign abandoned by its client resigns; one that fails otherwise leaves
         // its key (as etcd).
-        let resign = Cleanup::new(self.member.clone(), &caller, Op::Txn(resign_txn(&key, rev)));
+        let resign = Cleanup::new(
+            self.member.clone(),
+            &caller,
+            Undo::Txn(resign_txn(&key, rev)),
+        );
         let waited = recipes::wait_deletes(member, &caller, &prefix, rev - 1).await;
         resign.disarm();
         waited.map_err(client_error)?;

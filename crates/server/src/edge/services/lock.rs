@@ -7,12 +7,11 @@ use std::sync::Arc;
 
 use oxcd_api::etcdserverpb::TxnRequest;
 use oxcd_api::etcdserverpb::response_op::Response as OpResponse;
-use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::v3lockpb::lock_server::Lock;
 use oxcd_api::v3lockpb::{LockRequest, LockResponse, UnlockRequest, UnlockResponse};
 use tonic::{Request, Response, Status};
 
-use super::recipes::{self, Cleanup, client_error};
+use super::recipes::{self, Cleanup, Undo, client_error};
 use crate::domains::auth::caller::caller;
 use crate::machine::member::Member;
 
@@ -84,7 +83,7 @@ impl Lock for LockService {
         let unlock = Cleanup::new(
             self.member.clone(),
             &caller,
-            Op::DeleteRange(delete_request(&key)),
+            Undo::Delete(delete_request(&key)),
         );
         if let Err(e) = recipes::wait_deletes(member, &caller, &prefix, my_rev - 1).await {
             unlock.run().await;

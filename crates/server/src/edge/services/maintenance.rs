@@ -17,11 +17,9 @@ use tonic::{Request, Response, Status};
 use crate::backup::stream::{SnapshotStream, snapshot_stream};
 use crate::domains::auth::caller::{caller, name};
 use crate::machine::alarms;
-use crate::machine::applied::Applied;
 use crate::machine::member::Member;
 use oxcd_api::etcdserverpb::AlarmType;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
-use oxcd_api::oxcdpb::internal_request::Op;
 
 /// How long a defragmentation waits for the last compaction's rows to be deleted.
 const COMPACTION_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
@@ -193,10 +191,7 @@ impl Maintenance for MaintenanceService {
             }
             raised
         } else {
-            match m.propose(Op::Alarm(req)).await? {
-                Applied::Alarm(a) => a,
-                _ => Vec::new(),
-            }
+            m.propose(req, None).await?
         };
         Ok(Response::new(AlarmResponse {
             header: Some(m.header(m.store.current_rev())),

@@ -24,15 +24,14 @@ use oxcd_api::etcdserverpb::{
 };
 use oxcd_api::mvccpb::event::EventType;
 use oxcd_api::oxcdpb::RequestAuth;
-use oxcd_api::oxcdpb::internal_request::Op;
 use tonic::{Code, Status};
 
 use crate::domains::auth::Access;
 use crate::domains::kv::read as range;
 use crate::domains::kv::validate;
 use crate::domains::watch::{Feed, Subscription};
-use crate::machine::applied::Applied;
 use crate::machine::member::Member;
+use crate::machine::quota;
 
 /// The TTL of the lease a request without one gets (concurrency's default session TTL).
 const SESSION_TTL: i64 = 60;
@@ -163,11 +162,6 @@ pub fn rev_of(h: &Option<ResponseHeader>) -> i64 {
     h.as_ref().map(|h| h.revision).unwrap_or(0)
 }
 
-fn unexpected() -> EtcdError {
-    tracing::error!("unexpected apply result in a lock or election recipe");
-    EtcdError::Corrupt
-}
-
 /// Who a recipe runs for: its steps are checked as that user's requests (etcd runs its
 /// recipes through an in-process client that carries the caller's token).
 pub type Caller = Option<RequestAuth>;
@@ -178,14 +172,9 @@ pub async fn txn(
     caller: &Caller,
     r: TxnRequest,
 ) -> Result<TxnResponse, EtcdError> {
+    let admitted = member.admit(quota::txn_cost(&r)).await?;
     validate::txn(&r, member.limits.max_txn_ops)?;
-    match member.propose_as(Op::Txn(r), caller.clone()).await? {
-        Applied::Txn(mut resp) => {
-            resp.header = Some(member.header(rev_of(&resp.header)));
-            Ok(resp)
-        }
-        _ => Err(unexpected()),
-    }
+    member.propose_admitted(r, caller.clone(), admitted).await
 }
 
 /// A delete of one key through raft.
@@ -199,16 +188,7 @@ pub async fn delete(
         ..Default::default()
     };
     validate::delete_range(&r)?;
-    match member
-        .propose_as(Op::DeleteRange(r), caller.clone())
-        .await?
-    {
-        Applied::DeleteRange(mut resp) => {
-            resp.header = Some(member.header(rev_of(&resp.header)));
-            Ok(resp)
-        }
-        _ => Err(unexpected()),
-    }
+    member.propose(r, caller.clone()).await
 }
 
 /// A linearizable read.
@@ -246,13 +226,11 @@ pub async fn session_lease(member: &Member, caller: &Caller, lease: i64) -> Resu
         ttl: SESSION_TTL.max(member.leases.min_ttl()),
         id,
     };
-    match member
-        .propose_as(Op::LeaseGrant(grant), caller.clone())
-        .await?
-    {
-        Applied::LeaseGrant(resp) => Ok(resp.id),
-        _ => Err(unexpected()),
-    }
+    let admitted = member.admit(quota::LEASE_OVERHEAD).await?;
+    let resp = member
+        .propose_admitted(grant, caller.clone(), admitted)
+        .await?;
+    Ok(resp.id)
 }
 
 /// A place in the watch feed for the keys under one prefix, and the member's stop
@@ -326,17 +304,38 @@ fn deletes_under(feed: &Feed, prefix: &[u8]) -> bool {
     })
 }
 
+/// What a cleanup proposes: the lock's key deleted, or the leader's key resigned.
+pub enum Undo {
+    /// Delete one key.
+    Delete(DeleteRangeRequest),
+    /// A txn (the resignation: delete the key if it is still the leader's).
+    Txn(TxnRequest),
+}
+
+impl Undo {
+    /// Proposes it for `caller`.
+    async fn propose(self, member: &Member, caller: Caller) -> Result<(), EtcdError> {
+        match self {
+            Undo::Delete(d) => member.propose(d, caller).await.map(drop),
+            Undo::Txn(t) => {
+                let admitted = member.admit(quota::txn_cost(&t)).await?;
+                member.propose_admitted(t, caller, admitted).await.map(drop)
+            }
+        }
+    }
+}
+
 /// A cleanup proposal made if the request waiting for it is abandoned (the client went
 /// away): etcd's services unlock or resign then.
 pub struct Cleanup {
     member: Arc<Member>,
     caller: Caller,
-    op: Option<Op>,
+    op: Option<Undo>,
 }
 
 impl Cleanup {
     /// Will propose `op` for `caller` unless disarmed or run first.
-    pub fn new(member: Arc<Member>, caller: &Caller, op: Op) -> Cleanup {
+    pub fn new(member: Arc<Member>, caller: &Caller, op: Undo) -> Cleanup {
         Cleanup {
             member,
             caller: caller.clone(),
@@ -352,7 +351,7 @@ impl Cleanup {
     /// Proposes the cleanup now; its own failure is only logged (etcd ignores it too).
     pub async fn run(mut self) {
         if let Some(op) = self.op.take()
-            && let Err(e) = self.member.propose_as(op, self.caller.take()).await
+            && let Err(e) = op.propose(&self.member, self.caller.take()).await
         {
             tracing::warn!("lock or election cleanup failed: {e}");
         }
@@ -366,7 +365,7 @@ impl Drop for Cleanup {
         let caller = self.caller.take();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                if let Err(e) = member.propose_as(op, caller).await {
+                if let Err(e) = op.propose(&member, caller).await {
                     tracing::warn!("lock or election cleanup failed: {e}");
                 }
             });

@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::CompactionRequest;
-use oxcd_api::oxcdpb::internal_request::Op;
 use tokio::sync::watch;
 
 pub use retention::AutoCompaction;
@@ -60,12 +59,12 @@ async fn compact(
     rev: i64,
     stop: &mut watch::Receiver<bool>,
 ) -> Option<Result<(), EtcdError>> {
-    let op = Op::Compaction(CompactionRequest {
+    let compaction = CompactionRequest {
         revision: rev,
         physical: false,
-    });
+    };
     tokio::select! {
-        r = member.propose(op) => Some(match r {
+        r = member.propose(compaction, None) => Some(match r {
             Ok(_) | Err(EtcdError::Compacted) => Ok(()),
             Err(e) => Err(e),
         }),
