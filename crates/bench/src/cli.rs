@@ -16,7 +16,7 @@ use crate::workloads::kv::{self, PutArgs, RangeArgs};
 use crate::workloads::lease::{self, LeaseArgs};
 use crate::workloads::txn::{self, TxnMixedArgs, TxnPutArgs};
 use crate::workloads::watch::{self, WatchArgs, WatchLatencyArgs};
-use crate::{backup, compare, gateway, learner};
+use crate::{compare, versus};
 
 /// A load generator for etcd v3 endpoints (oxcd or etcd), after etcd's `benchmark`.
 #[derive(Debug, Parser)]
@@ -67,9 +67,9 @@ pub enum Command {
 pub async fn run(cli: &Cli) -> Result<Option<Report>, String> {
     match &cli.command {
         Command::Compare(a) => compare::run(a).await.map(|()| None),
-        Command::LearnerCatchup(a) => learner::run(a).await.map(|()| None),
-        Command::Backup(a) => backup::run(a).await.map(|()| None),
-        Command::Gateway(a) => gateway::run(a).await.map(|()| None),
+        Command::LearnerCatchup(a) => versus::run(a).await.map(|()| None),
+        Command::Backup(a) => versus::run(a).await.map(|()| None),
+        Command::Gateway(a) => versus::run(a).await.map(|()| None),
         command => workload(&cli.global, command).await.map(Some),
     }
 }

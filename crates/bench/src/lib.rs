@@ -5,11 +5,12 @@
 //! gateway ([`gateway`]).
 //!
 //! Arrows (no circles): [`cli`] (the subcommands and their dispatch) → everything else;
-//! every subcommand's module owns its flags. compare → workloads, [`cluster`] and
-//! [`versus`]; learner, backup and gateway → [`cluster`] (the launcher of either
-//! system), [`load`] (fill and background writers; not gateway) and [`versus`] (rounds
-//! of both systems, their report); workloads → driver, [`keys`], stats. Nothing here
-//! depends on the server crates: the tool speaks only the etcd wire protocol.
+//! every subcommand's module owns its flags. learner, backup and gateway → [`cluster`]
+//! (the launcher of either system), [`load`] (fill and background writers; not gateway)
+//! and [`versus`] (the `Bench` trait each implements, its one runner, the rounds of both
+//! systems, the report's tables); compare → workloads, cluster and versus (its rounds
+//! and ratios); workloads → driver, [`keys`], stats. Nothing here depends on the server
+//! crates: the tool speaks only the etcd wire protocol.
 
 pub mod backup;
 pub mod cli;

@@ -23,13 +23,10 @@ use serde::Serialize;
 
 use crate::cluster::{Cluster, Settings};
 use crate::load::{self, Fill};
-use crate::versus::{self, Measured};
+use crate::versus::{self, Bench, Measured, Round};
 use defrag::Defrag;
 use restore::Restore;
 use snapshot::Snapshot;
-
-/// The benchmark's name: its subcommand, its default data dir and report.
-pub const NAME: &str = "backup";
 
 #[derive(Debug, Clone, Args)]
 pub struct BackupArgs {
@@ -139,18 +136,27 @@ impl Measured for Outcome {
     }
 }
 
-/// One round: each system's outcome, in the order they ran.
-pub type Round = versus::Round<Outcome>;
+/// What [`versus::run`] runs for this subcommand.
+impl Bench for BackupArgs {
+    const NAME: &'static str = "backup";
+    type Outcome = Outcome;
 
-/// Runs every round and writes the report.
-pub async fn run(a: &BackupArgs) -> Result<(), String> {
-    a.versus
-        .run(
-            NAME,
-            async |name, binary, dir| measure(name, binary, dir, a).await,
-            |date, versions, rounds| report::markdown(date, a, versions, rounds),
-        )
-        .await
+    fn flags(&self) -> &versus::Flags {
+        &self.versus
+    }
+
+    async fn measure(&self, system: &str, binary: &Path, dir: &Path) -> Result<Outcome, String> {
+        measure(system, binary, dir, self).await
+    }
+
+    fn markdown(
+        &self,
+        date: &str,
+        versions: &[(String, String, String)],
+        rounds: &[Round<Outcome>],
+    ) -> String {
+        report::markdown(date, self, versions, rounds)
+    }
 }
 
 /// One system, one round, on a fresh cluster under `dir`.

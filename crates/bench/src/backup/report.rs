@@ -4,9 +4,10 @@
 
 use std::fmt::Write as _;
 
-use super::{BackupArgs, Outcome, Round, defrag};
+use super::{BackupArgs, Outcome, defrag};
 use crate::load::Window;
 use crate::versus::table::{Compared, Num, Text, met, mib, ratio, round_table, rounds_table};
+use crate::versus::{Bench, Round};
 
 const NUMBERS: [Num<Outcome>; 19] = [
     (
@@ -200,7 +201,7 @@ fn targets(md: &mut String, e: &Outcome, o: &Outcome) {
 }
 
 /// Failures of a round, by system.
-fn notes(md: &mut String, r: &Round) {
+fn notes(md: &mut String, r: &Round<Outcome>) {
     let mut lines = Vec::new();
     for o in &r.0 {
         let d = &o.defrag;
@@ -228,7 +229,7 @@ pub fn markdown(
     date: &str,
     a: &BackupArgs,
     versions: &[(String, String, String)],
-    rounds: &[Round],
+    rounds: &[Round<Outcome>],
 ) -> String {
     let s = a.settings();
     let mut md = String::new();
@@ -262,8 +263,8 @@ pub fn markdown(
          ends). Load from `oxcd-bench backup` in one process on \
          the same machine ({} cores). Logs (members', restore's) are kept in \
          `<dir>/round<N>-<system>/`.\n",
-        a.versus.dir(super::NAME).display(),
-        crate::versus::disk_of(&a.versus.dir(super::NAME)),
+        a.dir().display(),
+        crate::versus::disk_of(&a.dir()),
         match a.members.max(1) {
             1 => "1 member".to_string(),
             n => format!("{n} members, the leader measured"),

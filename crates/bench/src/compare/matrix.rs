@@ -9,6 +9,7 @@ use crate::cluster::{Cluster, TlsFiles, dir_size};
 use crate::conns::Global;
 use crate::keys::KeyArgs;
 use crate::stats::Report;
+use crate::versus::Measured;
 use crate::workloads::auth::{self, AuthenticateArgs};
 use crate::workloads::kv::{self, PutArgs, RangeArgs};
 use crate::workloads::lease::{self, LeaseArgs};
@@ -26,6 +27,26 @@ pub struct Case {
     pub members_cpu_us: Option<f64>,
     /// CPU time per request of the load generator (this process), in microseconds.
     pub bench_cpu_us: Option<f64>,
+}
+
+/// One system's cases in one round of the matrix (in JSON: `[system, cases]`).
+#[derive(Debug, Serialize)]
+pub struct Cases(pub String, pub Vec<Case>);
+
+impl Cases {
+    /// The report of case `name`, when it ran.
+    pub fn report(&self, name: &str) -> Option<&Report> {
+        self.1
+            .iter()
+            .find(|c| c.name == name)
+            .and_then(|c| c.report.as_ref())
+    }
+}
+
+impl Measured for Cases {
+    fn system(&self) -> &str {
+        &self.0
+    }
 }
 
 /// Everything measured on one system.

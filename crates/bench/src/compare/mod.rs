@@ -1,7 +1,10 @@
 //! `oxcd-bench compare`: etcd and oxcd, each as a 3-member cluster on loopback with the
 //! same settings and the same data disk, one after the other, under the same matrix of
 //! workloads; then resources (peak RSS, data size after loading keys, restart time) and
-//! a markdown report with the oxcd/etcd ratio of every figure.
+//! a markdown report with the oxcd/etcd ratio of every figure. The rounds are
+//! [`crate::versus::Systems::each_round`]'s; its flags, its data dirs (one per system,
+//! not per round), the first round's extra cases and its report are its own, which is
+//! why it is not a [`crate::versus::Bench`].
 
 pub mod matrix;
 pub mod report;
@@ -51,13 +54,6 @@ pub struct CompareArgs {
     pub rounds: usize,
 }
 
-fn oxcd_binary(a: &CompareArgs) -> PathBuf {
-    match &a.oxcd {
-        Some(p) => p.clone(),
-        None => versus::oxcd_beside_this_program(),
-    }
-}
-
 /// Runs the comparison and writes the report.
 pub async fn run(a: &CompareArgs) -> Result<(), String> {
     let settings = Settings {
@@ -73,12 +69,14 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
     } else {
         Some(cluster::TlsFiles::make(&a.dir.join("pki"))?)
     };
-    let systems = Systems::new(&a.etcd, oxcd_binary(a), a.only.as_deref())?;
+    let oxcd = a
+        .oxcd
+        .clone()
+        .unwrap_or_else(versus::oxcd_beside_this_program);
+    let systems = Systems::new(&a.etcd, oxcd, a.only.as_deref())?;
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
-    let mut rounds: Vec<report::Round> = Vec::new();
-    for round in 0..a.rounds.max(1) {
-        let mut this = report::Round::default();
-        for (name, binary) in systems.in_order(round) {
+    let rounds = systems
+        .each_round(a.rounds, async |round, name, binary| {
             let cases = if round == 0 {
                 let outcome = measure(name, binary, a, &settings, tls.as_ref()).await?;
                 let cases = outcome.cases.clone();
@@ -87,10 +85,9 @@ pub async fn run(a: &CompareArgs) -> Result<(), String> {
             } else {
                 workloads_again(name, binary, a, &settings, round).await?
             };
-            this.0.push((name.to_string(), cases));
-        }
-        rounds.push(this);
-    }
+            Ok(matrix::Cases(name.to_string(), cases))
+        })
+        .await?;
     outcomes.sort_by_key(|(name, _)| name != "etcd");
     let date = versus::today();
     let out = a

@@ -1,29 +1,40 @@
 //! The comparison's markdown report: one table of throughput and latency per workload,
-//! one of resources, each with the oxcd/etcd ratio.
+//! then watch delivery, CPU per request and resources, each with the oxcd/etcd ratio;
+//! the cost of auth on each system; over several rounds, every round's ratios and their
+//! median. Ratios and medians are [`crate::versus::table`]'s, as in every report.
 
 use std::fmt::Write as _;
 
 use super::CompareArgs;
-use super::matrix::{Case, Outcome};
+use super::matrix::{Case, Cases, Outcome};
 use crate::cluster::Settings;
-use crate::versus::table::mib;
+use crate::stats::Report;
+use crate::versus::Round;
+use crate::versus::table::{self, median, mib, ratio, x};
 
-fn ratio(oxcd: f64, etcd: f64) -> String {
-    if etcd > 0.0 && oxcd > 0.0 {
-        format!("{:.2}x", oxcd / etcd)
-    } else {
-        "-".to_string()
-    }
+/// A figure the tables compare: one above zero (zero reads as not measured).
+fn positive(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| *v > 0.0)
 }
 
 /// Reads one figure of a system's outcome.
 type Figure = fn(&Outcome) -> f64;
 
 /// The figure of one system, or "-" when that system did not run.
-fn cell(o: Option<&Outcome>, f: Figure, digits: usize) -> (String, f64) {
+fn cell(o: Option<&Outcome>, f: Figure, digits: usize) -> (String, Option<f64>) {
     match o.map(f) {
-        Some(v) => (format!("{v:.digits$}"), v),
-        None => ("-".to_string(), 0.0),
+        Some(v) => (format!("{v:.digits$}"), Some(v)),
+        None => ("-".to_string(), None),
+    }
+}
+
+/// A case's figure on one system: "unsupported" when the system lacks the service, "-"
+/// when the case did not run.
+fn show(r: &Option<Report>, c: &Option<Case>, f: &dyn Fn(&Report) -> f64, d: usize) -> String {
+    match (r, c) {
+        (Some(r), _) => format!("{:.d$}", f(r)),
+        (None, Some(c)) if c.unsupported.is_some() => "unsupported".to_string(),
+        _ => "-".to_string(),
     }
 }
 
@@ -49,7 +60,7 @@ pub fn markdown(
         s.election_ms,
         s.snapshot_count,
         a.scale,
-        crate::versus::table::cores(),
+        table::cores(),
         a.etcd.display(),
     );
     let _ = writeln!(
@@ -67,24 +78,12 @@ pub fn markdown(
                 .cloned()
         };
         let (ce, co) = (case(etcd), case(oxcd));
-        let rep = |c: &Option<super::matrix::Case>| c.as_ref().and_then(|c| c.report.clone());
+        let rep = |c: &Option<Case>| c.as_ref().and_then(|c| c.report.clone());
         let (re, ro) = (rep(&ce), rep(&co));
-        let show = |r: &Option<crate::stats::Report>,
-                    c: &Option<super::matrix::Case>,
-                    f: &dyn Fn(&crate::stats::Report) -> f64,
-                    d: usize| {
-            match (r, c) {
-                (Some(r), _) => format!("{:.d$}", f(r)),
-                (None, Some(c)) if c.unsupported.is_some() => "unsupported".to_string(),
-                _ => "-".to_string(),
-            }
-        };
-        let qps = |r: &crate::stats::Report| r.qps;
-        let p99 = |r: &crate::stats::Report| r.latency_ms.p99;
-        let v = |r: &Option<crate::stats::Report>, f: &dyn Fn(&crate::stats::Report) -> f64| {
-            r.as_ref().map(f).unwrap_or(0.0)
-        };
-        let failed = |r: &Option<crate::stats::Report>| {
+        let qps = |r: &Report| r.qps;
+        let p99 = |r: &Report| r.latency_ms.p99;
+        let v = |r: &Option<Report>, f: &dyn Fn(&Report) -> f64| positive(r.as_ref().map(f));
+        let failed = |r: &Option<Report>| {
             r.as_ref()
                 .map(|r| r.failed.to_string())
                 .unwrap_or("-".into())
@@ -94,10 +93,10 @@ pub fn markdown(
             "| {name} | {} | {} | {} | {} | {} | {} | {}/{} |",
             show(&re, &ce, &qps, 0),
             show(&ro, &co, &qps, 0),
-            ratio(v(&ro, &qps), v(&re, &qps)),
+            x(ratio(v(&ro, &qps), v(&re, &qps))),
             show(&re, &ce, &p99, 2),
             show(&ro, &co, &p99, 2),
-            ratio(v(&ro, &p99), v(&re, &p99)),
+            x(ratio(v(&ro, &p99), v(&re, &p99))),
             failed(&re),
             failed(&ro),
         );
@@ -135,50 +134,30 @@ pub fn markdown(
     for (label, f, digits) in rows {
         let (es, ev) = cell(etcd, f, digits);
         let (os, ov) = cell(oxcd, f, digits);
-        let _ = writeln!(md, "| {label} | {es} | {os} | {} |", ratio(ov, ev));
+        let rt = x(ratio(positive(ov), positive(ev)));
+        let _ = writeln!(md, "| {label} | {es} | {os} | {rt} |");
     }
     md
 }
 
-/// One round of the workload matrix: each system's cases, by system name.
-#[derive(Debug, Default, serde::Serialize)]
-pub struct Round(pub Vec<(String, Vec<Case>)>);
-
-impl Round {
-    fn case(&self, system: &str, name: &str) -> Option<&crate::stats::Report> {
-        self.0
-            .iter()
-            .find(|(s, _)| s == system)
-            .and_then(|(_, cases)| cases.iter().find(|c| c.name == name))
-            .and_then(|c| c.report.as_ref())
-    }
-
-    /// (oxcd/etcd of the case's rate: events per second where it counts them, else
-    /// requests per second; oxcd/etcd of its p99 latency).
-    fn ratios(&self, name: &str) -> Option<(f64, f64)> {
-        let (e, o) = (self.case("etcd", name)?, self.case("oxcd", name)?);
-        let rate = |r: &crate::stats::Report| r.extra.get("events/sec").copied().unwrap_or(r.qps);
-        let div = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
-        Some((
-            div(rate(o), rate(e)),
-            div(o.latency_ms.p99, e.latency_ms.p99),
-        ))
-    }
-}
-
-/// The middle value (the mean of the two middle ones for an even count); NaN if none.
-/// The median of the finite values, NaN when there is none.
-fn median(v: Vec<f64>) -> f64 {
-    crate::versus::table::median(v).unwrap_or(f64::NAN)
+/// (oxcd/etcd of case `name`'s rate: events per second where it counts them, else
+/// requests per second; oxcd/etcd of its p99 latency), when both systems ran it.
+fn ratios(r: &Round<Cases>, name: &str) -> Option<(Option<f64>, Option<f64>)> {
+    let (e, o) = (r.of("etcd")?.report(name)?, r.of("oxcd")?.report(name)?);
+    let rate = |r: &Report| r.extra.get("events/sec").copied().unwrap_or(r.qps);
+    Some((
+        ratio(Some(rate(o)), Some(rate(e))),
+        ratio(Some(o.latency_ms.p99), Some(e.latency_ms.p99)),
+    ))
 }
 
 /// Every round's oxcd/etcd ratios of each workload, and their median: what one noisy
 /// round cannot tell.
-pub fn rounds_table(md: &mut String, rounds: &[Round]) {
+pub fn rounds_table(md: &mut String, rounds: &[Round<Cases>]) {
     let names: Vec<String> = rounds
         .first()
         .and_then(|r| r.0.first())
-        .map(|(_, cases)| cases.iter().map(|c| c.name.clone()).collect())
+        .map(|Cases(_, cases)| cases.iter().map(|c| c.name.clone()).collect())
         .unwrap_or_default();
     let _ = writeln!(
         md,
@@ -191,27 +170,23 @@ pub fn rounds_table(md: &mut String, rounds: &[Round]) {
         "| workload | rate ratio per round | median | p99 ratio per round (lower is better) | median |"
     );
     let _ = writeln!(md, "|---|---|---:|---|---:|");
-    let x = |v: f64| {
-        if v.is_finite() {
-            format!("{v:.2}x")
-        } else {
-            "-".to_string()
-        }
-    };
+    type Ratios = (Option<f64>, Option<f64>);
     for name in &names {
-        let per: Vec<(f64, f64)> = rounds.iter().filter_map(|r| r.ratios(name)).collect();
+        let per: Vec<Ratios> = rounds.iter().filter_map(|r| ratios(r, name)).collect();
         if per.is_empty() {
             continue;
         }
-        let list =
-            |f: fn(&(f64, f64)) -> f64| per.iter().map(|p| x(f(p))).collect::<Vec<_>>().join(", ");
+        let list = |f: fn(&Ratios) -> Option<f64>| {
+            per.iter().map(|p| x(f(p))).collect::<Vec<_>>().join(", ")
+        };
+        let mid = |f: fn(&Ratios) -> Option<f64>| x(median(per.iter().filter_map(f).collect()));
         let _ = writeln!(
             md,
             "| {name} | {} | {} | {} | {} |",
             list(|p| p.0),
-            x(median(per.iter().map(|p| p.0).collect())),
+            mid(|p| p.0),
             list(|p| p.1),
-            x(median(per.iter().map(|p| p.1).collect())),
+            mid(|p| p.1),
         );
     }
 }
@@ -230,17 +205,11 @@ const AUTH_PAIRS: [(&str, &str); 2] = [
 
 /// The cost of auth on each system: its req/s with auth on over its req/s with auth off
 /// (1.00x: auth costs nothing), every round and the median.
-pub fn auth_cost_table(md: &mut String, rounds: &[Round]) {
-    let on_off = |r: &Round, system: &str, off: &str, on: &str| {
-        let (off, on) = (r.case(system, off)?, r.case(system, on)?);
-        (off.qps > 0.0).then(|| on.qps / off.qps)
-    };
-    let x = |v: f64| {
-        if v.is_finite() {
-            format!("{v:.2}x")
-        } else {
-            "-".to_string()
-        }
+pub fn auth_cost_table(md: &mut String, rounds: &[Round<Cases>]) {
+    let on_off = |r: &Round<Cases>, system: &str, off: &str, on: &str| {
+        let cases = r.of(system)?;
+        let (off, on) = (cases.report(off)?, cases.report(on)?);
+        ratio(Some(on.qps), Some(off.qps))
     };
     let mut rows = Vec::new();
     for (off, on) in AUTH_PAIRS {
@@ -250,7 +219,11 @@ pub fn auth_cost_table(md: &mut String, rounds: &[Round]) {
                 .iter()
                 .filter_map(|r| on_off(r, system, off, on))
                 .collect();
-            let list = per.iter().map(|v| x(*v)).collect::<Vec<_>>().join(", ");
+            let list = per
+                .iter()
+                .map(|v| x(Some(*v)))
+                .collect::<Vec<_>>()
+                .join(", ");
             cells.push(format!("{list} | {}", x(median(per))));
         }
         if !cells.iter().all(|c| c.starts_with(" |")) {
@@ -318,7 +291,7 @@ fn events_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd:
             "| {name} | {} | {} | {} | {} | {} |",
             show(e),
             show(o),
-            ratio(o.unwrap_or(0.0), e.unwrap_or(0.0)),
+            x(ratio(positive(o), positive(e))),
             got(etcd),
             got(oxcd),
         );
@@ -337,11 +310,9 @@ fn cpu_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Op
         let find = |o: &Outcome| o.cases.iter().find(|c| &c.name == name).cloned();
         let (ce, co) = (etcd.and_then(find), oxcd.and_then(find));
         let (ce, co) = (ce.as_ref(), co.as_ref());
-        let fig = |c: Option<&super::matrix::Case>, f: fn(&super::matrix::Case) -> Option<f64>| {
-            c.and_then(f)
-        };
-        let members = |c: &super::matrix::Case| c.members_cpu_us;
-        let bench = |c: &super::matrix::Case| c.bench_cpu_us;
+        let fig = |c: Option<&Case>, f: fn(&Case) -> Option<f64>| c.and_then(f);
+        let members = |c: &Case| c.members_cpu_us;
+        let bench = |c: &Case| c.bench_cpu_us;
         let (me, mo) = (fig(ce, members), fig(co, members));
         if me.is_none() && mo.is_none() {
             continue;
@@ -352,7 +323,7 @@ fn cpu_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Op
             "| {name} | {} | {} | {} | {} | {} |",
             show(me),
             show(mo),
-            ratio(mo.unwrap_or(0.0), me.unwrap_or(0.0)),
+            x(ratio(positive(mo), positive(me))),
             show(fig(ce, bench)),
             show(fig(co, bench)),
         );

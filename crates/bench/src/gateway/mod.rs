@@ -22,11 +22,8 @@ use serde::Serialize;
 
 use crate::cluster::{Cluster, Settings};
 use crate::stats::{Report, Samples};
-use crate::versus::{self, Measured};
+use crate::versus::{self, Bench, Measured, Round};
 use http::HttpConn;
-
-/// The benchmark's name: its subcommand, its default data dir and report.
-pub const NAME: &str = "gateway";
 
 #[derive(Debug, Clone, Args)]
 pub struct GatewayArgs {
@@ -94,18 +91,27 @@ impl Measured for Outcome {
     }
 }
 
-/// One round: each system's outcome, in the order they ran.
-pub type Round = versus::Round<Outcome>;
+/// What [`versus::run`] runs for this subcommand.
+impl Bench for GatewayArgs {
+    const NAME: &'static str = "gateway";
+    type Outcome = Outcome;
 
-/// Runs every round and writes the report.
-pub async fn run(a: &GatewayArgs) -> Result<(), String> {
-    a.versus
-        .run(
-            NAME,
-            async |name, binary, dir| measure(name, binary, dir, a).await,
-            |date, versions, rounds| report::markdown(date, a, versions, rounds),
-        )
-        .await
+    fn flags(&self) -> &versus::Flags {
+        &self.versus
+    }
+
+    async fn measure(&self, system: &str, binary: &Path, dir: &Path) -> Result<Outcome, String> {
+        measure(system, binary, dir, self).await
+    }
+
+    fn markdown(
+        &self,
+        date: &str,
+        versions: &[(String, String, String)],
+        rounds: &[Round<Outcome>],
+    ) -> String {
+        report::markdown(date, self, versions, rounds)
+    }
 }
 
 fn settings() -> Settings {

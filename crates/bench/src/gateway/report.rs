@@ -5,7 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::{GatewayArgs, Outcome, Round};
+use super::{GatewayArgs, Outcome};
+use crate::versus::Round;
 use crate::versus::table::{
     Compared, Num, Text, binaries, cores, met, ratio, round_table, rounds_table, x,
 };
@@ -76,7 +77,7 @@ pub fn markdown(
     date: &str,
     a: &GatewayArgs,
     versions: &[(String, String, String)],
-    rounds: &[Round],
+    rounds: &[Round<Outcome>],
 ) -> String {
     let mut md = String::new();
     let _ = writeln!(

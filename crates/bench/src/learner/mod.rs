@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::cluster::{Cluster, Settings, disk_usage};
 use crate::load::{self, Fill, Window, Writers};
-use crate::versus::{self, Measured};
+use crate::versus::{self, Bench, Measured, Round};
 
 /// The name the learner gets.
 const LEARNER: &str = "m3";
@@ -35,9 +35,6 @@ const UNHEALTHY: &str = "etcdserver: unhealthy cluster";
 /// The error both systems answer a promotion with until the learner is in sync.
 pub const NOT_IN_SYNC: &str =
     "etcdserver: can only promote a learner member which is in sync with leader";
-
-/// The benchmark's name: its subcommand, its default data dir and report.
-pub const NAME: &str = "learner-catchup";
 
 #[derive(Debug, Clone, Args)]
 pub struct LearnerArgs {
@@ -172,18 +169,27 @@ impl Measured for Outcome {
     }
 }
 
-/// One round: each system's outcome, in the order they ran.
-pub type Round = versus::Round<Outcome>;
+/// What [`versus::run`] runs for this subcommand.
+impl Bench for LearnerArgs {
+    const NAME: &'static str = "learner-catchup";
+    type Outcome = Outcome;
 
-/// Runs every round and writes the report.
-pub async fn run(a: &LearnerArgs) -> Result<(), String> {
-    a.versus
-        .run(
-            NAME,
-            async |name, binary, dir| measure(name, binary, dir, a).await,
-            |date, versions, rounds| report::markdown(date, a, versions, rounds),
-        )
-        .await
+    fn flags(&self) -> &versus::Flags {
+        &self.versus
+    }
+
+    async fn measure(&self, system: &str, binary: &Path, dir: &Path) -> Result<Outcome, String> {
+        measure(system, binary, dir, self).await
+    }
+
+    fn markdown(
+        &self,
+        date: &str,
+        versions: &[(String, String, String)],
+        rounds: &[Round<Outcome>],
+    ) -> String {
+        report::markdown(date, self, versions, rounds)
+    }
 }
 
 /// Hexadecimal, as etcdctl prints member ids.

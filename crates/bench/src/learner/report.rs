@@ -4,8 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::{LearnerArgs, Outcome, Round};
+use super::{LearnerArgs, Outcome};
 use crate::versus::table::{Compared, Num, Text, met, mib, round_table, rounds_table};
+use crate::versus::{Bench, Round};
 
 const NUMBERS: [Num<Outcome>; 14] = [
     (
@@ -131,7 +132,7 @@ const TEXTS: [Text<Outcome>; 8] = [
 ];
 
 /// One round's table, the targets and what was odd.
-fn round(md: &mut String, n: usize, r: &Round) {
+fn round(md: &mut String, n: usize, r: &Round<Outcome>) {
     round_table(md, n, r, &NUMBERS, &TEXTS);
     if let (Some(e), Some(o)) = (r.of("etcd"), r.of("oxcd")) {
         let catchup = o.catchup_secs / e.catchup_secs;
@@ -151,7 +152,7 @@ fn round(md: &mut String, n: usize, r: &Round) {
 }
 
 /// What was odd in a round: term or leader changes, failures.
-fn notes(md: &mut String, r: &Round) {
+fn notes(md: &mut String, r: &Round<Outcome>) {
     let mut lines = Vec::new();
     for o in &r.0 {
         for c in &o.term_changes {
@@ -209,7 +210,7 @@ pub fn markdown(
     date: &str,
     a: &LearnerArgs,
     versions: &[(String, String, String)],
-    rounds: &[Round],
+    rounds: &[Round<Outcome>],
 ) -> String {
     let s = a.settings();
     let mut md = String::new();
@@ -233,7 +234,7 @@ pub fn markdown(
          leader's Status polled every 250 ms from t0 to t1 for term and leader changes. \
          Load from `oxcd-bench learner-catchup` in one process on the same machine ({} \
          cores). The members' logs are kept in `<dir>/round<N>-<system>/`.\n",
-        a.versus.dir(super::NAME).display(),
+        a.dir().display(),
         s.heartbeat_ms,
         s.election_ms,
         s.snapshot_count,

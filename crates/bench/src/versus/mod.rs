@@ -1,11 +1,12 @@
 //! What the side-by-side benchmarks that start their own clusters share
-//! (`learner-catchup`, `backup`, `gateway`; `compare` takes its systems, date and report
-//! writing from here too): their common flags, the two systems and their binaries,
-//! rounds that run them one after the other on the same disk with the order
-//! alternating, and the written report (markdown, raw figures as JSON beside it).
-//! [`table`] renders the tables of such a report.
+//! (`learner-catchup`, `backup`, `gateway`; `compare` takes its systems, round loop,
+//! date and report writing from here too): the [`Bench`] trait each implements and the
+//! one runner, [`run`]; their common flags; the two systems and their binaries; rounds
+//! that run them one after the other on the same disk with the order alternating; and
+//! the written report (markdown, raw figures as JSON beside it). [`table`] renders the
+//! tables of such a report.
 //!
-//! Invariants: a round's directory is emptied before a system runs in it, and its data
+//! Invariants ([`Systems::rounds`], which [`run`] uses): a round's directory is emptied before a system runs in it, and its data
 //! dirs are removed after (the logs stay); every binary named is checked to exist before
 //! anything starts.
 
@@ -51,28 +52,60 @@ impl Flags {
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("/tmp/oxcd-{bench}")))
     }
+}
 
-    /// Runs benchmark `bench`: every round of `measure(system, binary, dir)`, then the
-    /// report `markdown(date, versions, rounds)` written with the raw figures.
-    pub async fn run<O: Measured + Serialize>(
+/// A side-by-side benchmark, implemented by its flags: its name, what it measures on
+/// one system in one round and how it reports the rounds. [`run`] does the rest, the
+/// same for every benchmark.
+pub trait Bench {
+    /// Its subcommand, and the name of its default data dir and report.
+    const NAME: &'static str;
+    /// What one system's round measures.
+    type Outcome: Measured + Serialize;
+
+    /// The flags every side-by-side benchmark takes.
+    fn flags(&self) -> &Flags;
+
+    /// One system's round: `binary` (of `system`) on a fresh cluster under `dir`.
+    fn measure(
         &self,
-        bench: &str,
-        measure: impl AsyncFnMut(&str, &Path, &Path) -> Result<O, String>,
-        markdown: impl FnOnce(&str, &[(String, String, String)], &[Round<O>]) -> String,
-    ) -> Result<(), String> {
-        let oxcd = self.oxcd.clone().unwrap_or_else(oxcd_beside_this_program);
-        let systems = Systems::new(&self.etcd, oxcd, self.only.as_deref())?;
-        let rounds = systems
-            .rounds(self.rounds, &self.dir(bench), measure)
-            .await?;
-        let date = today();
-        let out = self
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("bench/results/{date}-{bench}.md")));
-        let md = markdown(&date, &systems.versions(), &rounds);
-        write_report(&out, &md, &rounds)
+        system: &str,
+        binary: &Path,
+        dir: &Path,
+    ) -> impl Future<Output = Result<Self::Outcome, String>>;
+
+    /// The markdown report of every round; `versions` names each system's binary.
+    fn markdown(
+        &self,
+        date: &str,
+        versions: &[(String, String, String)],
+        rounds: &[Round<Self::Outcome>],
+    ) -> String;
+
+    /// The parent of the benchmark's data.
+    fn dir(&self) -> PathBuf {
+        self.flags().dir(Self::NAME)
     }
+}
+
+/// Runs benchmark `b`: every round of [`Bench::measure`], then its report written
+/// with the raw figures.
+pub async fn run<B: Bench>(b: &B) -> Result<(), String> {
+    let flags = b.flags();
+    let oxcd = flags.oxcd.clone().unwrap_or_else(oxcd_beside_this_program);
+    let systems = Systems::new(&flags.etcd, oxcd, flags.only.as_deref())?;
+    let rounds = systems
+        .rounds(flags.rounds, &b.dir(), async |system, binary, dir| {
+            b.measure(system, binary, dir).await
+        })
+        .await?;
+    let date = today();
+    let out = flags
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench/results/{date}-{}.md", B::NAME)));
+    let md = b.markdown(&date, &systems.versions(), &rounds);
+    write_report(&out, &md, &rounds)
 }
 
 /// Today's date (UTC) as YYYY-MM-DD, which names a report by default.
@@ -152,30 +185,44 @@ impl Systems {
             .collect()
     }
 
-    /// Runs `rounds` rounds (at least one) of `measure(system, binary, dir)`, `dir`
-    /// being `<parent>/round<N>-<system>`, emptied before and its data dirs removed
-    /// after (the members' logs are kept).
+    /// Runs `rounds` rounds (at least one) of `measure(round, system, binary)`, `round`
+    /// counted from 0, each system in the order [`Systems::in_order`] gives; stops at
+    /// the first error.
+    pub async fn each_round<O>(
+        &self,
+        rounds: usize,
+        mut measure: impl AsyncFnMut(usize, &str, &Path) -> Result<O, String>,
+    ) -> Result<Vec<Round<O>>, String> {
+        let mut all = Vec::new();
+        for round in 0..rounds.max(1) {
+            let mut this = Vec::new();
+            for (name, binary) in self.in_order(round) {
+                this.push(measure(round, name, binary).await?);
+            }
+            all.push(Round(this));
+        }
+        Ok(all)
+    }
+
+    /// [`Systems::each_round`] of `measure(system, binary, dir)`, `dir` being
+    /// `<parent>/round<N>-<system>`, emptied before and its data dirs removed after
+    /// (the members' logs are kept).
     pub async fn rounds<O>(
         &self,
         rounds: usize,
         parent: &Path,
         mut measure: impl AsyncFnMut(&str, &Path, &Path) -> Result<O, String>,
     ) -> Result<Vec<Round<O>>, String> {
-        let mut all = Vec::new();
-        for round in 0..rounds.max(1) {
-            let mut this = Vec::new();
-            for (name, binary) in self.in_order(round) {
-                eprintln!("== round {}: {name} ({})", round + 1, binary.display());
-                let dir = parent.join(format!("round{}-{name}", round + 1));
-                let _ = std::fs::remove_dir_all(&dir);
-                let outcome = measure(name, binary, &dir).await;
-                remove_data_dirs(&dir);
-                eprintln!("   members' logs kept: {}/*.log", dir.display());
-                this.push(outcome?);
-            }
-            all.push(Round(this));
-        }
-        Ok(all)
+        self.each_round(rounds, async |round, name, binary| {
+            eprintln!("== round {}: {name} ({})", round + 1, binary.display());
+            let dir = parent.join(format!("round{}-{name}", round + 1));
+            let _ = std::fs::remove_dir_all(&dir);
+            let outcome = measure(name, binary, &dir).await;
+            remove_data_dirs(&dir);
+            eprintln!("   members' logs kept: {}/*.log", dir.display());
+            outcome
+        })
+        .await
     }
 }
 
