@@ -8,9 +8,9 @@ use std::collections::HashSet;
 use std::time::SystemTime;
 
 use crate::args::{Parsed, Spec};
+use crate::fail::{Fail, exit};
 use crate::gofmt::{log_timestamp, quote_str};
 use crate::output::Out;
-use crate::{Fail, exit};
 
 /// `ETCDCTL_` + the flag's name upper-cased with `-` as `_`.
 pub fn var_name(flag: &str) -> String {

@@ -5,12 +5,10 @@
 use std::fmt::Write as _;
 
 use crate::args::{HELP, Kind, Spec};
-use crate::commands::{self, Command};
+use crate::command::{Command, PROG, Tree};
 use crate::gofmt::quote_str;
 use crate::tabwriter;
 
-/// The program's name where etcdctl prints its own.
-pub const PROG: &str = "oxcdctl";
 /// The API version `version` and the root help report.
 pub const API_VERSION: &str = "3.5";
 
@@ -60,19 +58,20 @@ fn use_line(cmd: &Command) -> String {
     format!("{} [flags]", parts.join(" "))
 }
 
-/// The usage of `cmd` (the root when its path is empty), as etcdctl's `usageFunc`.
-pub fn usage(cmd: &Command) -> String {
-    render(cmd, true)
+/// The usage of `cmd` (the root when its path is empty) in `tree`, as etcdctl's
+/// `usageFunc`.
+pub fn usage(tree: &Tree, cmd: &Command) -> String {
+    render(tree, cmd, true)
 }
 
 /// [`usage`] without the `-h, --help` line.
-pub fn usage_without_help_flag(cmd: &Command) -> String {
-    render(cmd, false)
+pub fn usage_without_help_flag(tree: &Tree, cmd: &Command) -> String {
+    render(tree, cmd, false)
 }
 
-fn render(cmd: &Command, help_flag: bool) -> String {
+fn render(tree: &Tree, cmd: &Command, help_flag: bool) -> String {
     let root = cmd.path.is_empty();
-    let subs = commands::descendants(cmd.path);
+    let subs = tree.descendants(cmd.path);
     let mut t = String::from("NAME:\n");
     let name = if root {
         PROG.to_string()
@@ -103,7 +102,7 @@ fn render(cmd: &Command, help_flag: bool) -> String {
     }
     t.push_str("\nOPTIONS:\n");
     t.push_str(&etcd_flag_usages(&local, cmd.name()));
-    let inherited = commands::inherited_flags(cmd.path);
+    let inherited = tree.inherited_flags(cmd.path);
     if !inherited.is_empty() {
         t.push_str("\nGLOBAL OPTIONS:\n");
         t.push_str(&etcd_flag_usages(&inherited, cmd.name()));

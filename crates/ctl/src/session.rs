@@ -1,4 +1,5 @@
-//! What a command needs once its own arguments are checked, set up in etcdctl's order
+//! What a command needs once its own arguments are checked, a [`Session`], which
+//! [`Ctx::session`] sets up from the command's context in etcdctl's order
 //! (`clientConfigFromCmd`): `ETCDCTL_*` variables, endpoints, TLS and auth flags, the
 //! output format; then the connection.
 
@@ -7,17 +8,10 @@ use std::path::PathBuf;
 use oxcd_client::{Client, ConnectOptions, Credentials, TlsConfig};
 
 use crate::args::Parsed;
-use crate::commands::{self, Command};
+use crate::ctx::Ctx;
+use crate::env;
+use crate::fail::{Fail, exit};
 use crate::output::{Format, Printer};
-use crate::{Fail, env, exit};
-
-/// A command about to run: its flags (and positional arguments).
-pub struct Ctx {
-    /// Parsed flags, global and the command's.
-    pub flags: Parsed,
-    /// The command.
-    pub cmd: &'static Command,
-}
 
 /// A command's client settings and printer.
 pub struct Session {
@@ -33,8 +27,7 @@ impl Ctx {
     /// Reads the environment and the global flags into a [`Session`], failing as etcdctl
     /// fails for each.
     pub fn session(&mut self) -> Result<Session, Fail> {
-        let inherited = commands::inherited_flags(self.cmd.path);
-        let warnings = env::apply(&mut self.flags, &inherited, &env::vars())?;
+        let warnings = env::apply(&mut self.flags, &self.inherited, &env::vars())?;
         eprint!("{warnings}");
         let f = &self.flags;
         let mut endpoints = discovered_endpoints(f)?;

@@ -3,9 +3,9 @@
 
 use oxcd_api::errors::EtcdError;
 
-use super::{Command, Run, bad_args, printed};
+use crate::command::{Command, Run, bad_args, printed};
+use crate::ctx::Ctx;
 use crate::output::Out;
-use crate::session::Ctx;
 
 /// `auth`: prints its help.
 pub const GROUP: Command = Command {

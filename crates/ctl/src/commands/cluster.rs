@@ -1,8 +1,9 @@
 //! `move-leader`: hand leadership to another member, asking the current leader.
 
-use super::{Command, Run};
-use crate::session::Ctx;
-use crate::{Fail, exit, goparse};
+use crate::command::{Command, Run};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
+use crate::goparse;
 
 /// `move-leader <transferee-member-id>`.
 pub const MOVE_LEADER: Command = Command {

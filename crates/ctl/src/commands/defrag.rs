@@ -4,11 +4,11 @@
 
 use oxcd_client::{Client, ConnectOptions};
 
-use super::{Command, Run};
 use crate::args::{boolean, string};
+use crate::command::{Command, Run};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
 use crate::output::Out;
-use crate::session::Ctx;
-use crate::{Fail, exit};
 
 /// `defrag`.
 pub const DEFRAG: Command = Command {
@@ -79,7 +79,7 @@ async fn offline(dir: &str) -> Result<Out, Fail> {
     match done {
         Ok(_) => Ok(notice),
         Err(e) => {
-            let mut f = Fail::new(exit::ERROR, e);
+            let mut f = Fail::new(exit::ERROR, e.to_string());
             f.partial = notice;
             Err(f)
         }

@@ -7,11 +7,11 @@
 use oxcd_api::etcdserverpb::RangeResponse;
 
 use super::hold::{CANCELED, Interrupts, LeaseSession};
-use super::{Command, Run, bad_args, failed};
 use crate::args::boolean;
+use crate::command::{Command, Run, bad_args, failed};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
 use crate::output::Printer;
-use crate::session::Ctx;
-use crate::{Fail, exit};
 
 /// `elect <election-name> [proposal]`.
 pub const ELECT: Command = Command {

@@ -7,11 +7,12 @@ use oxcd_api::errors::EtcdError;
 use oxcd_client::{Client, ConnectOptions};
 use tokio::task::JoinSet;
 
-use super::{Command, Run};
 use crate::args::{boolean, int64};
+use crate::command::{Command, Run};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
 use crate::output::{Health, Out};
-use crate::session::{Ctx, Session};
-use crate::{Fail, exit};
+use crate::session::Session;
 
 /// `endpoint`: prints its help.
 pub const GROUP: Command = Command {

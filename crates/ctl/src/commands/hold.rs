@@ -7,7 +7,7 @@ use std::time::Duration;
 use oxcd_client::{Client, LeaseKeeper};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::{Fail, exit};
+use crate::fail::{Fail, exit};
 
 /// clientv3's session TTL when none (or a non-positive one) is given.
 const DEFAULT_TTL: i64 = 60;

@@ -15,10 +15,11 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, sleep, timeout_at};
 
 use super::lease::{bad_connection, connect, lease_id};
-use super::{Command, Run};
 use crate::args::boolean;
-use crate::session::{Ctx, Session, connect_failure};
-use crate::{Fail, exit};
+use crate::command::{Command, Run};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
+use crate::session::{Session, connect_failure};
 
 /// `lease keep-alive [options] <leaseID>`.
 pub const KEEP_ALIVE: Command = Command {

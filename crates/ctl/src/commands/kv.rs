@@ -7,11 +7,12 @@ use oxcd_api::etcdserverpb::range_request::{SortOrder, SortTarget};
 use oxcd_api::etcdserverpb::{DeleteRangeRequest, PutRequest, RangeRequest};
 use oxcd_client::prefix_end;
 
-use super::{Command, Run, bad_args};
 use crate::args::{Parsed, Spec, boolean, int64, string};
+use crate::command::{Command, Run, bad_args};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
+use crate::goparse;
 use crate::output::Format;
-use crate::session::Ctx;
-use crate::{Fail, exit, goparse};
 
 const GET_FLAGS: &[Spec] = &[
     string("consistency", "l", "Linearizable(l) or Serializable(s)"),

@@ -6,10 +6,12 @@
 
 use oxcd_client::Client;
 
-use super::{Command, Run, bad_args};
 use crate::args::boolean;
-use crate::session::{Ctx, Session, connect_failure};
-use crate::{Fail, exit, goparse};
+use crate::command::{Command, Run, bad_args};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
+use crate::goparse;
+use crate::session::{Session, connect_failure};
 
 /// `lease`: prints its help.
 pub const GROUP: Command = Command {

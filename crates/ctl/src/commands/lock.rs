@@ -7,10 +7,10 @@
 use std::process::Stdio;
 
 use super::hold::{CANCELED, Interrupts, LeaseSession, exit_error, spawn_error};
-use super::{Command, Run, failed};
 use crate::args::int64;
-use crate::session::Ctx;
-use crate::{Fail, exit};
+use crate::command::{Command, Run, failed};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
 
 /// `lock <lockname> [exec-command arg1 arg2 ...]`.
 pub const LOCK: Command = Command {

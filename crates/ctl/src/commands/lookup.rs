@@ -2,12 +2,11 @@
 //! values skipped, exact names or prefixes unique among etcdctl's commands, and unknown
 //! words refused with cobra's texts and "Did you mean this?" suggestions.
 
-use super::{Command, ROOT, all_flags, children};
 use crate::args::{Kind, Spec};
+use crate::command::{Command, PROG, Tree};
+use crate::fail::{Fail, exit};
 use crate::gofmt::quote_str;
-use crate::help::PROG;
 use crate::output::Out;
-use crate::{Fail, exit};
 
 /// etcdctl 3.4's top-level command names in the order etcdctl adds them, so that a
 /// prefix unique among oxcdctl's commands but not among etcdctl's is refused as etcdctl
@@ -73,8 +72,8 @@ pub(super) fn strip_flags(args: &[String], specs: &[Spec]) -> Vec<String> {
 
 /// cobra's `findNext` with prefix matching: an exact name, or a prefix that only one of
 /// etcdctl's commands at that level has.
-fn find_next(path: &[&str], word: &str) -> Option<&'static Command> {
-    let kids = children(path);
+fn find_next(tree: &Tree, path: &[&str], word: &str) -> Option<&'static Command> {
+    let kids = tree.children(path);
     if let Some(c) = kids.iter().find(|c| c.name() == word) {
         return Some(c);
     }
@@ -108,8 +107,8 @@ fn distance(a: &str, b: &str) -> usize {
 }
 
 /// cobra's "Did you mean this?" for an unknown command (among oxcdctl's commands).
-fn suggestions(word: &str) -> String {
-    let ours: Vec<&str> = children(&[]).into_iter().map(|c| c.name()).collect();
+fn suggestions(tree: &Tree, word: &str) -> String {
+    let ours: Vec<&str> = tree.children(&[]).into_iter().map(|c| c.name()).collect();
     let found: Vec<&str> = ETCDCTL_TOP
         .iter()
         .copied()
@@ -126,13 +125,13 @@ fn suggestions(word: &str) -> String {
     s
 }
 
-/// Finds the command `argv` names (cobra's `Find`); returns it and the arguments left
-/// once its words are taken out, or the "unknown command" error.
-pub fn find(argv: &[String]) -> Result<(&'static Command, Vec<String>), String> {
-    let mut cmd: &'static Command = &ROOT;
+/// Finds the command `argv` names in `tree` (cobra's `Find`); returns it and the
+/// arguments left once its words are taken out, or the "unknown command" error.
+pub fn find(tree: &Tree, argv: &[String]) -> Result<(&'static Command, Vec<String>), String> {
+    let mut cmd: &'static Command = tree.root;
     let mut args = argv.to_vec();
-    while let Some(word) = strip_flags(&args, &all_flags(cmd)).into_iter().next() {
-        let Some(next) = find_next(cmd.path, &word) else {
+    while let Some(word) = strip_flags(&args, &tree.all_flags(cmd)).into_iter().next() {
+        let Some(next) = find_next(tree, cmd.path, &word) else {
             break;
         };
         if let Some(i) = args.iter().position(|a| *a == word) {
@@ -141,12 +140,12 @@ pub fn find(argv: &[String]) -> Result<(&'static Command, Vec<String>), String> 
         cmd = next;
     }
     if cmd.path.is_empty()
-        && let Some(word) = strip_flags(&args, &all_flags(cmd)).first()
+        && let Some(word) = strip_flags(&args, &tree.all_flags(cmd)).first()
     {
         return Err(format!(
             "unknown command {} for \"{PROG}\"{}",
             quote_str(word),
-            suggestions(word)
+            suggestions(tree, word)
         ));
     }
     Ok((cmd, args))
@@ -157,43 +156,4 @@ pub fn unknown_command(msg: String) -> Fail {
     let mut f = Fail::new(exit::ERROR, msg.clone());
     f.partial = Out::err(format!("Error: {msg}\nRun '{PROG} --help' for usage.\n"));
     f
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn finds_like_cobra() {
-        let (c, rest) = find(&v(&["--endpoints", "x", "get", "k", "--prefix"])).expect("get");
-        assert_eq!(
-            (c.path, rest),
-            (&["get"][..], v(&["--endpoints", "x", "k", "--prefix"]))
-        );
-        let (c, _) = find(&v(&["endpoint", "-w", "json", "stat"])).expect("status");
-        assert_eq!(c.path, ["endpoint", "status"]);
-        let (c, rest) = find(&v(&["endpoint", "bogus"])).expect("group");
-        assert_eq!((c.path, rest), (&["endpoint"][..], v(&["bogus"])));
-        let (c, _) = find(&v(&["g", "k"])).expect("prefix");
-        assert_eq!(c.path, ["get"]);
-        assert_eq!(
-            find(&v(&["gett"])).err().unwrap_or_default(),
-            "unknown command \"gett\" for \"oxcdctl\"\n\nDid you mean this?\n\tget\n"
-        );
-        assert!(find(&v(&["e"])).is_err(), "elect or endpoint");
-        let (c, rest) = find(&v(&["lease", "k", "--once", "1"])).expect("keep-alive");
-        assert_eq!(
-            (c.path, rest),
-            (&["lease", "keep-alive"][..], v(&["--once", "1"]))
-        );
-        let (c, _) = find(&v(&["loc", "name"])).expect("lock");
-        assert_eq!(c.path, ["lock"]);
-        assert!(find(&v(&["m"])).is_err(), "make-mirror or move-leader");
-        let (c, _) = find(&[]).expect("root");
-        assert!(c.path.is_empty());
-    }
 }

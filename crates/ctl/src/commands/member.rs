@@ -6,10 +6,11 @@
 //! etcdctl's client connects lazily, so its checks of the peer URLs come before any
 //! connection is made; oxcdctl checks them before connecting too.
 
-use super::{Command, Run, bad_args, failed, printed};
 use crate::args::{boolean, string};
-use crate::session::Ctx;
-use crate::{Fail, goparse};
+use crate::command::{Command, Run, bad_args, failed, printed};
+use crate::ctx::Ctx;
+use crate::fail::Fail;
+use crate::goparse;
 
 /// `member`: prints its help.
 pub const GROUP: Command = Command {

@@ -18,10 +18,10 @@ use oxcd_api::etcdserverpb::{
 use oxcd_api::mvccpb::event::EventType;
 use oxcd_client::{Client, ConnectOptions, TlsConfig, prefix_end};
 
-use super::{Command, Run, failed};
 use crate::args::{Parsed, boolean, string};
-use crate::session::Ctx;
-use crate::{Fail, exit};
+use crate::command::{Command, Run, failed};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
 
 /// `make-mirror [options] <destination>`.
 pub const MAKE_MIRROR: Command = Command {

@@ -1,5 +1,6 @@
-//! The command tree: each command's words, flags, help texts and what it runs; finding
-//! the command a command line names is [`lookup`]'s.
+//! The command tree's content, [`TREE`]: every command's words, flags, help texts and
+//! what it runs. What a command is and how the tree is walked are [`crate::command`]'s;
+//! finding the command a command line names is [`lookup`]'s.
 
 mod auth;
 mod cluster;
@@ -20,62 +21,16 @@ mod txn;
 mod txn_syntax;
 mod user;
 mod watch;
+mod watch_events;
 mod watch_interactive;
 
-use std::future::Future;
-use std::pin::Pin;
-
-use crate::Fail;
-use crate::args::{HELP, Spec, boolean, duration, list, string};
-use crate::help::{API_VERSION, PROG};
+use crate::args::{Spec, boolean, duration, list, string};
+use crate::command::{Command, PROG, Run, Tree};
+use crate::ctx::Ctx;
+use crate::help::{self, API_VERSION};
 use crate::output::Out;
-use crate::session::Ctx;
 
-use lookup::strip_flags;
-
-/// A command's refusal of its arguments, with etcdctl's exit code for them.
-fn bad_args(msg: &str) -> Fail {
-    Fail::new(crate::exit::BAD_ARGS, msg)
-}
-
-/// What a printer made of an answer, or etcdctl's refusal of the output format for it.
-fn printed(r: Result<Out, String>) -> Result<Out, Fail> {
-    r.map_err(|e| Fail::new(crate::exit::BAD_FEATURE, e))
-}
-
-/// A request that failed while the command ran: etcdctl's error exit, whatever the error.
-fn failed(e: oxcd_client::Error) -> Fail {
-    Fail::new(crate::exit::ERROR, e.to_string())
-}
-pub use lookup::{find, unknown_command};
-
-/// What a command's run returns.
-pub type Run = Pin<Box<dyn Future<Output = Result<Out, Fail>>>>;
-
-/// A command, or a group of commands (no `run`).
-pub struct Command {
-    /// The words that name it (empty for the root).
-    pub path: &'static [&'static str],
-    /// cobra's `Use`: its name and arguments.
-    pub use_: &'static str,
-    /// One-line description.
-    pub short: &'static str,
-    /// Longer description (help's DESCRIPTION), or empty.
-    pub long: &'static str,
-    /// Its own flags.
-    pub flags: &'static [Spec],
-    /// Flags it and every command under it take.
-    pub persistent: &'static [Spec],
-    /// What it does; `None` for a group, which prints its help.
-    pub run: Option<fn(Ctx) -> Run>,
-}
-
-impl Command {
-    /// Its name (the last word).
-    pub fn name(&self) -> &'static str {
-        self.path.last().copied().unwrap_or(PROG)
-    }
-}
+pub use lookup::unknown_command;
 
 /// The flags every command takes (etcdctl's global flags).
 pub const GLOBAL: &[Spec] = &[
@@ -237,47 +192,15 @@ const COMMANDS: &[Command] = &[
     HELP_COMMAND,
 ];
 
-/// The commands directly under `path`, by name.
-pub(crate) fn children(path: &[&str]) -> Vec<&'static Command> {
-    let mut v: Vec<&'static Command> = COMMANDS
-        .iter()
-        .filter(|c| c.path.len() == path.len() + 1 && c.path.starts_with(path))
-        .collect();
-    v.sort_by_key(|c| c.name());
-    v
-}
+/// The tree every lookup, help text and command runs in.
+pub static TREE: Tree = Tree {
+    root: &ROOT,
+    commands: COMMANDS,
+};
 
-/// Every command under `path`, depth first, by name (etcdctl's `getSubCommands`).
-pub fn descendants(path: &[&str]) -> Vec<&'static Command> {
-    let mut out = Vec::new();
-    for c in children(path) {
-        out.push(c);
-        out.extend(descendants(c.path));
-    }
-    out
-}
-
-fn command_at(path: &[&str]) -> Option<&'static Command> {
-    if path.is_empty() {
-        return Some(&ROOT);
-    }
-    COMMANDS.iter().find(|c| c.path == path)
-}
-
-/// The flags `path` inherits from the root and the groups above it.
-pub fn inherited_flags(path: &[&str]) -> Vec<Spec> {
-    (0..path.len())
-        .filter_map(|n| command_at(&path[..n]))
-        .flat_map(|c| c.persistent.iter().copied())
-        .collect()
-}
-
-/// Every flag `cmd` parses.
-pub fn all_flags(cmd: &Command) -> Vec<Spec> {
-    let mut v = inherited_flags(cmd.path);
-    v.extend(cmd.flags.iter().chain(cmd.persistent).copied());
-    v.push(HELP);
-    v
+/// Finds the command `argv` names (cobra's `Find`) in [`TREE`]; see [`lookup::find`].
+pub fn find(argv: &[String]) -> Result<(&'static Command, Vec<String>), String> {
+    lookup::find(&TREE, argv)
 }
 
 fn version(_ctx: Ctx) -> Run {
@@ -293,14 +216,53 @@ fn version(_ctx: Ctx) -> Run {
 fn help_command(ctx: Ctx) -> Run {
     Box::pin(async move {
         Ok(match find(&ctx.flags.args) {
-            Ok((cmd, _)) => Out::text(crate::help::usage(cmd)),
+            Ok((cmd, _)) => Out::text(help::usage(&TREE, cmd)),
             Err(_) => {
                 let topics: Vec<String> = ctx.flags.args.iter().map(|a| format!("`{a}`")).collect();
                 // cobra prints the root's usage here before its help flag exists.
-                let usage = crate::help::usage_without_help_flag(&ROOT);
+                let usage = help::usage_without_help_flag(&TREE, &ROOT);
                 Out::err(format!("Unknown help topic [{}]\n", topics.join(" ")))
                     .then(Out::text(usage))
             }
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn finds_like_cobra() {
+        let (c, rest) = find(&v(&["--endpoints", "x", "get", "k", "--prefix"])).expect("get");
+        assert_eq!(
+            (c.path, rest),
+            (&["get"][..], v(&["--endpoints", "x", "k", "--prefix"]))
+        );
+        let (c, _) = find(&v(&["endpoint", "-w", "json", "stat"])).expect("status");
+        assert_eq!(c.path, ["endpoint", "status"]);
+        let (c, rest) = find(&v(&["endpoint", "bogus"])).expect("group");
+        assert_eq!((c.path, rest), (&["endpoint"][..], v(&["bogus"])));
+        let (c, _) = find(&v(&["g", "k"])).expect("prefix");
+        assert_eq!(c.path, ["get"]);
+        assert_eq!(
+            find(&v(&["gett"])).err().unwrap_or_default(),
+            "unknown command \"gett\" for \"oxcdctl\"\n\nDid you mean this?\n\tget\n"
+        );
+        assert!(find(&v(&["e"])).is_err(), "elect or endpoint");
+        let (c, rest) = find(&v(&["lease", "k", "--once", "1"])).expect("keep-alive");
+        assert_eq!(
+            (c.path, rest),
+            (&["lease", "keep-alive"][..], v(&["--once", "1"]))
+        );
+        let (c, _) = find(&v(&["loc", "name"])).expect("lock");
+        assert_eq!(c.path, ["lock"]);
+        assert!(find(&v(&["m"])).is_err(), "make-mirror or move-leader");
+        let (c, _) = find(&[]).expect("root");
+        assert!(c.path.is_empty());
+    }
 }

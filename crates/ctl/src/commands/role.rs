@@ -4,11 +4,11 @@
 
 use oxcd_client::{PermissionType, prefix_end};
 
-use super::{Command, Run, bad_args, printed};
-use crate::Fail;
 use crate::args::boolean;
+use crate::command::{Command, Run, bad_args, printed};
+use crate::ctx::Ctx;
+use crate::fail::Fail;
 use crate::output::auth::Done;
-use crate::session::Ctx;
 
 /// `role`: prints its help.
 pub const GROUP: Command = Command {

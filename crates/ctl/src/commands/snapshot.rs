@@ -15,10 +15,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use oxcd_api::etcdserverpb::SnapshotRequest;
 
-use super::{Command, Run, bad_args};
+use crate::command::{Command, Run, bad_args};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
+use crate::gofmt;
 use crate::output::Out;
-use crate::session::Ctx;
-use crate::{Fail, exit, gofmt};
 
 /// `snapshot`: prints its help.
 pub const GROUP: Command = Command {

@@ -7,10 +7,10 @@ use std::io::BufRead;
 use oxcd_api::etcdserverpb::TxnRequest;
 
 use super::txn_syntax::{parse_compare, parse_request};
-use super::{Command, Run};
 use crate::args::boolean;
-use crate::session::Ctx;
-use crate::{Fail, exit};
+use crate::command::{Command, Run};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
 
 /// `txn [options]`.
 pub const TXN: Command = Command {

@@ -9,10 +9,12 @@ use oxcd_api::etcdserverpb::request_op::Request;
 use oxcd_api::etcdserverpb::{Compare, RequestOp};
 
 use super::kv::{DEL, GET, PUT, delete_request, put_request, range_request};
-use super::{Command, strip_flags};
+use super::lookup::strip_flags;
 use crate::args::{self, HELP};
+use crate::command::Command;
+use crate::fail::{Fail, exit};
 use crate::gofmt::quote;
-use crate::{Fail, exit, goparse};
+use crate::goparse;
 
 fn invalid(msg: String) -> Fail {
     Fail::new(exit::INVALID_INPUT, msg)

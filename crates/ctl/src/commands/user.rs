@@ -3,11 +3,11 @@
 
 use std::io::Read;
 
-use super::{Command, Run, bad_args, printed};
 use crate::args::{boolean, string};
+use crate::command::{Command, Run, bad_args, printed};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
 use crate::output::auth::Done;
-use crate::session::Ctx;
-use crate::{Fail, exit};
 
 /// `user`: prints its help.
 pub const GROUP: Command = Command {

@@ -2,32 +2,17 @@
 //! running a command per event; ends (exit 5, "watch is canceled by the server") when
 //! the server cancels the watch, e.g. because its start revision was compacted.
 
-use std::process::Stdio;
-
 use oxcd_api::etcdserverpb::watch_request::RequestUnion;
-use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
+use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest};
 use oxcd_client::prefix_end;
 
-use super::{Command, Run, bad_args};
-use crate::args::{Parsed, Spec, boolean, int64};
-use crate::output::Printer;
-use crate::output::simple::event_type;
-use crate::session::Ctx;
-use crate::{Fail, exit, gofmt};
-
-pub(super) const FLAGS: &[Spec] = &[
-    boolean("interactive", "Interactive mode").short('i'),
-    boolean("prefix", "Watch on a prefix if prefix is set"),
-    int64("rev", "Revision to start watching"),
-    boolean(
-        "prev-kv",
-        "get the previous key-value pair before the event happens",
-    ),
-    boolean(
-        "progress-notify",
-        "get periodic watch progress notification from server",
-    ),
-];
+use super::watch_events::{FLAGS, show};
+use super::watch_interactive;
+use crate::args::Parsed;
+use crate::command::{Command, Run, bad_args};
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
+use crate::gofmt;
 
 /// `watch [options] [key or prefix] [range_end] [--] [exec-command arg1 arg2 ...]`.
 pub const WATCH: Command = Command {
@@ -39,9 +24,6 @@ pub const WATCH: Command = Command {
     persistent: &[],
     run: Some(watch),
 };
-
-/// etcd's text for a compacted start revision.
-const COMPACTED: &str = "etcdserver: mvcc: required revision has been compacted";
 
 /// The `ETCDCTL_WATCH_KEY` and `ETCDCTL_WATCH_RANGE_END` variables (empty when unset);
 /// a range end without a key is refused.
@@ -113,7 +95,7 @@ fn watch(mut ctx: Ctx) -> Run {
     Box::pin(async move {
         let (env_key, env_range) = env_keys()?;
         if ctx.flags.flag("interactive") {
-            return super::watch_interactive::run(ctx, env_key, env_range).await;
+            return watch_interactive::run(ctx, env_key, env_range).await;
         }
         let (mut req, exec) = request(&ctx.flags, env_key, env_range)?;
         let s = ctx.session()?;
@@ -155,60 +137,4 @@ fn watch(mut ctx: Ctx) -> Run {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
     })
-}
-
-/// Prints one response as etcdctl does and runs `exec` per event; returns whether the
-/// watch was canceled.
-pub(super) fn show(printer: &Printer, resp: &WatchResponse, exec: &[String]) -> Result<bool, Fail> {
-    // clientv3 keeps creation notices to itself.
-    if resp.created && !resp.canceled {
-        return Ok(false);
-    }
-    let canceled = resp.canceled || resp.compact_revision != 0;
-    if canceled {
-        let reason = if resp.compact_revision != 0 {
-            COMPACTED.to_string()
-        } else {
-            resp.cancel_reason.clone()
-        };
-        eprintln!("watch was canceled ({reason})");
-    }
-    let rev = resp.header.as_ref().map_or(0, |h| h.revision);
-    if resp.events.is_empty() && !canceled && rev != 0 {
-        println!("progress notify: {rev}");
-    }
-    printer
-        .watch(resp)
-        .map_err(|e| Fail::new(exit::BAD_FEATURE, e))?
-        .write();
-    if !exec.is_empty() {
-        for e in &resp.events {
-            let Some(kv) = &e.kv else { continue };
-            let status = std::process::Command::new(&exec[0])
-                .args(&exec[1..])
-                .env("ETCD_WATCH_REVISION", rev.to_string())
-                .env(
-                    "ETCD_WATCH_EVENT_TYPE",
-                    gofmt::quote_str(event_type(e.r#type)),
-                )
-                .env("ETCD_WATCH_KEY", gofmt::quote(&kv.key))
-                .env("ETCD_WATCH_VALUE", gofmt::quote(&kv.value))
-                .stdin(Stdio::null())
-                .status();
-            let failed = match status {
-                Ok(st) if st.success() => None,
-                Ok(st) => Some(match st.code() {
-                    Some(c) => format!("exit status {c}"),
-                    None => "signal: killed".to_string(),
-                }),
-                Err(err) => Some(err.to_string()),
-            };
-            if let Some(err) = failed {
-                let args: Vec<String> = exec.iter().map(|a| gofmt::quote_str(a)).collect();
-                eprintln!("command [{}] error ({err})", args.join(" "));
-                std::process::exit(1);
-            }
-        }
-    }
-    Ok(canceled)
 }

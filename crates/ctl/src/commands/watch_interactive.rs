@@ -18,13 +18,13 @@ use oxcd_client::{Client, prefix_end};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::bad_args;
 use super::txn_syntax::argify;
-use super::watch::{FLAGS, show};
+use super::watch_events::{FLAGS, show};
 use crate::args::{self, HELP};
+use crate::command::bad_args;
+use crate::ctx::Ctx;
+use crate::fail::{Fail, exit};
 use crate::output::{Out, Printer};
-use crate::session::Ctx;
-use crate::{Fail, exit};
 
 /// The id of a response meant for every watch of the stream (progress).
 const EVERY_WATCH: i64 = -1;

@@ -103,6 +103,7 @@ impl Out {
         self
     }
 
+    #[cfg(test)]
     fn collect(&self, stream: Stream) -> Vec<u8> {
         self.parts
             .iter()
@@ -111,12 +112,14 @@ impl Out {
             .collect()
     }
 
-    /// Everything for stdout.
+    /// Everything for stdout (for tests: the program writes with [`Out::write`]).
+    #[cfg(test)]
     pub fn stdout(&self) -> Vec<u8> {
         self.collect(Stream::Stdout)
     }
 
-    /// Everything for stderr.
+    /// Everything for stderr (for tests).
+    #[cfg(test)]
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.collect(Stream::Stderr)).into_owned()
     }
