@@ -186,18 +186,29 @@ impl Backend {
     }
 }
 
+/// Why an offline defragmentation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OfflineError {
+    /// The data directory holds no backend (etcd's text).
+    #[error("open {}: no such file or directory", .0.display())]
+    NoBackend(PathBuf),
+    /// The directory is locked, or the backend could not be opened or defragmented.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
 /// Defragments the backend of the data directory `data_dir`, which no server may be
 /// using (its lock is taken first, and a held lock is an error at once, where etcdutl
 /// waits for it): `oxcdutl defrag --data-dir` and `oxcdctl defrag --data-dir`.
-pub fn offline(data_dir: &str) -> std::result::Result<DefragReport, String> {
+pub fn offline(data_dir: &str) -> std::result::Result<DefragReport, OfflineError> {
     let dir = Path::new(data_dir);
     let db = dir.join("member").join("snap").join("db");
     if !db.is_file() {
-        return Err(format!("open {}: no such file or directory", db.display()));
+        return Err(OfflineError::NoBackend(db));
     }
-    let _lock = crate::lock::DirLock::acquire(&dir.join("member")).map_err(|e| e.to_string())?;
-    let backend = Backend::open(&db).map_err(|e| e.to_string())?;
-    backend.defragment().map_err(|e| e.to_string())
+    let _lock = crate::lock::DirLock::acquire(&dir.join("member"))?;
+    let backend = Backend::open(&db)?;
+    Ok(backend.defragment()?)
 }
 
 /// fsyncs the directory holding `path`, so a rename in it is durable.

@@ -535,7 +535,8 @@ fn replay_segment(
             RecordKind::Entry => {
                 let (index, data) = split_indexed(rec.payload)
                     .ok_or_else(|| corrupt(off, "short entry record".into()))?;
-                push_entry(&mut replay.entries, index, data).map_err(|r| corrupt(off, r))?;
+                push_entry(&mut replay.entries, index, data)
+                    .map_err(|r| corrupt(off, r.to_string()))?;
             }
         }
         crc = rec.crc;
@@ -548,16 +549,26 @@ fn replay_segment(
     })
 }
 
+/// An entry record that does not follow the entries replayed before it.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("entry {index} follows {last}: entries are missing")]
+struct EntryGap {
+    /// The record's index.
+    index: u64,
+    /// The last index replayed before it.
+    last: u64,
+}
+
 fn push_entry(
     entries: &mut Vec<(u64, Vec<u8>)>,
     index: u64,
     data: &[u8],
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), EntryGap> {
     if let Some((first, _)) = entries.first() {
         let first = *first;
         let last = first + entries.len() as u64 - 1;
         if index > last + 1 {
-            return Err(format!("entry {index} follows {last}: entries are missing"));
+            return Err(EntryGap { index, last });
         }
         if index < first {
             entries.clear();
