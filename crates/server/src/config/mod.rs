@@ -5,6 +5,7 @@
 //! Invariant: nothing here starts or touches a running member; a setting is checked when
 //! it is read, so a member never starts on a value etcd would refuse.
 
+pub mod auto_compaction;
 pub mod flags;
 pub mod settings;
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use oxcd_transport::TlsInfo;
 
-use crate::jobs::compactor::AutoCompaction;
+use crate::config::auto_compaction::AutoCompaction;
 
 use crate::machine::quota::Quota;
 
@@ -119,7 +119,7 @@ pub struct Settings {
     /// (None: off, a retention of zero).
     pub auto_compaction: Option<AutoCompaction>,
     /// How often revision-mode auto-compaction looks at the revision: etcd's 5 minutes
-    /// ([`crate::jobs::compactor::REVISION_INTERVAL`]). Not a flag: tests shorten it.
+    /// ([`crate::config::auto_compaction::REVISION_INTERVAL`]). Not a flag: tests shorten it.
     pub auto_compaction_revision_interval: Duration,
 }
 

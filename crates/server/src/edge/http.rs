@@ -59,7 +59,7 @@ async fn metrics(State(member): State<Arc<Member>>) -> impl IntoResponse {
             axum::http::header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8; escaping=underscores",
         )],
-        crate::edge::metrics::render(&member),
+        crate::edge::metrics::render::render(&member),
     )
 }
 

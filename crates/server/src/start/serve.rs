@@ -183,7 +183,7 @@ pub async fn run_with(
             services::learner_gate::gate,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            member.clone(),
+            member.metrics.grpc.clone(),
             crate::edge::metrics::grpc::count,
         ))
         .merge(http::routes(member.clone()));

@@ -1100,7 +1100,7 @@ fn supported_flags_take_non_default_values() {
 
 #[test]
 fn auto_compaction_from_flags_variables_and_file() {
-    use oxcd_server::jobs::compactor::AutoCompaction::{Periodic, Revision};
+    use oxcd_server::config::auto_compaction::AutoCompaction::{Periodic, Revision};
     let hours = |h: u64| Some(Periodic(Duration::from_secs(h * 3600)));
     assert_eq!(ok(&[]).config.settings().auto_compaction, None);
     let s = ok(&["--auto-compaction-retention", "2"]).config.settings();
@@ -1169,7 +1169,7 @@ fn auto_compaction_errors_like_etcd() {
         fails(&["--config-file", &path], &[]),
         "error parsing CompactionRetention: time: unknown unit \"x\" in duration \"2x\""
     );
-    // Where etcd misbehaves, oxcd refuses (see compactor::retention).
+    // Where etcd misbehaves, oxcd refuses (see config::auto_compaction).
     let e = fails(&["--auto-compaction-retention", "-1h"], &[]);
     assert!(e.contains("is negative"), "{e}");
 }

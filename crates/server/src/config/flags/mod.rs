@@ -16,7 +16,6 @@
 //! value stops the server with a "not supported yet" message ([`table::Support`]).
 
 mod file;
-pub use oxcd_api::go_duration;
 pub mod table;
 pub mod typed;
 pub mod value;
@@ -30,8 +29,8 @@ use typed::{Key, ValueType};
 
 use oxcd_transport::{TlsInfo, TlsOptions, TlsVersion};
 
+use crate::config::auto_compaction::{self, AutoCompaction};
 use crate::config::settings::Settings;
-use crate::jobs::compactor::AutoCompaction;
 
 /// Where a value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -649,7 +648,7 @@ impl Config {
     /// `--auto-compaction-mode` and `--auto-compaction-retention` as etcd reads them
     /// (None: off), or etcd's error.
     pub fn auto_compaction(&self) -> Result<Option<AutoCompaction>, ConfigError> {
-        crate::jobs::compactor::retention::parse(
+        auto_compaction::parse(
             self.get(key::AUTO_COMPACTION_MODE),
             self.get(key::AUTO_COMPACTION_RETENTION),
         )
@@ -789,7 +788,7 @@ impl Config {
             metrics_extensive: self.get(key::METRICS) == "extensive",
             // Checked when the configuration was loaded.
             auto_compaction: self.auto_compaction().ok().flatten(),
-            auto_compaction_revision_interval: crate::jobs::compactor::REVISION_INTERVAL,
+            auto_compaction_revision_interval: auto_compaction::REVISION_INTERVAL,
         }
     }
 

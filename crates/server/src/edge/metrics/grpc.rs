@@ -21,7 +21,6 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use oxcd_storage::timing::Histogram;
 
 use super::text::{Exposition, Family, Kind};
-use crate::machine::member::Member;
 
 /// gRPC's codes, by number, as Go names them.
 const CODES: [&str; 17] = [
@@ -272,14 +271,14 @@ fn sorted_codes() -> Vec<usize> {
     c
 }
 
-/// The middleware: counts each gRPC call of `member`'s services.
-pub async fn count(State(member): State<Arc<Member>>, req: Request, next: Next) -> Response {
+/// The middleware: counts each gRPC call in `metrics`.
+pub async fn count(State(metrics): State<Arc<GrpcMetrics>>, req: Request, next: Next) -> Response {
     let Some(i) = method_index(req.uri().path()) else {
         return next.run(req).await;
     };
     let started = Instant::now();
     {
-        let m = &member.metrics.grpc.methods[i];
+        let m = &metrics.methods[i];
         m.started.fetch_add(1, Ordering::Relaxed);
         if METHODS[i].2 != BIDI {
             m.received.fetch_add(1, Ordering::Relaxed);
@@ -287,16 +286,13 @@ pub async fn count(State(member): State<Arc<Member>>, req: Request, next: Next) 
     }
     let resp = next.run(req).await;
     if let Some(status) = resp.headers().get("grpc-status") {
-        member
-            .metrics
-            .grpc
-            .handled(i, code_index(status.as_bytes()), started);
+        metrics.handled(i, code_index(status.as_bytes()), started);
         return resp;
     }
     resp.map(|body| {
         Body::new(Counted {
             inner: body,
-            member,
+            metrics,
             method: i,
             started,
             done: false,
@@ -307,7 +303,7 @@ pub async fn count(State(member): State<Arc<Member>>, req: Request, next: Next) 
 /// An answer's body that counts its call handled when it ends.
 struct Counted {
     inner: Body,
-    member: Arc<Member>,
+    metrics: Arc<GrpcMetrics>,
     method: usize,
     started: Instant,
     done: bool,
@@ -317,10 +313,7 @@ impl Counted {
     fn finish(&mut self, code: usize) {
         if !self.done {
             self.done = true;
-            self.member
-                .metrics
-                .grpc
-                .handled(self.method, code, self.started);
+            self.metrics.handled(self.method, code, self.started);
         }
     }
 }

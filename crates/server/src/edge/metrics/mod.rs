@@ -5,13 +5,14 @@
 //! Most figures are read from the parts that keep them when a scrape comes (raft's
 //! status, the store, the backend, the WAL's and backend's latency histograms, `/proc`);
 //! what no part keeps is counted here ([`Metrics`]): health checks, failed proposals and
-//! the gRPC calls ([`grpc`]).
+//! the gRPC calls ([`grpc`]). [`render`] writes the scrape.
 //!
 //! Invariant: counting is a relaxed atomic addition, never a lock on a request's path.
 
 pub mod client_bytes;
 pub mod grpc;
 pub mod process;
+pub mod render;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -21,7 +22,6 @@ use std::sync::{Arc, Mutex};
 use oxcd_storage::timing::Histogram;
 use text::{Exposition, Family, Kind};
 
-use crate::machine::member::Member;
 use crate::peer::traffic::PeerTraffic;
 
 /// The results of one named check: the last one, then how many succeeded and failed.
@@ -40,8 +40,8 @@ pub struct Metrics {
     /// `/livez` and `/readyz` checks by (type, name).
     named_checks: Mutex<BTreeMap<(String, &'static str), CheckCounts>>,
     proposals_failed: AtomicU64,
-    /// The gRPC calls.
-    pub grpc: grpc::GrpcMetrics,
+    /// The gRPC calls (shared with the counting middleware).
+    pub grpc: Arc<grpc::GrpcMetrics>,
     /// The traffic with each peer (shared with the peer transport and service).
     pub peers: Arc<PeerTraffic>,
     /// The bytes of the client port (shared with its listeners).
@@ -168,164 +168,4 @@ impl Metrics {
         e.add(gauge);
         e.add(total);
     }
-}
-
-/// The cluster version as etcd labels it: major.minor.
-fn cluster_minor() -> &'static str {
-    let v = oxcd_api::ETCD_CLUSTER_VERSION;
-    match v.rfind('.') {
-        Some(i) => &v[..i],
-        None => v,
-    }
-}
-
-/// The scrape of `member`: every family, as etcd's text exposition.
-pub fn render(member: &Member) -> String {
-    let mut e = Exposition::default();
-    let st = member.raft.status();
-    let leader = st.leader();
-    let id = member.id.member_id;
-    let mut f = Family::new(
-        "etcd_server_version",
-        Kind::Gauge,
-        "Which version is running. 1 for 'server_version' label with current version.",
-    );
-    f.sample(&[("server_version", oxcd_api::ETCD_API_VERSION)], 1.0);
-    e.add(f);
-    let mut f = Family::new(
-        "etcd_cluster_version",
-        Kind::Gauge,
-        "Which version is running. 1 for 'cluster_version' label with current cluster version",
-    );
-    f.sample(&[("cluster_version", cluster_minor())], 1.0);
-    e.add(f);
-    let mut f = Family::new(
-        "etcd_server_id",
-        Kind::Gauge,
-        "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.",
-    );
-    f.sample(&[("server_id", &format!("{id:x}"))], 1.0);
-    e.add(f);
-    let flag = |b: bool| f64::from(u8::from(b));
-    e.single(
-        "etcd_server_has_leader",
-        Kind::Gauge,
-        "Whether or not a leader exists. 1 is existence, 0 is not.",
-        flag(leader != 0),
-    );
-    e.single(
-        "etcd_server_is_leader",
-        Kind::Gauge,
-        "Whether or not this member is a leader. 1 if is, 0 otherwise.",
-        flag(leader == id),
-    );
-    e.single(
-        "etcd_server_is_learner",
-        Kind::Gauge,
-        "Whether or not this member is a learner. 1 if is, 0 otherwise.",
-        flag(member.membership.is_learner()),
-    );
-    e.single(
-        "etcd_server_leader_changes_seen_total",
-        Kind::Counter,
-        "The number of leader changes seen.",
-        st.leader_changes() as f64,
-    );
-    e.single(
-        "etcd_server_proposals_committed_total",
-        Kind::Gauge,
-        "The total number of consensus proposals committed.",
-        st.commit() as f64,
-    );
-    e.single(
-        "etcd_server_proposals_applied_total",
-        Kind::Gauge,
-        "The total number of consensus proposals applied.",
-        member.applied_index() as f64,
-    );
-    e.single(
-        "etcd_server_proposals_pending",
-        Kind::Gauge,
-        "The current number of pending proposals to commit.",
-        member.pending_proposals() as f64,
-    );
-    e.single(
-        "etcd_server_proposals_failed_total",
-        Kind::Counter,
-        "The total number of failed proposals seen.",
-        member.metrics.proposals_failed.load(Ordering::Relaxed) as f64,
-    );
-    e.single(
-        "etcd_server_quota_backend_bytes",
-        Kind::Gauge,
-        "Current backend storage quota size in bytes.",
-        member.limits.quota.gauge() as f64,
-    );
-    let backend = member.store.backend();
-    let size = backend.size() as f64;
-    e.single(
-        "etcd_mvcc_db_total_size_in_bytes",
-        Kind::Gauge,
-        "Total size of the underlying database physically allocated in bytes.",
-        size,
-    );
-    e.single(
-        "etcd_mvcc_db_total_size_in_use_in_bytes",
-        Kind::Gauge,
-        "Total size of the underlying database logically in use in bytes.",
-        size,
-    );
-    e.single(
-        "etcd_debugging_mvcc_current_revision",
-        Kind::Gauge,
-        "The current revision of store.",
-        member.store.current_rev() as f64,
-    );
-    e.single(
-        "etcd_debugging_mvcc_compact_revision",
-        Kind::Gauge,
-        "The revision of the last compaction in store.",
-        member.store.compact_rev() as f64,
-    );
-    let mut f = Family::new(
-        "etcd_disk_wal_fsync_duration_seconds",
-        Kind::Histogram,
-        "The latency distributions of fsync called by WAL.",
-    );
-    f.histogram(&[], &st.wal.fsyncs.snapshot());
-    e.add(f);
-    e.single(
-        "etcd_disk_wal_write_bytes_total",
-        Kind::Gauge,
-        "Total number of bytes written in WAL.",
-        st.wal.written.load(Ordering::Relaxed) as f64,
-    );
-    let mut f = Family::new(
-        "etcd_disk_backend_commit_duration_seconds",
-        Kind::Histogram,
-        "The latency distributions of commit called by backend.",
-    );
-    f.histogram(&[], &backend.commit_timing().snapshot());
-    e.add(f);
-    e.single(
-        "etcd_disk_defrag_inflight",
-        Kind::Gauge,
-        "Whether or not defrag is active on the member. 1 means active, 0 means not.",
-        f64::from(u8::from(
-            member.metrics.defrags_running.load(Ordering::Relaxed) > 0,
-        )),
-    );
-    let mut f = Family::new(
-        "etcd_disk_backend_defrag_duration_seconds",
-        Kind::Histogram,
-        "The latency distribution of backend defragmentation.",
-    );
-    f.histogram(&[], &member.metrics.defrag_timing.0.snapshot());
-    e.add(f);
-    member.metrics.add_health(&mut e);
-    member.metrics.grpc.add(&mut e);
-    member.metrics.peers.add(&mut e);
-    member.metrics.client_bytes.add(&mut e);
-    process::add(&mut e);
-    e.finish()
 }

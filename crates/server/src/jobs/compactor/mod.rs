@@ -1,6 +1,6 @@
 //! Auto-compaction (`--auto-compaction-mode`, `--auto-compaction-retention`), as etcd
 //! 3.5's v3compactor: [`periodic`] keeps about a duration of history, [`revision`] a
-//! number of revisions; [`retention`] reads the flags.
+//! number of revisions; [`crate::config::auto_compaction`] reads the flags.
 //!
 //! Invariants:
 //! - Only the leader compacts: each loop looks at leadership on every tick and does
@@ -11,7 +11,6 @@
 //! - The loops end when the member stops (an unfinished proposal is abandoned).
 
 pub mod periodic;
-pub mod retention;
 pub mod revision;
 
 use std::sync::Arc;
@@ -21,15 +20,12 @@ use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::CompactionRequest;
 use tokio::sync::watch;
 
-pub use retention::AutoCompaction;
+use crate::config::auto_compaction::AutoCompaction;
 
 use crate::machine::member::Member;
 
-/// How often revision mode looks at the current revision (etcd's `revInterval`).
-pub const REVISION_INTERVAL: Duration = Duration::from_secs(5 * 60);
-
 /// Runs auto-compaction `mode` for `member` until `stop`; `revision_interval` is how
-/// often revision mode looks ([`REVISION_INTERVAL`] but in tests).
+/// often revision mode looks ([`crate::config::auto_compaction::REVISION_INTERVAL`] but in tests).
 pub async fn run(
     member: Arc<Member>,
     mode: AutoCompaction,
@@ -74,5 +70,5 @@ async fn compact(
 
 /// A duration as etcd's logs print it (Go's `Duration.String()`).
 fn go_text(d: Duration) -> String {
-    crate::config::flags::go_duration::format(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+    oxcd_api::go_duration::format(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }

@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use crate::config::flags::go_duration;
+use oxcd_api::go_duration;
 
 /// What auto-compaction keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +24,9 @@ pub enum AutoCompaction {
     /// `revision`: this many revisions below the current one.
     Revision(i64),
 }
+
+/// How often revision mode looks at the current revision (etcd's `revInterval`).
+pub const REVISION_INTERVAL: Duration = Duration::from_secs(5 * 60);
 
 const HOUR_NANOS: i64 = 3_600_000_000_000;
 
