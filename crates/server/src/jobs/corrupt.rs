@@ -64,7 +64,7 @@ async fn peer_hash(
         dialer: dialer.clone(),
     };
     let call = async {
-        let channel = link.connect().await?;
+        let channel = link.connect().await.map_err(|e| e.to_string())?;
         PeerClient::new(channel)
             .hash_kv(link.request(PeerHashKvRequest { revision: rev }))
             .await

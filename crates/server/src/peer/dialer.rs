@@ -22,6 +22,25 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
 /// out reads and writes after 5 s.
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Why a peer could not be dialed.
+#[derive(Debug, thiserror::Error)]
+pub enum DialError {
+    /// A `unix`/`unixs` URL that does not parse.
+    #[error("{0}")]
+    Url(String),
+    /// A URL the channel cannot be made for.
+    #[error("invalid peer URL {url:?}: {error}")]
+    InvalidUrl {
+        /// The peer URL.
+        url: String,
+        /// Why.
+        error: tonic::transport::Error,
+    },
+    /// The connection failed (its causes printed `a: b: c`, as Go prints them).
+    #[error("{}", error_chain(.0))]
+    Connect(tonic::transport::Error),
+}
+
 /// Dials peers: plain `http://` URLs, or `https://` ones with the peer TLS settings.
 #[derive(Clone, Debug, Default)]
 pub struct PeerDialer {
@@ -36,7 +55,7 @@ impl PeerDialer {
     }
 
     /// A channel to the peer at `url`, connected within `timeout`.
-    pub async fn connect(&self, url: &str, timeout: Duration) -> Result<Channel, String> {
+    pub async fn connect(&self, url: &str, timeout: Duration) -> Result<Channel, DialError> {
         let mut dialer = Dialer::new(self.tls.clone()).with_source_ip(self.source_ip);
         // The channel is always made for an http:// URI; TLS is the dialer's business.
         let mut target = url.replacen("https://", "http://", 1);
@@ -46,14 +65,17 @@ impl PeerDialer {
         if url.starts_with("unix") {
             // A unix socket peer: the socket path comes from the URL, the channel gets a
             // placeholder authority.
-            let parsed = parse_listen_url(url)?;
+            let parsed = parse_listen_url(url).map_err(DialError::Url)?;
             if let Bind::Unix(path) = parsed.bind {
                 dialer = dialer.with_unix_socket(path).with_tls(parsed.tls);
                 target = "http://localhost".into();
             }
         }
         let endpoint = Endpoint::from_shared(target)
-            .map_err(|e| format!("invalid peer URL {url:?}: {e}"))?
+            .map_err(|error| DialError::InvalidUrl {
+                url: url.to_string(),
+                error,
+            })?
             .connect_timeout(timeout)
             .tcp_nodelay(true)
             .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
@@ -62,7 +84,7 @@ impl PeerDialer {
         endpoint
             .connect_with_connector(dialer)
             .await
-            .map_err(|e| error_chain(&e))
+            .map_err(DialError::Connect)
     }
 }
 

@@ -19,6 +19,7 @@ use oxcd_api::oxcdpb::{PeerMembersRequest, PeerMembersResponse};
 use oxcd_api::oxcdpb::MemberInfo;
 
 use super::PeerDialer;
+use super::dialer::DialError;
 use crate::config::settings::Settings;
 use crate::domains::membership::bootstrap::Cluster;
 use crate::domains::membership::ids;
@@ -26,18 +27,112 @@ use crate::domains::membership::ids;
 /// How long each peer has to answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
-async fn ask(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse, String> {
+/// Why a member must not start, or could not learn the cluster it joins.
+#[derive(Debug, thiserror::Error)]
+pub enum FreshMemberError {
+    /// `--initial-cluster-state existing`, and no peer answered.
+    #[error(
+        "cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs ({})",
+        list(.0)
+    )]
+    NoClusterInfo(Vec<Unanswered>),
+    /// No answering peer lists this member as `--initial-cluster` describes it.
+    #[error(transparent)]
+    Join(#[from] JoinError),
+    /// The member served before and has lost its data.
+    #[error(
+        "member {id:x} has already been bootstrapped; its data dir {} holds no data, so it \
+         lost what it acknowledged and must not rejoin as itself (it could help elect a \
+         leader missing acknowledged writes). Restore its data dir, or remove the member \
+         and add it again with a new one",
+        data_dir.display()
+    )]
+    AlreadyBootstrapped {
+        /// The member's id.
+        id: u64,
+        /// Its (empty) data dir.
+        data_dir: std::path::PathBuf,
+    },
+}
+
+/// A peer URL that did not answer, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} {url}: {error}")]
+pub struct Unanswered {
+    /// The peer's name in `--initial-cluster`.
+    pub name: String,
+    /// The URL asked.
+    pub url: String,
+    /// Why it did not answer.
+    pub error: AskError,
+}
+
+/// Why a peer did not tell its members.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// It could not be dialed.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// It refused the request.
+    #[error("{}", .0.message())]
+    Refused(Box<tonic::Status>),
+    /// It did not answer in time.
+    #[error("timed out")]
+    TimedOut,
+}
+
+/// Why no answering peer gave a cluster to join.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    /// The first answer's refusal (etcd's `ValidateClusterAndAssignIDs`).
+    #[error("error validating peerURLs {members}: {error}")]
+    Validate {
+        /// The answering peer's members, as etcd prints them.
+        members: String,
+        /// Why they do not match `--initial-cluster`.
+        error: AssignError,
+    },
+    /// No peer answered.
+    #[error("no peer answered")]
+    NoAnswer,
+}
+
+/// Why `--initial-cluster` does not name the running cluster's members (etcd's texts).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AssignError {
+    /// Not as many members as the running cluster has.
+    #[error("member count is unequal")]
+    CountUnequal,
+    /// A member's peer URLs (sorted) differ from the running one's.
+    #[error("unmatched member while checking PeerURLs ({local:?}, {remote:?})")]
+    Unmatched {
+        /// The URLs `--initial-cluster` gives.
+        local: Vec<String>,
+        /// The running member's.
+        remote: Vec<String>,
+    },
+    /// This member's name is not in `--initial-cluster`.
+    #[error("couldn't find local name {0:?} in the initial cluster configuration")]
+    NameNotFound(String),
+}
+
+fn list(unanswered: &[Unanswered]) -> String {
+    let list: Vec<String> = unanswered.iter().map(Unanswered::to_string).collect();
+    list.join("; ")
+}
+
+async fn ask(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse, AskError> {
     let call = async {
         let channel = dialer.connect(url, ASK_TIMEOUT).await?;
         PeerClient::new(channel)
             .members(PeerMembersRequest {})
             .await
             .map(|r| r.into_inner())
-            .map_err(|s| s.message().to_string())
+            .map_err(|s| AskError::Refused(Box::new(s)))
     };
     tokio::time::timeout(ASK_TIMEOUT, call)
         .await
-        .map_err(|_| "timed out".to_string())?
+        .map_err(|_| AskError::TimedOut)?
 }
 
 /// Checks a member that has no WAL yet against its peers; Err says why it must not start.
@@ -46,7 +141,7 @@ async fn ask(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse, Stri
 pub async fn check_fresh_member(
     s: &Settings,
     dialer: &PeerDialer,
-) -> Result<Option<Cluster>, String> {
+) -> Result<Option<Cluster>, FreshMemberError> {
     let Some((_, my_urls)) = s.initial_cluster.iter().find(|(n, _)| *n == s.name) else {
         // Reported by the bootstrap with etcd's message.
         return Ok(None);
@@ -54,10 +149,7 @@ pub async fn check_fresh_member(
     let (mut answers, failures) = ask_all(s, dialer).await;
     let me = if s.initial_cluster_existing {
         if answers.is_empty() {
-            return Err(format!(
-                "cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs ({})",
-                failures.join("; ")
-            ));
+            return Err(FreshMemberError::NoClusterInfo(failures));
         }
         // `member add` answers once its member has applied the change; a peer that has
         // not yet may not list us: ask again for a moment before giving up.
@@ -82,13 +174,10 @@ pub async fn check_fresh_member(
         |c| c.me,
     );
     if answers.iter().any(|a| a.published.contains(&my_id)) {
-        return Err(format!(
-            "member {my_id:x} has already been bootstrapped; its data dir {} holds no data, so it \
-             lost what it acknowledged and must not rejoin as itself (it could help elect a \
-             leader missing acknowledged writes). Restore its data dir, or remove the member \
-             and add it again with a new one",
-            s.data_dir.display()
-        ));
+        return Err(FreshMemberError::AlreadyBootstrapped {
+            id: my_id,
+            data_dir: s.data_dir.clone(),
+        });
     }
     Ok(me)
 }
@@ -98,7 +187,7 @@ const JOIN_RETRIES: usize = 10;
 const JOIN_RETRY_PAUSE: Duration = Duration::from_millis(300);
 
 /// Every peer's answer (the first URL of each that answers), and why the others did not.
-async fn ask_all(s: &Settings, dialer: &PeerDialer) -> (Vec<PeerMembersResponse>, Vec<String>) {
+async fn ask_all(s: &Settings, dialer: &PeerDialer) -> (Vec<PeerMembersResponse>, Vec<Unanswered>) {
     let mut answers = Vec::new();
     let mut failures = Vec::new();
     for (name, urls) in s.initial_cluster.iter().filter(|(n, _)| *n != s.name) {
@@ -108,7 +197,11 @@ async fn ask_all(s: &Settings, dialer: &PeerDialer) -> (Vec<PeerMembersResponse>
                     answers.push(a);
                     break;
                 }
-                Err(e) => failures.push(format!("{name} {url}: {e}")),
+                Err(error) => failures.push(Unanswered {
+                    name: name.clone(),
+                    url: url.clone(),
+                    error,
+                }),
             }
         }
     }
@@ -117,7 +210,7 @@ async fn ask_all(s: &Settings, dialer: &PeerDialer) -> (Vec<PeerMembersResponse>
 
 /// The cluster to join, from the first answer that lists this member as
 /// `--initial-cluster` describes it; else the first answer's refusal.
-fn join(s: &Settings, answers: &[PeerMembersResponse]) -> Result<Cluster, String> {
+fn join(s: &Settings, answers: &[PeerMembersResponse]) -> Result<Cluster, JoinError> {
     let mut first_err = None;
     for remote in answers {
         match assign_ids(&s.initial_cluster, &remote.members, &s.name) {
@@ -128,17 +221,15 @@ fn join(s: &Settings, answers: &[PeerMembersResponse]) -> Result<Cluster, String
                     members: remote.members.clone(),
                 });
             }
-            Err(e) => {
-                first_err.get_or_insert_with(|| {
-                    format!(
-                        "error validating peerURLs {}: {e}",
-                        describe(&remote.members)
-                    )
+            Err(error) => {
+                first_err.get_or_insert_with(|| JoinError::Validate {
+                    members: describe(&remote.members),
+                    error,
                 });
             }
         }
     }
-    Err(first_err.unwrap_or_else(|| "no peer answered".into()))
+    Err(first_err.unwrap_or(JoinError::NoAnswer))
 }
 
 /// The running cluster's members as etcd prints them in this error.
@@ -157,9 +248,9 @@ fn assign_ids(
     local: &[(String, Vec<String>)],
     remote: &[MemberInfo],
     name: &str,
-) -> Result<u64, String> {
+) -> Result<u64, AssignError> {
     if local.len() != remote.len() {
-        return Err("member count is unequal".into());
+        return Err(AssignError::CountUnequal);
     }
     let sorted = |urls: &[String]| {
         let mut v = urls.to_vec();
@@ -177,17 +268,16 @@ fn assign_ids(
     let mut mine = None;
     for ((n, lu), (id, ru)) in l.iter().zip(&r) {
         if lu != ru {
-            return Err(format!(
-                "unmatched member while checking PeerURLs ({lu:?}, {ru:?})"
-            ));
+            return Err(AssignError::Unmatched {
+                local: lu.clone(),
+                remote: ru.clone(),
+            });
         }
         if *n == name {
             mine = Some(*id);
         }
     }
-    mine.ok_or_else(|| {
-        format!("couldn't find local name {name:?} in the initial cluster configuration")
-    })
+    mine.ok_or_else(|| AssignError::NameNotFound(name.to_string()))
 }
 
 #[cfg(test)]
@@ -212,13 +302,12 @@ mod tests {
         assert_eq!(assign_ids(&local, &remote, "new"), Ok(7));
         assert_eq!(
             assign_ids(&local, &remote[..1], "new"),
-            Err("member count is unequal".into())
+            Err(AssignError::CountUnequal)
         );
         let moved = [member(7, "http://h:4"), member(5, "http://h:1")];
-        assert!(
-            assign_ids(&local, &moved, "new")
-                .unwrap_err()
-                .starts_with("unmatched member while checking PeerURLs")
-        );
+        assert!(matches!(
+            assign_ids(&local, &moved, "new"),
+            Err(AssignError::Unmatched { .. })
+        ));
     }
 }

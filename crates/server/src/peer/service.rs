@@ -92,15 +92,17 @@ async fn receive_into(
     stream: &mut Streaming<SnapshotChunk>,
 ) -> Result<(PathBuf, u64), Status> {
     let (tx, mut rx) = mpsc::channel::<bytes::Bytes>(4);
-    let writer = tokio::task::spawn_blocking(move || -> Result<(PathBuf, u64), String> {
-        let mut file = SnapshotFile::create(&dir, index).map_err(|e| e.to_string())?;
-        let mut bytes = 0u64;
-        while let Some(chunk) = rx.blocking_recv() {
-            bytes += chunk.len() as u64;
-            file.write(&chunk).map_err(|e| e.to_string())?;
-        }
-        Ok((file.finish().map_err(|e| e.to_string())?, bytes))
-    });
+    let writer = tokio::task::spawn_blocking(
+        move || -> Result<(PathBuf, u64), oxcd_storage::StorageError> {
+            let mut file = SnapshotFile::create(&dir, index)?;
+            let mut bytes = 0u64;
+            while let Some(chunk) = rx.blocking_recv() {
+                bytes += chunk.len() as u64;
+                file.write(&chunk)?;
+            }
+            Ok((file.finish()?, bytes))
+        },
+    );
     let mut res = Ok(());
     if !first.is_empty() && tx.send(first).await.is_err() {
         res = Err(Status::internal("snapshot writer stopped"));
@@ -120,7 +122,7 @@ async fn receive_into(
     let written = writer
         .await
         .map_err(|e| Status::internal(e.to_string()))?
-        .map_err(Status::internal);
+        .map_err(|e| Status::internal(e.to_string()));
     // A broken stream leaves no file behind (SnapshotFile removes an unfinished one).
     res?;
     written

@@ -25,7 +25,7 @@ use oxcd_raft::{Message, MessageType};
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 
-use super::dialer::CONNECT_TIMEOUT;
+use super::dialer::{CONNECT_TIMEOUT, DialError};
 use super::health::PeerHealth;
 use super::traffic::{PROBE_INTERVAL, PeerCounts, PeerTraffic};
 use super::{CLUSTER_ID_KEY, FROM_KEY, PeerDialer};
@@ -419,7 +419,7 @@ pub(crate) struct Link {
 
 impl Link {
     /// A channel to the peer.
-    pub(crate) async fn connect(&self) -> Result<Channel, String> {
+    pub(crate) async fn connect(&self) -> Result<Channel, DialError> {
         self.dialer.connect(&self.url, CONNECT_TIMEOUT).await
     }
 
@@ -435,6 +435,43 @@ impl Link {
     }
 }
 
+/// Why a snapshot could not be sent to a peer.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotSendError {
+    /// The backend could not be dumped.
+    #[error(transparent)]
+    Storage(#[from] oxcd_storage::StorageError),
+    /// The dump is older than the snapshot raft asked for.
+    #[error("the backend is at index {index}, behind the snapshot at {snapshot}")]
+    Behind {
+        /// The dump's index.
+        index: u64,
+        /// The snapshot's.
+        snapshot: u64,
+    },
+    /// The dump's conf state does not decode.
+    #[error(transparent)]
+    ConfState(oxcd_raft::RaftError),
+    /// The stream's queue closed before the first chunk.
+    #[error("snapshot stream closed")]
+    StreamClosed,
+    /// The dump's thread could not be started.
+    #[error("cannot start the snapshot dump: {0}")]
+    SpawnDump(std::io::Error),
+    /// The peer could not be dialed.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// The peer refused the stream.
+    #[error("{}", .0.message())]
+    Refused(Box<tonic::Status>),
+    /// The peer stopped reading before the end.
+    #[error("the peer stopped reading")]
+    PeerStopped,
+    /// The dump's thread went away without a result.
+    #[error("the snapshot dump stopped")]
+    DumpStopped,
+}
+
 /// Dumps the backend and streams it with `m` to the peer. The snapshot's position is
 /// moved up to the dump's: the dump is taken now, at or after the compaction raft knows
 /// of, and its position — index, term and the configuration in force there — must
@@ -443,20 +480,21 @@ async fn stream_snapshot(
     link: &Link,
     store: Arc<Store>,
     mut m: Message,
-) -> Result<(u64, u64), String> {
-    let dump = store.backend().dump().map_err(|e| e.to_string())?;
-    let (index, term) = dump.position().map_err(|e| e.to_string())?;
+) -> Result<(u64, u64), SnapshotSendError> {
+    let dump = store.backend().dump()?;
+    let (index, term) = dump.position()?;
     let meta = m.mut_snapshot().mut_metadata();
     if index < meta.index {
-        return Err(format!(
-            "the backend is at index {index}, behind the snapshot at {}",
-            meta.index
-        ));
+        return Err(SnapshotSendError::Behind {
+            index,
+            snapshot: meta.index,
+        });
     }
     meta.index = index;
     meta.term = term;
-    if let Some(conf) = dump.conf_state().map_err(|e| e.to_string())? {
-        let conf = oxcd_raft::persist::decode_conf_state(&conf).map_err(|e| e.to_string())?;
+    if let Some(conf) = dump.conf_state()? {
+        let conf =
+            oxcd_raft::persist::decode_conf_state(&conf).map_err(SnapshotSendError::ConfState)?;
         meta.set_conf_state(conf);
     }
     let (tx, rx) = mpsc::channel::<SnapshotChunk>(4);
@@ -465,7 +503,7 @@ async fn stream_snapshot(
         data: Default::default(),
     })
     .await
-    .map_err(|_| "snapshot stream closed".to_string())?;
+    .map_err(|_| SnapshotSendError::StreamClosed)?;
     let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counter = sent.clone();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -484,19 +522,19 @@ async fn stream_snapshot(
             });
             let _ = done_tx.send(res);
         })
-        .map_err(|e| format!("cannot start the snapshot dump: {e}"))?;
+        .map_err(SnapshotSendError::SpawnDump)?;
     let channel = link.connect().await?;
     let mut client = PeerClient::new(channel).max_encoding_message_size(super::MAX_SNAPSHOT_CHUNK);
     let req = link.request(tokio_stream::wrappers::ReceiverStream::new(rx));
     client
         .snapshot(req)
         .await
-        .map_err(|s| s.message().to_string())?;
+        .map_err(|s| SnapshotSendError::Refused(Box::new(s)))?;
     match done_rx.await {
         Ok(Ok(true)) => Ok((index, sent.load(std::sync::atomic::Ordering::Relaxed))),
-        Ok(Ok(false)) => Err("the peer stopped reading".into()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("the snapshot dump stopped".into()),
+        Ok(Ok(false)) => Err(SnapshotSendError::PeerStopped),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => Err(SnapshotSendError::DumpStopped),
     }
 }
 

@@ -28,6 +28,7 @@ use tonic::transport::Channel;
 use crate::config::settings::Settings;
 use crate::edge::services::recipes::prefix_end;
 use crate::peer::PeerDialer;
+use crate::peer::dialer::DialError;
 
 /// The root of every discovery token's keys.
 const PREFIX: &str = "/_etcd/registry";
@@ -38,6 +39,75 @@ const DIAL_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest pause between retries (etcd: 2^8 s; shorter here, since a member waiting
 /// on a discovery service that comes back should not sleep minutes).
 const MAX_BACKOFF: Duration = Duration::from_secs(16);
+
+/// Why discovery found no initial cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    /// DNS SRV discovery failed.
+    #[error("{0}")]
+    Srv(String),
+    /// v3 discovery failed for good.
+    #[error("failed to join discovery cluster ({0})")]
+    Join(ServiceError),
+    /// The discovered cluster's text does not parse.
+    #[error("{0}")]
+    InitialCluster(String),
+    /// The discovered cluster does not list this member as it is.
+    #[error("{0}")]
+    Bootstrap(String),
+}
+
+/// Why the v3 discovery service could not be used: for good when
+/// [`ServiceError::is_final`], else retried.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// No endpoint was given.
+    #[error("no discovery endpoint")]
+    NoEndpoint,
+    /// The last endpoint tried could not be dialed.
+    #[error("{endpoint}: {error}")]
+    Dial {
+        /// The endpoint as given.
+        endpoint: String,
+        /// Why.
+        error: DialError,
+    },
+    /// A request took longer than the request timeout.
+    #[error("request timed out")]
+    TimedOut,
+    /// The discovery service refused a request.
+    #[error("{}", .0.message())]
+    Refused(Box<tonic::Status>),
+    /// The size key is missing.
+    #[error("discovery: size key not found")]
+    NoSizeKey,
+    /// The size key holds no positive number.
+    #[error("discovery: size key is bad")]
+    BadSizeKey,
+    /// `size` members registered before this one.
+    #[error("discovery: cluster is full")]
+    Full,
+    /// The watch request could not be queued (the watch stream is gone).
+    #[error("channel closed")]
+    WatchClosed,
+    /// The watch ended before enough members registered.
+    #[error("the discovery watch ended")]
+    WatchEnded,
+}
+
+impl ServiceError {
+    /// Whether retrying cannot help (the token's keys say no).
+    fn is_final(&self) -> bool {
+        matches!(
+            self,
+            ServiceError::NoSizeKey | ServiceError::BadSizeKey | ServiceError::Full
+        )
+    }
+
+    fn refused(status: tonic::Status) -> ServiceError {
+        ServiceError::Refused(Box::new(status))
+    }
+}
 
 /// One registration: its key, its `name=url,...` text and when it was created.
 #[derive(Debug, Clone)]
@@ -85,8 +155,8 @@ fn members_prefix(token: &str) -> String {
 
 impl Service {
     /// A channel to the first endpoint that answers.
-    async fn channel(&self) -> Result<Channel, String> {
-        let mut last = String::from("no discovery endpoint");
+    async fn channel(&self) -> Result<Channel, ServiceError> {
+        let mut last = ServiceError::NoEndpoint;
         for ep in &self.endpoints {
             let url = if ep.contains("://") {
                 ep.clone()
@@ -95,15 +165,20 @@ impl Service {
             };
             match self.dialer.connect(&url, DIAL_TIMEOUT).await {
                 Ok(c) => return Ok(c),
-                Err(e) => last = format!("{ep}: {e}"),
+                Err(error) => {
+                    last = ServiceError::Dial {
+                        endpoint: ep.clone(),
+                        error,
+                    }
+                }
             }
         }
         Err(last)
     }
 
-    /// The expected cluster size; Err(true) when the key is missing or bad (final),
-    /// Err(false) when the service could not be asked (retried).
-    async fn size(&self, kv: &mut KvClient<Channel>) -> Result<usize, (bool, String)> {
+    /// The expected cluster size; a final error when the key is missing or bad, another
+    /// when the service could not be asked (retried).
+    async fn size(&self, kv: &mut KvClient<Channel>) -> Result<usize, ServiceError> {
         let key = format!("{PREFIX}/{}/_config/size", self.token);
         let resp = tokio::time::timeout(
             REQUEST_TIMEOUT,
@@ -113,18 +188,18 @@ impl Service {
             }),
         )
         .await
-        .map_err(|_| (false, "request timed out".to_string()))?
-        .map_err(|e| (false, e.message().to_string()))?
+        .map_err(|_| ServiceError::TimedOut)?
+        .map_err(ServiceError::refused)?
         .into_inner();
         let Some(kv) = resp.kvs.first() else {
-            return Err((true, "discovery: size key not found".into()));
+            return Err(ServiceError::NoSizeKey);
         };
         match std::str::from_utf8(&kv.value)
             .ok()
             .and_then(|v| v.trim().parse::<i64>().ok())
         {
             Some(n) if n > 0 => Ok(n as usize),
-            _ => Err((true, "discovery: size key is bad".into())),
+            _ => Err(ServiceError::BadSizeKey),
         }
     }
 
@@ -132,7 +207,7 @@ impl Service {
     async fn registrations(
         &self,
         kv: &mut KvClient<Channel>,
-    ) -> Result<(Registrations, i64), String> {
+    ) -> Result<(Registrations, i64), ServiceError> {
         let prefix = members_prefix(&self.token);
         let resp = tokio::time::timeout(
             REQUEST_TIMEOUT,
@@ -143,8 +218,8 @@ impl Service {
             }),
         )
         .await
-        .map_err(|_| "request timed out".to_string())?
-        .map_err(|e| e.message().to_string())?
+        .map_err(|_| ServiceError::TimedOut)?
+        .map_err(ServiceError::refused)?
         .into_inner();
         let mut regs = Registrations::default();
         for kv in resp.kvs {
@@ -161,7 +236,7 @@ impl Service {
         regs: &mut Registrations,
         size: usize,
         rev: i64,
-    ) -> Result<(), String> {
+    ) -> Result<(), ServiceError> {
         let prefix = members_prefix(&self.token);
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         let create = WatchRequest {
@@ -172,11 +247,13 @@ impl Service {
                 ..Default::default()
             })),
         };
-        tx.send(create).await.map_err(|e| e.to_string())?;
+        tx.send(create)
+            .await
+            .map_err(|_| ServiceError::WatchClosed)?;
         let mut stream = WatchClient::new(channel)
             .watch(tokio_stream::wrappers::ReceiverStream::new(rx))
             .await
-            .map_err(|e| e.message().to_string())?
+            .map_err(ServiceError::refused)?
             .into_inner();
         tracing::info!(
             cluster_size = size,
@@ -187,8 +264,8 @@ impl Service {
             let resp = stream
                 .message()
                 .await
-                .map_err(|e| e.message().to_string())?
-                .ok_or("the discovery watch ended")?;
+                .map_err(ServiceError::refused)?
+                .ok_or(ServiceError::WatchEnded)?;
             for ev in resp.events {
                 if ev.r#type != EventType::Put as i32 {
                     continue;
@@ -204,14 +281,14 @@ impl Service {
 
     /// Registers `member` with `peers` and returns the initial cluster's text once
     /// complete. Transient failures are retried with backoff.
-    async fn join(&self, member: u64, peers: &str) -> Result<String, String> {
+    async fn join(&self, member: u64, peers: &str) -> Result<String, ServiceError> {
         let own_key = format!("{}{member:x}", members_prefix(&self.token));
         let mut backoff = Duration::from_secs(1);
         loop {
             match self.attempt(&own_key, peers).await {
                 Ok(cluster) => return Ok(cluster),
-                Err((true, e)) => return Err(e),
-                Err((false, e)) => {
+                Err(e) if e.is_final() => return Err(e),
+                Err(e) => {
                     tracing::warn!(
                         backoff = ?backoff,
                         "retry connecting to discovery service: {e}"
@@ -223,12 +300,12 @@ impl Service {
         }
     }
 
-    /// One try of [`Service::join`]; Err((final, why)).
-    async fn attempt(&self, own_key: &str, peers: &str) -> Result<String, (bool, String)> {
-        let channel = self.channel().await.map_err(|e| (false, e))?;
+    /// One try of [`Service::join`].
+    async fn attempt(&self, own_key: &str, peers: &str) -> Result<String, ServiceError> {
+        let channel = self.channel().await?;
         let mut kv = KvClient::new(channel.clone());
         let size = self.size(&mut kv).await?;
-        let (regs, _) = self.registrations(&mut kv).await.map_err(|e| (false, e))?;
+        let (regs, _) = self.registrations(&mut kv).await?;
         full(&regs, own_key, size)?;
         tokio::time::timeout(
             REQUEST_TIMEOUT,
@@ -239,19 +316,17 @@ impl Service {
             }),
         )
         .await
-        .map_err(|_| (false, "request timed out".to_string()))?
-        .map_err(|e| (false, e.message().to_string()))?;
+        .map_err(|_| ServiceError::TimedOut)?
+        .map_err(ServiceError::refused)?;
         tracing::info!(
             member_key = own_key,
             member_info = peers,
             "registered with the discovery service"
         );
-        let (mut regs, rev) = self.registrations(&mut kv).await.map_err(|e| (false, e))?;
+        let (mut regs, rev) = self.registrations(&mut kv).await?;
         full(&regs, own_key, size)?;
         if regs.0.len() < size {
-            self.wait(channel, &mut regs, size, rev)
-                .await
-                .map_err(|e| (false, e))?;
+            self.wait(channel, &mut regs, size, rev).await?;
         }
         Ok(regs
             .0
@@ -264,13 +339,13 @@ impl Service {
 }
 
 /// etcd's check: the cluster is full when `size` registrations come before `own_key`'s.
-fn full(regs: &Registrations, own_key: &str, size: usize) -> Result<(), (bool, String)> {
+fn full(regs: &Registrations, own_key: &str, size: usize) -> Result<(), ServiceError> {
     for (i, r) in regs.0.iter().enumerate() {
         if r.key == own_key {
             return Ok(());
         }
         if i + 1 >= size {
-            return Err((true, "discovery: cluster is full".into()));
+            return Err(ServiceError::Full);
         }
     }
     Ok(())
@@ -288,13 +363,13 @@ fn own_peers(s: &Settings) -> String {
 
 /// A new member's settings with the initial cluster its discovery flags find, checked
 /// as `--initial-cluster` is; `settings` unchanged without them or with a WAL.
-pub async fn discover(mut s: Settings) -> Result<Settings, String> {
+pub async fn discover(mut s: Settings) -> Result<Settings, DiscoveryError> {
     let discovers = !s.discovery_srv.is_empty() || !s.discovery_endpoints.is_empty();
     if !discovers || oxcd_storage::wal::Wal::exists(&s.wal_dir()) {
         return Ok(s);
     }
     let cluster = if !s.discovery_srv.is_empty() {
-        let resolver = oxcd_transport::srv::SrvResolver::new()?;
+        let resolver = oxcd_transport::srv::SrvResolver::new().map_err(DiscoveryError::Srv)?;
         oxcd_transport::srv::initial_cluster(
             &resolver,
             &s.discovery_srv,
@@ -302,7 +377,8 @@ pub async fn discover(mut s: Settings) -> Result<Settings, String> {
             &s.name,
             &s.peer_urls,
         )
-        .await?
+        .await
+        .map_err(DiscoveryError::Srv)?
     } else {
         let service = Service {
             token: s.discovery_token.clone(),
@@ -313,11 +389,13 @@ pub async fn discover(mut s: Settings) -> Result<Settings, String> {
         let text = service
             .join(me, &own_peers(&s))
             .await
-            .map_err(|e| format!("failed to join discovery cluster ({e})"))?;
-        crate::config::flags::parse_initial_cluster(&text)?
+            .map_err(DiscoveryError::Join)?;
+        crate::config::flags::parse_initial_cluster(&text)
+            .map_err(DiscoveryError::InitialCluster)?
     };
     tracing::info!(found_cluster = ?cluster, "got the initial cluster by discovery");
-    crate::config::flags::verify_bootstrap(&s.name, &cluster, &s.peer_urls)?;
+    crate::config::flags::verify_bootstrap(&s.name, &cluster, &s.peer_urls)
+        .map_err(DiscoveryError::Bootstrap)?;
     s.initial_cluster = cluster;
     Ok(s)
 }
@@ -350,6 +428,6 @@ mod tests {
         assert!(full(&r, "b", 2).is_ok());
         assert!(full(&r, "c", 3).is_ok());
         let e = full(&r, "c", 2).expect_err("full");
-        assert_eq!(e, (true, "discovery: cluster is full".to_string()));
+        assert!(matches!(e, ServiceError::Full) && e.is_final(), "{e:?}");
     }
 }

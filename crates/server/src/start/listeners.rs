@@ -4,6 +4,7 @@
 //! `:authority` fix ([`crate::edge::authority`]) and, with
 //! `--client-cert-auth`, labelled with their certificate's common name ([`ClientAddr`]).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use oxcd_transport::coalesce::CoalescedWrites;
@@ -13,6 +14,44 @@ use oxcd_transport::tls::ServerTls;
 use crate::edge::authority::AuthorityFix;
 use crate::edge::metrics::client_bytes::{ClientBytes, Counting};
 
+/// Why a listen URL could not be bound.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    /// The TLS settings for the listen URLs were refused.
+    #[error(transparent)]
+    Tls(#[from] crate::start::security::SecurityError),
+    /// The URL does not parse.
+    #[error("{0}")]
+    Url(String),
+    /// The TCP address could not be bound (in use, not local).
+    #[error("listen tcp {addr}: bind: {source}")]
+    BindTcp {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The unix socket could not be bound.
+    #[error("listen unix {}: bind: {source}", path.display())]
+    BindUnix {
+        /// The socket's path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An `https`/`unixs` URL without TLS settings.
+    #[error("{0}: TLS URL without TLS settings")]
+    NoTls(String),
+    /// The bound socket could not be served.
+    #[error("{url}: {source}")]
+    Serve {
+        /// The URL.
+        url: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
 /// Binds `url` for the `side` ("client", "peer", "metrics") endpoint; `tls` serves
 /// `https`/`unixs` URLs (checked to be present at start).
 pub fn bind(
@@ -20,18 +59,24 @@ pub fn bind(
     side: &'static str,
     tls: Option<&Arc<ServerTls>>,
     check: Option<ConnCheck>,
-) -> Result<Listener, String> {
-    let parsed = listen::parse_listen_url(url)?;
-    let socket = listen::bind(&parsed.bind).map_err(|e| match &parsed.bind {
-        listen::Bind::Tcp(a) => format!("listen tcp {a}: bind: {e}"),
-        listen::Bind::Unix(p) => format!("listen unix {}: bind: {e}", p.display()),
+) -> Result<Listener, ListenError> {
+    let parsed = listen::parse_listen_url(url).map_err(ListenError::Url)?;
+    let socket = listen::bind(&parsed.bind).map_err(|source| match &parsed.bind {
+        listen::Bind::Tcp(a) => ListenError::BindTcp { addr: *a, source },
+        listen::Bind::Unix(p) => ListenError::BindUnix {
+            path: p.clone(),
+            source,
+        },
     })?;
     let listener = match (parsed.tls, tls) {
         (false, _) => Listener::plain(socket),
         (true, Some(tls)) => Listener::tls(socket, tls.clone(), check, side),
-        (true, None) => return Err(format!("{url}: TLS URL without TLS settings")),
+        (true, None) => return Err(ListenError::NoTls(url.to_string())),
     };
-    listener.map_err(|e| format!("{url}: {e}"))
+    listener.map_err(|source| ListenError::Serve {
+        url: url.to_string(),
+        source,
+    })
 }
 
 /// A client listener: connections go through [`AuthorityFix`], their writes are

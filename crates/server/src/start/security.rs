@@ -9,7 +9,7 @@ use std::sync::Arc;
 use oxcd_transport::listen::{Addr, Conn, ConnCheck, parse_listen_url};
 use oxcd_transport::selfcert::{self, Usage};
 use oxcd_transport::tls::{ClientTls, ServerTls};
-use oxcd_transport::{TlsInfo, valid_for_host_of};
+use oxcd_transport::{TlsError, TlsInfo, valid_for_host_of};
 
 use crate::config::settings::Settings;
 
@@ -27,8 +27,40 @@ pub struct Security {
     pub peer_dialer: Option<Arc<ClientTls>>,
 }
 
+/// Why a member's TLS settings were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SecurityError {
+    /// An `https`/`unixs` client URL without a certificate.
+    #[error(
+        "TLS key/cert (--cert-file, --key-file) must be provided for client url {0} with HTTPS scheme"
+    )]
+    NoClientCert(String),
+    /// A secure metrics URL without a client certificate.
+    #[error(
+        "client TLS key/cert (--cert-file, --key-file) must be provided for metrics secure url"
+    )]
+    NoMetricsCert,
+    /// An `https`/`unixs` peer URL (its address) without a certificate.
+    #[error("cannot listen on TLS for {0}: KeyFile and CertFile are not presented")]
+    NoPeerCert(String),
+    /// The client TLS configuration does not build.
+    #[error("client TLS: {0}")]
+    Client(TlsError),
+    /// The peer TLS configuration (serving or dialing) does not build.
+    #[error("peer TLS: {0}")]
+    Peer(TlsError),
+    /// Auto-TLS could not make or reuse its certificate for `side`.
+    #[error("{side} auto TLS: {source}")]
+    AutoTls {
+        /// "client" or "peer".
+        side: &'static str,
+        /// Why.
+        source: TlsError,
+    },
+}
+
 /// Resolves the TLS settings of `s` (see the module doc).
-pub fn load(s: &Settings) -> Result<Security, String> {
+pub fn load(s: &Settings) -> Result<Security, SecurityError> {
     let client_info = resolve(
         "client",
         &s.client_tls,
@@ -48,26 +80,19 @@ pub fn load(s: &Settings) -> Result<Security, String> {
     let mut out = Security::default();
     for u in &s.listen_client_urls {
         if is_secure(u) && client_info.is_empty() {
-            return Err(format!(
-                "TLS key/cert (--cert-file, --key-file) must be provided for client url {u} with HTTPS scheme"
-            ));
+            return Err(SecurityError::NoClientCert(u.clone()));
         }
         if !is_secure(u) && !client_info.is_empty() && !s.client_auto_tls {
             tracing::warn!(client_url = %u, "scheme is http or unix while key and cert files are present; ignoring key and cert files");
         }
     }
     if s.listen_metrics_urls.iter().any(|u| is_secure(u)) && client_info.is_empty() {
-        return Err(
-            "client TLS key/cert (--cert-file, --key-file) must be provided for metrics secure url"
-                .into(),
-        );
+        return Err(SecurityError::NoMetricsCert);
     }
     for u in &s.listen_peer_urls {
         if is_secure(u) && peer_info.is_empty() {
             let addr = u.split_once("://").map_or(u.as_str(), |(_, a)| a);
-            return Err(format!(
-                "cannot listen on TLS for {addr}: KeyFile and CertFile are not presented"
-            ));
+            return Err(SecurityError::NoPeerCert(addr.to_string()));
         }
         if !is_secure(u) && !peer_info.is_empty() && !s.peer_auto_tls {
             tracing::warn!(peer_url = %u, "scheme is HTTP while key and cert files are present; ignoring key and cert files");
@@ -75,7 +100,7 @@ pub fn load(s: &Settings) -> Result<Security, String> {
     }
     if !client_info.is_empty() {
         out.client = Some(Arc::new(
-            ServerTls::new("client TLS", &client_info).map_err(|e| format!("client TLS: {e}"))?,
+            ServerTls::new("client TLS", &client_info).map_err(SecurityError::Client)?,
         ));
     }
     let peers_elsewhere = s
@@ -86,7 +111,7 @@ pub fn load(s: &Settings) -> Result<Security, String> {
     let dial_tls = peers_elsewhere.into_iter().any(|u| is_secure(u));
     if !peer_info.is_empty() {
         out.peer = Some(Arc::new(
-            ServerTls::new("peer TLS", &peer_info).map_err(|e| format!("peer TLS: {e}"))?,
+            ServerTls::new("peer TLS", &peer_info).map_err(SecurityError::Peer)?,
         ));
         if peer_info.client_cert_auth && !s.peer_skip_client_san_verification {
             out.peer_check = Some(Arc::new(check_peer_san));
@@ -96,8 +121,7 @@ pub fn load(s: &Settings) -> Result<Security, String> {
     // dials them without one, verifying them against the system's CAs, as etcd).
     if !peer_info.is_empty() || dial_tls {
         out.peer_dialer = Some(Arc::new(
-            ClientTls::new("peer TLS (dialing)", &peer_info)
-                .map_err(|e| format!("peer TLS: {e}"))?,
+            ClientTls::new("peer TLS (dialing)", &peer_info).map_err(SecurityError::Peer)?,
         ));
     }
     Ok(out)
@@ -112,13 +136,13 @@ fn is_secure(url: &str) -> bool {
 /// checks of the other side's certificate are dropped, as in etcd — but with a warning
 /// naming them, where etcd drops them silently.
 fn resolve(
-    side: &str,
+    side: &'static str,
     given: &TlsInfo,
     auto: bool,
     listen_urls: &[String],
     s: &Settings,
     usage: Usage,
-) -> Result<TlsInfo, String> {
+) -> Result<TlsInfo, SecurityError> {
     if !auto {
         return Ok(given.clone());
     }
@@ -136,7 +160,7 @@ fn resolve(
         .collect();
     let dir = s.data_dir.join("fixtures").join(side);
     let made = selfcert::self_cert(&dir, &hosts, s.self_signed_cert_validity, usage)
-        .map_err(|e| format!("{side} auto TLS: {e}"))?;
+        .map_err(|source| SecurityError::AutoTls { side, source })?;
     let dropped: Vec<&str> = [
         (given.client_cert_auth, "client certificate auth"),
         (given.trusted_ca_file.is_some(), "trusted CA file"),
