@@ -21,7 +21,8 @@ use crate::peer::PeerDialer;
 use crate::peer::service::PeerService;
 use crate::peer::transport::PeerFaults;
 use crate::start::bootstrap::{self, StartError};
-use crate::start::listeners::{self, ClientListener, PlainListener};
+use crate::start::discovery::DiscoveryError;
+use crate::start::listeners::{self, ClientListener, ListenError, PlainListener};
 use crate::start::security;
 use oxcd_api::oxcdpb::peer_server::PeerServer;
 
@@ -33,7 +34,7 @@ pub enum ServeError {
     Start(#[from] StartError),
     /// A client URL could not be used.
     #[error("{0}")]
-    Listen(String),
+    Listen(#[from] ListenError),
     /// The member stopped on a fatal error (disk full, disk error).
     #[error("member stopped: {0}")]
     Fatal(#[from] Fatal),
@@ -49,7 +50,7 @@ pub enum ServeError {
     /// Discovery (`--discovery-srv`, `--discovery-endpoints`) found no cluster, or one
     /// that does not list this member.
     #[error("{0}")]
-    Discovery(String),
+    Discovery(#[from] DiscoveryError),
 }
 
 /// What tests may add to a member; the binary runs with none.
@@ -79,7 +80,7 @@ pub async fn run_with(
     let settings = crate::start::discovery::discover(settings)
         .await
         .map_err(ServeError::Discovery)?;
-    let security = security::load(&settings).map_err(ServeError::Listen)?;
+    let security = security::load(&settings).map_err(ListenError::from)?;
     // Peer listeners first, as etcd: a port in use fails the start before anything
     // touches the data dir.
     let mut peer_listeners = Vec::new();
@@ -106,7 +107,7 @@ pub async fn run_with(
     } else {
         crate::peer::remote::check_fresh_member(&settings, &dialer)
             .await
-            .map_err(StartError::Other)?
+            .map_err(|e| StartError::Other(e.to_string()))?
     };
     let s = settings.clone();
     let start_dialer = dialer.clone();
@@ -367,7 +368,7 @@ fn bind(
     tls: Option<&Arc<oxcd_transport::tls::ServerTls>>,
     check: Option<oxcd_transport::listen::ConnCheck>,
 ) -> Result<oxcd_transport::listen::Listener, ServeError> {
-    listeners::bind(url, side, tls, check).map_err(ServeError::Listen)
+    Ok(listeners::bind(url, side, tls, check)?)
 }
 
 fn stop_member(member: &Arc<Member>) {
