@@ -16,7 +16,8 @@ use std::fs::File;
 use std::io::Write;
 
 use oxcd_api::oxcdpb::{MemberAttributes, MemberInfo};
-use oxcd_bbolt::BoltWriter;
+use oxcd_bbolt::{BoltWriter, WriteError};
+use oxcd_storage::StorageError;
 use oxcd_storage::backend::Backend;
 use oxcd_storage::backend::redb;
 use oxcd_storage::schema;
@@ -30,14 +31,43 @@ const CLUSTER_VERSION: &[u8] = b"3.5.0";
 /// Key/value rows of one bucket.
 type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// Why the backend could not be written in etcd's format.
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdFileError {
+    /// The backend could not be read.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The bbolt file could not be written (or its writer failed).
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// A table of etcd's is not among the backend's.
+    #[error("backend: no table {0}")]
+    NoTable(String),
+    /// An alarm row whose key does not read.
+    #[error("backend: unreadable alarm row {0:?}")]
+    Alarm(String),
+    /// A member row that does not decode.
+    #[error("backend: undecodable member: {0}")]
+    Member(prost::DecodeError),
+    /// A removed member's key that is no id.
+    #[error(transparent)]
+    RemovedId(oxcd_mvcc::MvccError),
+    /// A meta number (consistent index, term) that is not 8 bytes.
+    #[error("backend: a meta number is not 8 bytes")]
+    MetaNumber,
+    /// The conf state does not decode.
+    #[error(transparent)]
+    ConfState(oxcd_raft::RaftError),
+}
+
 /// Writes the backend's current state to `file` in etcd's format; returns the file and
 /// the database's size in bytes (bbolt's `tx.Size()`, what etcd streams before the
 /// sha256).
-pub fn write_etcd_file(backend: &Backend, file: File) -> Result<(File, u64), String> {
-    let tx = backend.begin_read().map_err(|e| e.to_string())?;
-    let mut w = BoltWriter::new(file).map_err(|e| e.to_string())?;
+pub fn write_etcd_file(backend: &Backend, file: File) -> Result<(File, u64), EtcdFileError> {
+    let tx = backend.begin_read()?;
+    let mut w = BoltWriter::new(file)?;
     write_buckets(backend, &tx, &mut w)?;
-    w.finish().map_err(|e| e.to_string())
+    Ok(w.finish()?)
 }
 
 /// Streams the backend's current state in etcd's format, every byte in order, into the
@@ -47,14 +77,14 @@ pub fn write_etcd_file(backend: &Backend, file: File) -> Result<(File, u64), Str
 pub fn stream_etcd_file<W: Write>(
     backend: &Backend,
     open: impl FnOnce(u64) -> W,
-) -> Result<W, String> {
-    let tx = backend.begin_read().map_err(|e| e.to_string())?;
+) -> Result<W, EtcdFileError> {
+    let tx = backend.begin_read()?;
     let mut plan = BoltWriter::plan();
     write_buckets(backend, &tx, &mut plan)?;
-    let layout = plan.layout().map_err(|e| e.to_string())?;
-    let mut w = BoltWriter::with_layout(open(layout.size()), layout).map_err(|e| e.to_string())?;
+    let layout = plan.layout()?;
+    let mut w = BoltWriter::with_layout(open(layout.size()), layout)?;
     write_buckets(backend, &tx, &mut w)?;
-    w.finish_stream().map_err(|e| e.to_string())
+    Ok(w.finish_stream()?)
 }
 
 /// Every bucket of etcd's, in bbolt's byte order, from `tx`.
@@ -62,8 +92,8 @@ fn write_buckets<W: Write>(
     backend: &Backend,
     tx: &ReadTransaction,
     w: &mut BoltWriter<W>,
-) -> Result<(), String> {
-    let db = |e: redb::Error| backend.err(e).to_string();
+) -> Result<(), EtcdFileError> {
+    let db = |e: redb::Error| EtcdFileError::Storage(backend.err(e));
     let meta =
         Backend::meta_with_prefix(&tx.open_table(schema::META).map_err(|e| db(e.into()))?, "")
             .map_err(db)?;
@@ -92,10 +122,10 @@ fn put_rows<W: Write>(
     w: &mut BoltWriter<W>,
     bucket: &[u8],
     rows: &[(Vec<u8>, Vec<u8>)],
-) -> Result<(), String> {
-    w.bucket(bucket).map_err(|e| e.to_string())?;
+) -> Result<(), EtcdFileError> {
+    w.bucket(bucket)?;
     for (k, v) in rows {
-        w.put(k, v).map_err(|e| e.to_string())?;
+        w.put(k, v)?;
     }
     Ok(())
 }
@@ -105,18 +135,18 @@ fn copy_table<W: Write>(
     w: &mut BoltWriter<W>,
     tx: &ReadTransaction,
     name: &str,
-    db: impl Fn(redb::Error) -> String,
-) -> Result<(), String> {
+    db: impl Fn(redb::Error) -> EtcdFileError,
+) -> Result<(), EtcdFileError> {
     let spec = TABLES
         .iter()
         .find(|t| t.name == name)
-        .ok_or_else(|| format!("backend: no table {name}"))?;
-    w.bucket(name.as_bytes()).map_err(|e| e.to_string())?;
+        .ok_or_else(|| EtcdFileError::NoTable(name.to_string()))?;
+    w.bucket(name.as_bytes())?;
     let mut failed = None;
     spec.scan(tx, |k, v| match w.put(k, v) {
         Ok(()) => true,
         Err(e) => {
-            failed = Some(e.to_string());
+            failed = Some(EtcdFileError::Write(e));
             false
         }
     })
@@ -125,14 +155,14 @@ fn copy_table<W: Write>(
 }
 
 /// oxcd's `alarm/<member id hex>/<type>` meta rows as etcd's `alarm` bucket.
-fn alarms(meta: &[(String, Vec<u8>)]) -> Result<Rows, String> {
+fn alarms(meta: &[(String, Vec<u8>)]) -> Result<Rows, EtcdFileError> {
     let mut rows = Vec::new();
     for (k, _) in meta
         .iter()
         .filter(|(k, _)| k.starts_with(schema::META_ALARM_PREFIX))
     {
-        let alarm = crate::machine::alarms::parse(k)
-            .ok_or_else(|| format!("backend: unreadable alarm row {k:?}"))?;
+        let alarm =
+            crate::machine::alarms::parse(k).ok_or_else(|| EtcdFileError::Alarm(k.clone()))?;
         rows.push((alarm.encode_to_vec(), Vec::new()));
     }
     rows.sort();
@@ -144,15 +174,14 @@ fn alarms(meta: &[(String, Vec<u8>)]) -> Result<Rows, String> {
 fn members(
     tx: &ReadTransaction,
     meta: &[(String, Vec<u8>)],
-    db: impl Fn(redb::Error) -> String,
-) -> Result<(Rows, Rows), String> {
+    db: impl Fn(redb::Error) -> EtcdFileError,
+) -> Result<(Rows, Rows), EtcdFileError> {
     let mut attributes = crate::domains::membership::attributes_by_id(meta);
     let mut members = Vec::new();
     let table = tx.open_table(schema::MEMBERS).map_err(|e| db(e.into()))?;
     for row in table.iter().map_err(|e| db(e.into()))? {
         let (_, v) = row.map_err(|e| db(e.into()))?;
-        let m = MemberInfo::decode(v.value())
-            .map_err(|e| format!("backend: undecodable member: {e}"))?;
+        let m = MemberInfo::decode(v.value()).map_err(EtcdFileError::Member)?;
         let json = member_json(&m, attributes.remove(&m.id));
         members.push((format!("{:x}", m.id).into_bytes(), json));
     }
@@ -163,7 +192,8 @@ fn members(
         .map_err(|e| db(e.into()))?;
     for row in table.iter().map_err(|e| db(e.into()))? {
         let (k, _) = row.map_err(|e| db(e.into()))?;
-        let id = crate::domains::membership::table::id_of(k.value()).map_err(|e| e.to_string())?;
+        let id = crate::domains::membership::table::id_of(k.value())
+            .map_err(EtcdFileError::RemovedId)?;
         removed.push((format!("{id:x}").into_bytes(), b"removed".to_vec()));
     }
     removed.sort();
@@ -197,17 +227,15 @@ fn json(v: &impl serde::Serialize) -> String {
 }
 
 /// oxcd's meta rows as etcd's `meta` bucket (sorted).
-fn etcd_meta(meta: &[(String, Vec<u8>)]) -> Result<Rows, String> {
+fn etcd_meta(meta: &[(String, Vec<u8>)]) -> Result<Rows, EtcdFileError> {
     let get = |k: &str| meta.iter().find(|(m, _)| m == k).map(|(_, v)| v.as_slice());
-    let le = |b: &[u8]| -> Result<u64, String> {
-        let a: [u8; 8] = b
-            .try_into()
-            .map_err(|_| "backend: a meta number is not 8 bytes".to_string())?;
+    let le = |b: &[u8]| -> Result<u64, EtcdFileError> {
+        let a: [u8; 8] = b.try_into().map_err(|_| EtcdFileError::MetaNumber)?;
         Ok(u64::from_le_bytes(a))
     };
     let mut rows = Vec::new();
     if let Some(cs) = get(schema::META_CONF_STATE) {
-        let cs = oxcd_raft::persist::decode_conf_state(cs).map_err(|e| e.to_string())?;
+        let cs = oxcd_raft::persist::decode_conf_state(cs).map_err(EtcdFileError::ConfState)?;
         rows.push((b"confState".to_vec(), conf_state_json(&cs)));
     }
     if let Some(ci) = get(schema::META_CONSISTENT_INDEX) {

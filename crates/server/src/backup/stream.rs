@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use tonic::Status;
 
-use super::etcd_file::stream_etcd_file;
+use super::etcd_file::{EtcdFileError, stream_etcd_file};
 
 /// The stream `Maintenance.Snapshot` answers with.
 pub type SnapshotStream =
@@ -28,13 +28,29 @@ pub type SnapshotStream =
 /// Bytes of database per message, as etcd sends them.
 pub const CHUNK: usize = 32 * 1024;
 
+/// Why a snapshot could not be sent.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotSendError {
+    /// The backend could not be written in etcd's format.
+    #[error(transparent)]
+    File(#[from] EtcdFileError),
+    /// Fewer or more bytes were sent than announced.
+    #[error("snapshot of {sent} bytes announced as {announced}")]
+    Size {
+        /// The bytes sent.
+        sent: u64,
+        /// The size announced in the first message.
+        announced: u64,
+    },
+}
+
 /// Starts streaming `backend`'s current state.
 pub fn snapshot_stream(backend: std::sync::Arc<Backend>) -> SnapshotStream {
     let (tx, rx) = mpsc::channel(4);
     tokio::task::spawn_blocking(move || {
         if let Err(e) = send_snapshot(&backend, &tx) {
             tracing::warn!(error = %e, "failed to send database snapshot to client");
-            let _ = tx.blocking_send(Err(Status::internal(e)));
+            let _ = tx.blocking_send(Err(Status::internal(e.to_string())));
         }
     });
     Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
@@ -44,7 +60,7 @@ pub fn snapshot_stream(backend: std::sync::Arc<Backend>) -> SnapshotStream {
 fn send_snapshot(
     backend: &Backend,
     tx: &mpsc::Sender<Result<SnapshotResponse, Status>>,
-) -> Result<(), String> {
+) -> Result<(), SnapshotSendError> {
     let mut total = 0;
     let sent = stream_etcd_file(backend, |size| {
         total = size;
@@ -57,14 +73,14 @@ fn send_snapshot(
             tracing::warn!(total_bytes = total, "snapshot client went away");
             return Ok(());
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     // `finish_stream` flushed the last message.
     if messages.sent != total {
-        return Err(format!(
-            "snapshot of {} bytes announced as {total}",
-            messages.sent
-        ));
+        return Err(SnapshotSendError::Size {
+            sent: messages.sent,
+            announced: total,
+        });
     }
     tracing::info!(
         total_bytes = total,

@@ -15,6 +15,7 @@ use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use axum::routing::any;
+use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::AlarmType;
 use oxcd_mvcc::{KeyRange, RangeOptions};
 
@@ -30,6 +31,23 @@ const READYZ: [Check; 3] = [
     Check::SerializableRead,
     Check::LinearizableRead,
 ];
+
+/// Why a health check failed (the text after `failed: ` and `RANGE ERROR:`).
+#[derive(Debug, thiserror::Error)]
+enum CheckError {
+    /// The alarms could not be read, the read barrier failed or timed out.
+    #[error(transparent)]
+    Etcd(#[from] EtcdError),
+    /// A CORRUPT alarm is raised.
+    #[error("alarm activated: CORRUPT")]
+    Corrupt,
+    /// The read itself failed.
+    #[error(transparent)]
+    Range(#[from] oxcd_mvcc::MvccError),
+    /// The read's blocking task failed.
+    #[error("{0}")]
+    ReadTask(String),
+}
 
 /// A named check of `/livez` and `/readyz`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,12 +69,12 @@ impl Check {
         }
     }
 
-    async fn run(self, member: &Member) -> Result<(), String> {
+    async fn run(self, member: &Member) -> Result<(), CheckError> {
         match self {
             Check::DataCorruption => {
-                let raised = alarms::raised(&member.store).map_err(|e| e.to_string())?;
+                let raised = alarms::raised(&member.store)?;
                 if raised.iter().any(|a| a.alarm == AlarmType::Corrupt as i32) {
-                    return Err("alarm activated: CORRUPT".into());
+                    return Err(CheckError::Corrupt);
                 }
                 Ok(())
             }
@@ -68,12 +86,12 @@ impl Check {
 
 /// A read as etcd's health checks make it (one key, as root, from the store itself): a
 /// linearizable one waits for the read barrier first, within the request timeout.
-async fn read(member: &Member, serializable: bool) -> Result<(), String> {
+async fn read(member: &Member, serializable: bool) -> Result<(), CheckError> {
     if !serializable {
         match tokio::time::timeout(member.limits.request_timeout, member.read_barrier()).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(e.to_string()),
-            Err(_) => return Err(oxcd_api::errors::EtcdError::Timeout.to_string()),
+            Ok(Err(e)) => return Err(e.into()),
+            Err(_) => return Err(EtcdError::Timeout.into()),
         }
     }
     member
@@ -87,9 +105,10 @@ async fn read(member: &Member, serializable: bool) -> Result<(), String> {
                     },
                 )
                 .map(drop)
-                .map_err(|e| e.to_string())
         })
-        .await?
+        .await
+        .map_err(CheckError::ReadTask)??;
+    Ok(())
 }
 
 /// The health routes of `member`.

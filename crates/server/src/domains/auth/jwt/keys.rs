@@ -33,6 +33,78 @@ const USE_PKCS1: &str =
 /// Go's x509: DER that is neither a public key nor a certificate.
 const MALFORMED_CERT: &str = "x509: malformed certificate";
 
+/// Why a key file was refused: golang-jwt's and Go's x509 errors, their texts as etcd
+/// prints them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// No PEM block in the file.
+    #[error("{}", NOT_PEM)]
+    NotPem,
+    /// A private key of another algorithm given for RS*/PS*.
+    #[error("{}", NOT_RSA_PRIVATE)]
+    NotRsaPrivate,
+    /// A public key of another algorithm given for RS*/PS*.
+    #[error("{}", NOT_RSA_PUBLIC)]
+    NotRsaPublic,
+    /// A private key of another algorithm given for ES*.
+    #[error("{}", NOT_EC_PRIVATE)]
+    NotEcPrivate,
+    /// A public key of another algorithm given for ES*.
+    #[error("{}", NOT_EC_PUBLIC)]
+    NotEcPublic,
+    /// A SEC1 EC key where PKCS#8 was tried last.
+    #[error("{}", USE_EC)]
+    UseEc,
+    /// A PKCS#1 RSA key where PKCS#8 was tried last.
+    #[error("{}", USE_PKCS1)]
+    UsePkcs1,
+    /// DER that is neither a public key nor a certificate.
+    #[error("{}", MALFORMED_CERT)]
+    MalformedCert,
+    /// DER that is no PKCS#8 structure.
+    #[error("asn1: structure error: {0}")]
+    Pkcs8Structure(rsa::pkcs8::Error),
+    /// PKCS#8 holding an RSA key that does not read.
+    #[error("x509: failed to parse RSA private key embedded in PKCS#8: {0}")]
+    Pkcs8Rsa(rsa::pkcs1::Error),
+    /// PKCS#8 holding an EC key that does not read.
+    #[error("x509: failed to parse EC private key embedded in PKCS#8: {0}")]
+    Pkcs8Ec(Box<KeyError>),
+    /// PKCS#8 holding a key of an algorithm Go does not know.
+    #[error("x509: PKCS#8 wrapping contained private key with unknown algorithm: {0}")]
+    Pkcs8Algorithm(ObjectIdentifier),
+    /// DER that is no SEC1 EC private key.
+    #[error("x509: failed to parse EC private key: {0}")]
+    Sec1(sec1::Error),
+    /// An EC private key on a curve Go does not know.
+    #[error("x509: unknown elliptic curve")]
+    UnknownCurve,
+    /// An EC private key whose scalar is not one of its curve.
+    #[error("x509: invalid elliptic curve private key value")]
+    InvalidEcPrivate,
+    /// An EC private key that could not be encoded again as PKCS#8.
+    #[error("x509: cannot re-encode the EC private key: {0}")]
+    Reencode(rsa::pkcs8::Error),
+    /// An RSA public key without the NULL algorithm parameters.
+    #[error("x509: RSA key missing NULL parameters")]
+    RsaMissingNull,
+    /// An RSA public key that does not read.
+    #[error("x509: invalid RSA public key")]
+    InvalidRsaPublic,
+    /// An EC public key without a named curve.
+    #[error("x509: invalid ECDSA parameters")]
+    InvalidEcParameters,
+    /// An EC public key on a curve Go does not know.
+    #[error("x509: unsupported elliptic curve")]
+    UnsupportedCurve,
+    /// An EC public point not on its curve.
+    #[error("x509: failed to unmarshal elliptic curve point")]
+    BadPoint,
+    /// A public key of an algorithm Go does not know.
+    #[error("x509: unknown public key algorithm")]
+    UnknownPublicAlgorithm,
+}
+
 const OID_RSA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1");
 const OID_EC: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
 const OID_ED25519: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.101.112");
@@ -209,44 +281,44 @@ fn line(data: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// golang-jwt's `ParseRSAPrivateKeyFromPEM`.
-pub fn rsa_private(pem: &[u8]) -> Result<RsaPrivateKey, String> {
-    let der = pem_block(pem).ok_or(NOT_PEM)?;
+pub fn rsa_private(pem: &[u8]) -> Result<RsaPrivateKey, KeyError> {
+    let der = pem_block(pem).ok_or(KeyError::NotPem)?;
     if let Ok(key) = RsaPrivateKey::from_pkcs1_der(&der) {
         return Ok(key);
     }
     match pkcs8(&der)? {
         Pkcs8::Rsa(key) => Ok(*key),
-        _ => Err(NOT_RSA_PRIVATE.into()),
+        _ => Err(KeyError::NotRsaPrivate),
     }
 }
 
 /// golang-jwt's `ParseRSAPublicKeyFromPEM`.
-pub fn rsa_public(pem: &[u8]) -> Result<RsaPublicKey, String> {
-    let der = pem_block(pem).ok_or(NOT_PEM)?;
+pub fn rsa_public(pem: &[u8]) -> Result<RsaPublicKey, KeyError> {
+    let der = pem_block(pem).ok_or(KeyError::NotPem)?;
     match public(&der)? {
         Public::Rsa(key) => Ok(key),
-        _ => Err(NOT_RSA_PUBLIC.into()),
+        _ => Err(KeyError::NotRsaPublic),
     }
 }
 
 /// golang-jwt's `ParseECPrivateKeyFromPEM`.
-pub fn ec_private(pem: &[u8]) -> Result<EcPrivate, String> {
-    let der = pem_block(pem).ok_or(NOT_PEM)?;
+pub fn ec_private(pem: &[u8]) -> Result<EcPrivate, KeyError> {
+    let der = pem_block(pem).ok_or(KeyError::NotPem)?;
     if let Ok(key) = sec1_private(&der, None) {
         return Ok(key);
     }
     match pkcs8(&der)? {
         Pkcs8::Ec(key) => Ok(key),
-        _ => Err(NOT_EC_PRIVATE.into()),
+        _ => Err(KeyError::NotEcPrivate),
     }
 }
 
 /// golang-jwt's `ParseECPublicKeyFromPEM`.
-pub fn ec_public(pem: &[u8]) -> Result<EcPublic, String> {
-    let der = pem_block(pem).ok_or(NOT_PEM)?;
+pub fn ec_public(pem: &[u8]) -> Result<EcPublic, KeyError> {
+    let der = pem_block(pem).ok_or(KeyError::NotPem)?;
     match public(&der)? {
         Public::Ec(key) => Ok(key),
-        _ => Err(NOT_EC_PUBLIC.into()),
+        _ => Err(KeyError::NotEcPublic),
     }
 }
 
@@ -283,24 +355,24 @@ fn coordinates(point: &[u8], size: usize) -> (&[u8], &[u8]) {
 }
 
 /// Go's `x509.ParsePKCS8PrivateKey`, with its errors for the formats it recognizes.
-fn pkcs8(der: &[u8]) -> Result<Pkcs8, String> {
+fn pkcs8(der: &[u8]) -> Result<Pkcs8, KeyError> {
     let info = match PrivateKeyInfo::try_from(der) {
         Ok(info) => info,
         Err(e) => {
             if sec1_private(der, None).is_ok() {
-                return Err(USE_EC.into());
+                return Err(KeyError::UseEc);
             }
             if RsaPrivateKey::from_pkcs1_der(der).is_ok() {
-                return Err(USE_PKCS1.into());
+                return Err(KeyError::UsePkcs1);
             }
-            return Err(format!("asn1: structure error: {e}"));
+            return Err(KeyError::Pkcs8Structure(e));
         }
     };
     let oid = info.algorithm.oid;
     if oid == OID_RSA {
         RsaPrivateKey::from_pkcs1_der(info.private_key)
             .map(|k| Pkcs8::Rsa(Box::new(k)))
-            .map_err(|e| format!("x509: failed to parse RSA private key embedded in PKCS#8: {e}"))
+            .map_err(KeyError::Pkcs8Rsa)
     } else if oid == OID_EC {
         let curve = info
             .algorithm
@@ -308,21 +380,18 @@ fn pkcs8(der: &[u8]) -> Result<Pkcs8, String> {
             .and_then(|p| p.decode_as::<ObjectIdentifier>().ok());
         sec1_private(info.private_key, curve.as_ref())
             .map(Pkcs8::Ec)
-            .map_err(|e| format!("x509: failed to parse EC private key embedded in PKCS#8: {e}"))
+            .map_err(|e| KeyError::Pkcs8Ec(Box::new(e)))
     } else if oid == OID_ED25519 || oid == OID_X25519 {
         Ok(Pkcs8::Other)
     } else {
-        Err(format!(
-            "x509: PKCS#8 wrapping contained private key with unknown algorithm: {oid}"
-        ))
+        Err(KeyError::Pkcs8Algorithm(oid))
     }
 }
 
 /// Go's `x509.ParseECPrivateKey` (SEC1), the curve named by `outer` (PKCS#8's) or by
 /// the key itself.
-fn sec1_private(der: &[u8], outer: Option<&ObjectIdentifier>) -> Result<EcPrivate, String> {
-    let key = sec1::EcPrivateKey::try_from(der)
-        .map_err(|e| format!("x509: failed to parse EC private key: {e}"))?;
+fn sec1_private(der: &[u8], outer: Option<&ObjectIdentifier>) -> Result<EcPrivate, KeyError> {
+    let key = sec1::EcPrivateKey::try_from(der).map_err(KeyError::Sec1)?;
     let named = match (outer, key.parameters) {
         (Some(o), _) => Some(*o),
         (None, Some(sec1::EcParameters::NamedCurve(o))) => Some(o),
@@ -331,21 +400,22 @@ fn sec1_private(der: &[u8], outer: Option<&ObjectIdentifier>) -> Result<EcPrivat
     let curve = named
         .as_ref()
         .and_then(Curve::of)
-        .ok_or("x509: unknown elliptic curve")?;
-    let invalid = || "x509: invalid elliptic curve private key value".to_string();
+        .ok_or(KeyError::UnknownCurve)?;
     let usable = match curve {
         Curve::P256 => {
-            let k = p256::SecretKey::from_slice(key.private_key).map_err(|_| invalid())?;
+            let k = p256::SecretKey::from_slice(key.private_key)
+                .map_err(|_| KeyError::InvalidEcPrivate)?;
             Some(ec_usable(&k, k.public_key().to_sec1_bytes().as_ref())?)
         }
         Curve::P384 => {
-            let k = p384::SecretKey::from_slice(key.private_key).map_err(|_| invalid())?;
+            let k = p384::SecretKey::from_slice(key.private_key)
+                .map_err(|_| KeyError::InvalidEcPrivate)?;
             Some(ec_usable(&k, k.public_key().to_sec1_bytes().as_ref())?)
         }
         Curve::P224 | Curve::P521 => {
             let zero = key.private_key.iter().all(|b| *b == 0);
             if zero || key.private_key.len() > curve.size() {
-                return Err(invalid());
+                return Err(KeyError::InvalidEcPrivate);
             }
             None
         }
@@ -357,29 +427,29 @@ fn sec1_private(der: &[u8], outer: Option<&ObjectIdentifier>) -> Result<EcPrivat
 fn ec_usable(
     key: &impl rsa::pkcs8::EncodePrivateKey,
     point: &[u8],
-) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let der = key
-        .to_pkcs8_der()
-        .map_err(|e| format!("x509: cannot re-encode the EC private key: {e}"))?;
+) -> Result<(Vec<u8>, Vec<u8>), KeyError> {
+    let der = key.to_pkcs8_der().map_err(KeyError::Reencode)?;
     Ok((der.as_bytes().to_vec(), point.to_vec()))
 }
 
 /// Go's `x509.ParsePKIXPublicKey`, then the public key of a certificate (golang-jwt's
 /// fallback); the certificate parser's error when neither reads.
-fn public(der: &[u8]) -> Result<Public, String> {
+fn public(der: &[u8]) -> Result<Public, KeyError> {
     match SubjectPublicKeyInfoRef::try_from(der) {
         Ok(spki) => spki_key(&spki),
         Err(_) => {
-            let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|_| MALFORMED_CERT)?;
+            let (_, cert) =
+                x509_parser::parse_x509_certificate(der).map_err(|_| KeyError::MalformedCert)?;
             let raw = cert.tbs_certificate.subject_pki.raw;
-            let spki = SubjectPublicKeyInfoRef::try_from(raw).map_err(|_| MALFORMED_CERT)?;
+            let spki =
+                SubjectPublicKeyInfoRef::try_from(raw).map_err(|_| KeyError::MalformedCert)?;
             spki_key(&spki)
         }
     }
 }
 
 /// The key a SubjectPublicKeyInfo holds, typed as Go types it.
-fn spki_key(spki: &SubjectPublicKeyInfoRef<'_>) -> Result<Public, String> {
+fn spki_key(spki: &SubjectPublicKeyInfoRef<'_>) -> Result<Public, KeyError> {
     let oid = spki.algorithm.oid;
     let bits = spki.subject_public_key.as_bytes();
     if oid == OID_RSA {
@@ -388,18 +458,18 @@ fn spki_key(spki: &SubjectPublicKeyInfoRef<'_>) -> Result<Public, String> {
             .parameters
             .is_some_and(|p| p.is_null() || p.value().is_empty());
         if !null {
-            return Err("x509: RSA key missing NULL parameters".into());
+            return Err(KeyError::RsaMissingNull);
         }
         bits.and_then(|b| RsaPublicKey::from_pkcs1_der(b).ok())
             .map(Public::Rsa)
-            .ok_or_else(|| "x509: invalid RSA public key".into())
+            .ok_or(KeyError::InvalidRsaPublic)
     } else if oid == OID_EC {
         let curve = spki
             .algorithm
             .parameters
             .and_then(|p| p.decode_as::<ObjectIdentifier>().ok())
-            .ok_or("x509: invalid ECDSA parameters")?;
-        let curve = Curve::of(&curve).ok_or("x509: unsupported elliptic curve")?;
+            .ok_or(KeyError::InvalidEcParameters)?;
+        let curve = Curve::of(&curve).ok_or(KeyError::UnsupportedCurve)?;
         let point = bits.unwrap_or_default();
         let on_curve = point.len() == 1 + 2 * curve.size()
             && point.first() == Some(&4)
@@ -409,7 +479,7 @@ fn spki_key(spki: &SubjectPublicKeyInfoRef<'_>) -> Result<Public, String> {
                 Curve::P224 | Curve::P521 => true,
             };
         if !on_curve {
-            return Err("x509: failed to unmarshal elliptic curve point".into());
+            return Err(KeyError::BadPoint);
         }
         Ok(Public::Ec(EcPublic {
             curve,
@@ -418,7 +488,7 @@ fn spki_key(spki: &SubjectPublicKeyInfoRef<'_>) -> Result<Public, String> {
     } else if oid == OID_ED25519 || oid == OID_X25519 || oid == OID_DSA {
         Ok(Public::Other)
     } else {
-        Err("x509: unknown public key algorithm".into())
+        Err(KeyError::UnknownPublicAlgorithm)
     }
 }
 

@@ -113,6 +113,13 @@ impl OptionsError {
     }
 }
 
+/// A refused key file: etcd fails to start with its error alone.
+impl From<keys::KeyError> for OptionsError {
+    fn from(e: keys::KeyError) -> OptionsError {
+        OptionsError::new(e.to_string())
+    }
+}
+
 impl std::fmt::Display for OptionsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.detail {
@@ -436,11 +443,11 @@ fn go_json_string(s: &str) -> String {
 fn rsa_keys(private: &[u8], public: &[u8]) -> Result<(Signing, Option<DecodingKey>), OptionsError> {
     let private = match private.is_empty() {
         true => None,
-        false => Some(keys::rsa_private(private).map_err(OptionsError::new)?),
+        false => Some(keys::rsa_private(private)?),
     };
     let public = match public.is_empty() {
         true => None,
-        false => Some(keys::rsa_public(public).map_err(OptionsError::new)?),
+        false => Some(keys::rsa_public(public)?),
     };
     let decoding = |k: &rsa::RsaPublicKey| {
         DecodingKey::from_rsa_raw_components(&k.n().to_bytes_be(), &k.e().to_bytes_be())
@@ -491,11 +498,11 @@ fn ec_keys(
 ) -> Result<(Signing, Option<DecodingKey>), OptionsError> {
     let private = match private.is_empty() {
         true => None,
-        false => Some(keys::ec_private(private).map_err(OptionsError::new)?),
+        false => Some(keys::ec_private(private)?),
     };
     let public = match public.is_empty() {
         true => None,
-        false => Some(keys::ec_public(public).map_err(OptionsError::new)?),
+        false => Some(keys::ec_public(public)?),
     };
     match (private, public) {
         (None, None) => Err(OptionsError::new(MISSING_KEY)),
