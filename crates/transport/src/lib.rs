@@ -14,7 +14,10 @@
 //! - write coalescing for server connections with many streams ([`coalesce`]);
 //! - a dialer for tonic channels: TCP or unix socket, plain or TLS, from a chosen local
 //!   address ([`dial::Dialer`]);
-//! - DNS SRV discovery of a cluster's members and endpoints ([`srv`]).
+//! - DNS SRV discovery of a cluster's members and endpoints ([`srv`]);
+//! - serving a listener's connections over HTTP/1 and HTTP/2 with chosen HTTP/2 settings
+//!   and a graceful stop ([`serve`]), and accepting the `:authority` Go's etcd clients
+//!   send ([`go_authority`]).
 //!
 //! Invariants: a TLS setting that cannot be loaded is an error when it is first built
 //! (at start), never a listener that refuses every handshake; after a file changes,
@@ -24,8 +27,10 @@
 
 pub mod coalesce;
 pub mod dial;
+pub mod go_authority;
 pub mod listen;
 pub mod selfcert;
+pub mod serve;
 pub mod srv;
 pub mod tls;
 

@@ -1,7 +1,7 @@
 //! The client edge: what a client's connection meets before the state machine.
 //!
-//! [`conn_serve`] serves each accepted connection (HTTP/1 and HTTP/2, gRPC and HTTP on
-//! one port, as etcd), with [`authority`] and [`grpc_compat`] smoothing what Go's gRPC
+//! Each accepted connection is served by `oxcd_transport::serve` (HTTP/1 and HTTP/2,
+//! gRPC and HTTP on one port, as etcd), with [`grpc_compat`] smoothing what Go's gRPC
 //! clients send; [`services`] routes every etcd gRPC service (the replicated domains'
 //! services live with their domain); [`gateway`] is etcd's JSON gateway over the same
 //! handlers; [`http`], [`health`] and [`metrics`] are the HTTP endpoints.
@@ -9,8 +9,6 @@
 //! Invariant: the edge changes no replicated state itself: writes are proposed through
 //! the [`crate::machine::member::Member`] and answered once applied here.
 
-pub mod authority;
-pub mod conn_serve;
 pub mod gateway;
 pub mod grpc_compat;
 pub mod health;

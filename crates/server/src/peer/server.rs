@@ -7,7 +7,7 @@
 //! connections get windows of [`STREAM_WINDOW`] and [`CONNECTION_WINDOW`], and frames
 //! of up to [`MAX_FRAME`]: a snapshot streams without waiting on window updates.
 //!
-//! Connections are served by [`crate::edge::conn_serve`].
+//! Connections are served by `oxcd_transport::serve`.
 
 use hyper_util::rt::TokioExecutor;
 use hyper_util::server::conn::auto::Builder;
@@ -32,5 +32,5 @@ pub async fn serve(listener: Listener, router: axum::Router, stop: watch::Receiv
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .max_frame_size(MAX_FRAME);
-    crate::edge::conn_serve::serve(PlainListener(listener), builder, router, false, stop).await;
+    oxcd_transport::serve::serve(PlainListener(listener), builder, router, false, stop).await;
 }

@@ -1,7 +1,7 @@
 //! The member's sockets as axum serves them: every listen URL bound (plain or TLS,
 //! with the system's largest accept backlog, see `oxcd_transport::listen`), client
 //! connections counted ([`crate::edge::metrics::client_bytes`]), passed through the
-//! `:authority` fix ([`crate::edge::authority`]) and, with
+//! `:authority` fix (`oxcd_transport::go_authority`) and, with
 //! `--client-cert-auth`, labelled with their certificate's common name ([`ClientAddr`]).
 
 use std::path::PathBuf;
@@ -11,8 +11,8 @@ use oxcd_transport::coalesce::CoalescedWrites;
 use oxcd_transport::listen::{self, Addr, Conn, ConnCheck, Listener};
 use oxcd_transport::tls::ServerTls;
 
-use crate::edge::authority::AuthorityFix;
 use crate::edge::metrics::client_bytes::{ClientBytes, Counting};
+use oxcd_transport::go_authority::AuthorityFix;
 
 /// Why a listen URL could not be bound.
 #[derive(Debug, thiserror::Error)]

@@ -228,7 +228,7 @@ pub async fn run_with(
         builder
             .http2()
             .max_concurrent_streams(settings.max_concurrent_streams);
-        let served = crate::edge::conn_serve::serve(
+        let served = oxcd_transport::serve::serve(
             listener,
             builder,
             router.clone(),
