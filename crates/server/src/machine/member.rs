@@ -31,6 +31,9 @@ use crate::machine::waiters::{Registration, Waiters};
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
 
+/// gRPC's own framing overhead allowed on top of `--max-request-bytes` (as etcd).
+pub const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
+
 /// Request limits and timeouts.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -75,6 +78,14 @@ pub struct Reconfig {
     pub health: Arc<PeerHealth>,
     /// Dials peers (a promotion is forwarded to the leader).
     pub dialer: PeerDialer,
+}
+
+impl Limits {
+    /// The largest gRPC message a client may send or be sent: `--max-request-bytes`
+    /// and gRPC's framing overhead.
+    pub fn max_grpc_message(&self) -> usize {
+        self.max_request_bytes + GRPC_OVERHEAD_BYTES
+    }
 }
 
 /// The replicated state a member holds: what the apply thread changes and the services

@@ -21,7 +21,7 @@ use oxcd_api::oxcdpb::MemberInfo;
 use super::PeerDialer;
 use super::dialer::DialError;
 use crate::config::settings::Settings;
-use crate::domains::membership::bootstrap::Cluster;
+use crate::domains::membership::bootstrap::InitialCluster;
 use crate::domains::membership::ids;
 
 /// How long each peer has to answer.
@@ -141,7 +141,7 @@ async fn ask(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse, AskE
 pub async fn check_fresh_member(
     s: &Settings,
     dialer: &PeerDialer,
-) -> Result<Option<Cluster>, FreshMemberError> {
+) -> Result<Option<InitialCluster>, FreshMemberError> {
     let Some((_, my_urls)) = s.initial_cluster.iter().find(|(n, _)| *n == s.name) else {
         // Reported by the bootstrap with etcd's message.
         return Ok(None);
@@ -210,12 +210,12 @@ async fn ask_all(s: &Settings, dialer: &PeerDialer) -> (Vec<PeerMembersResponse>
 
 /// The cluster to join, from the first answer that lists this member as
 /// `--initial-cluster` describes it; else the first answer's refusal.
-fn join(s: &Settings, answers: &[PeerMembersResponse]) -> Result<Cluster, JoinError> {
+fn join(s: &Settings, answers: &[PeerMembersResponse]) -> Result<InitialCluster, JoinError> {
     let mut first_err = None;
     for remote in answers {
         match assign_ids(&s.initial_cluster, &remote.members, &s.name) {
             Ok(me) => {
-                return Ok(Cluster {
+                return Ok(InitialCluster {
                     me,
                     cluster_id: remote.cluster_id,
                     members: remote.members.clone(),

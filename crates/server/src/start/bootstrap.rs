@@ -16,7 +16,7 @@ use crate::config::settings::Settings;
 use crate::domains::auth::AuthStore;
 use crate::domains::auth::provider::TokenProvider;
 use crate::domains::lease::Lessor;
-use crate::domains::membership::bootstrap::Cluster;
+use crate::domains::membership::bootstrap::InitialCluster;
 use crate::domains::membership::{self, Membership};
 use crate::domains::watch::WatchHub;
 use crate::edge::metrics::Metrics;
@@ -43,9 +43,24 @@ pub enum StartError {
     /// The apply thread could not be started.
     #[error("spawn apply thread: {0}")]
     SpawnApply(std::io::Error),
-    /// Anything else.
-    #[error("{0}")]
-    Other(String),
+    /// The cluster this member starts in could not be known.
+    #[error(transparent)]
+    Cluster(#[from] crate::domains::membership::bootstrap::BootstrapError),
+    /// `--auth-token` names no usable token provider.
+    #[error(transparent)]
+    AuthToken(#[from] crate::domains::auth::jwt::OptionsError),
+    /// A member without data could not join the running cluster.
+    #[error(transparent)]
+    Join(#[from] crate::peer::remote::FreshMemberError),
+    /// This member was removed from the cluster: its data may not serve again.
+    #[error(
+        "{}: member {id:x} cannot start again with its data; start a new member (member add) with an empty data dir",
+        crate::peer::MEMBER_REMOVED
+    )]
+    Removed {
+        /// Its id.
+        id: u64,
+    },
 }
 
 /// A started member and the threads that run it.
@@ -65,15 +80,19 @@ pub struct Started {
 
 /// The cluster this member belongs to: recorded in its WAL, the one it joins, or new
 /// from the flags.
-fn cluster_of(s: &Settings, joining: Option<Cluster>) -> Result<Cluster, StartError> {
+fn cluster_of(s: &Settings, joining: Option<InitialCluster>) -> Result<InitialCluster, StartError> {
     match Wal::read_metadata(&s.wal_dir())? {
         Some(bytes) => {
             let meta = WalMetadata::decode(&bytes)?;
-            Cluster::recorded(meta.member_id, meta.cluster_id, &meta.members)
+            Ok(InitialCluster::recorded(
+                meta.member_id,
+                meta.cluster_id,
+                &meta.members,
+            )?)
         }
         None => match joining {
             Some(cluster) => Ok(cluster),
-            None => Cluster::bootstrap(s),
+            None => Ok(InitialCluster::bootstrap(s)?),
         },
     }
 }
@@ -83,7 +102,7 @@ fn cluster_of(s: &Settings, joining: Option<Cluster>) -> Result<Cluster, StartEr
 /// writes these entries at the same indexes and term, so they must be the same bytes
 /// everywhere: the id, name and peer URLs `--initial-cluster` gives all of them — not
 /// the client URLs, which only the member itself knows (it publishes them once serving).
-fn bootstrap_contexts(cluster: &Cluster) -> Vec<(u64, Vec<u8>)> {
+fn bootstrap_contexts(cluster: &InitialCluster) -> Vec<(u64, Vec<u8>)> {
     cluster
         .members
         .iter()
@@ -101,7 +120,7 @@ fn bootstrap_contexts(cluster: &Cluster) -> Vec<(u64, Vec<u8>)> {
 }
 
 /// This member's conf change context, as in [`bootstrap_contexts`].
-fn own_context(cluster: &Cluster) -> Vec<u8> {
+fn own_context(cluster: &InitialCluster) -> Vec<u8> {
     bootstrap_contexts(cluster)
         .into_iter()
         .find(|(id, _)| *id == cluster.me)
@@ -123,7 +142,7 @@ fn applied_conf_state(store: &Store) -> Result<Option<oxcd_raft::ConfState>, Sta
 /// The raft configuration of this member of `cluster`, as of a backend that applied
 /// nothing (the caller sets what its backend holds: `conf_state`, `applied`). `joins`:
 /// it joins a running cluster.
-fn node_config(s: &Settings, cluster: &Cluster, joins: bool) -> NodeConfig {
+fn node_config(s: &Settings, cluster: &InitialCluster, joins: bool) -> NodeConfig {
     let ms = s.heartbeat.as_millis().max(1);
     NodeConfig {
         id: cluster.me,
@@ -156,8 +175,8 @@ fn node_config(s: &Settings, cluster: &Cluster, joins: bool) -> NodeConfig {
 /// one, and returns that cluster; nothing is started. `oxcdutl snapshot restore` pairs
 /// it with a restored backend: on its first start the member applies the bootstrap conf
 /// changes over the restored data, so its member list is the new cluster's.
-pub fn create_member_wal(s: &Settings) -> Result<Cluster, StartError> {
-    let cluster = Cluster::bootstrap(s)?;
+pub fn create_member_wal(s: &Settings) -> Result<InitialCluster, StartError> {
+    let cluster = InitialCluster::bootstrap(s)?;
     node::create_wal(&node_config(s, &cluster, false))?;
     Ok(cluster)
 }
@@ -169,11 +188,10 @@ pub fn start(
     s: &Settings,
     dialer: PeerDialer,
     faults: Option<PeerFaults>,
-    joining: Option<Cluster>,
+    joining: Option<InitialCluster>,
 ) -> Result<Started, StartError> {
     // Before anything is created: a bad --auth-token leaves no data dir behind.
-    let (tokens, _) = TokenProvider::from_flag(&s.auth_token, s.auth_token_ttl)
-        .map_err(|e| StartError::Other(e.to_string()))?;
+    let (tokens, _) = TokenProvider::from_flag(&s.auth_token, s.auth_token_ttl)?;
     let lock = DirLock::acquire(&s.data_dir.join("member"))?;
     let backend = Arc::new(Backend::open(&s.backend_path())?);
     let store = Arc::new(Store::open(backend)?);
@@ -194,11 +212,7 @@ pub fn start(
         membership::table::load(store.backend())?,
     ));
     if membership.state().removed.contains(&cluster.me) {
-        return Err(StartError::Other(format!(
-            "{}: member {:x} cannot start again with its data; start a new member (member add) with an empty data dir",
-            crate::peer::MEMBER_REMOVED,
-            cluster.me
-        )));
+        return Err(StartError::Removed { id: cluster.me });
     }
     let cfg = NodeConfig {
         conf_state: applied_conf_state(&store)?,

@@ -107,7 +107,7 @@ pub async fn run_with(
     } else {
         crate::peer::remote::check_fresh_member(&settings, &dialer)
             .await
-            .map_err(|e| StartError::Other(e.to_string()))?
+            .map_err(StartError::Join)?
     };
     let s = settings.clone();
     let start_dialer = dialer.clone();

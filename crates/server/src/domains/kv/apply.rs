@@ -3,15 +3,14 @@
 //! refused request writes nothing and takes no revision; its answer's header carries the
 //! revision after it (the member fills in the rest when it answers).
 
-use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::{
-    CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest,
-    PutResponse, ResponseHeader, TxnRequest,
+    CompactionRequest, CompactionResponse, DeleteRangeRequest, PutRequest, ResponseHeader,
+    TxnRequest,
 };
-use oxcd_mvcc::{ApplyBatch, KeyRange, RangeOptions, TxnWrite};
+use oxcd_mvcc::{ApplyBatch, TxnWrite};
 
 use super::txn::apply_txn;
-use crate::domains::lease::Lessor;
+use super::write::{check_put, delete_range, put};
 use crate::machine::applied::Applied;
 use crate::machine::applier::{Applier, ApplyError};
 
@@ -94,73 +93,4 @@ fn compact(batch: &mut ApplyBatch<'_>, c: &CompactionRequest) -> Result<Applied,
             ..Default::default()
         }),
     }))
-}
-
-/// Checks a put that depends on state: its lease must exist, and
-/// ignore_value / ignore_lease need the key to exist.
-pub fn check_put(txn: &TxnWrite<'_>, leases: &Lessor, p: &PutRequest) -> Result<(), EtcdError> {
-    if p.lease != 0 && !leases.exists(p.lease) {
-        return Err(EtcdError::LeaseNotFound);
-    }
-    if (p.ignore_value || p.ignore_lease) && txn.get(&p.key).is_none() {
-        return Err(EtcdError::KeyNotFound);
-    }
-    Ok(())
-}
-
-/// Executes a checked put; the key moves to the put's lease.
-pub fn put(
-    txn: &mut TxnWrite<'_>,
-    leases: &Lessor,
-    p: &PutRequest,
-) -> Result<PutResponse, ApplyError> {
-    let prev = if p.prev_kv || p.ignore_value || p.ignore_lease {
-        txn.range(KeyRange::new(&p.key, b""), RangeOptions::default())?
-            .kvs
-            .into_iter()
-            .next()
-    } else {
-        None
-    };
-    let value = match (&prev, p.ignore_value) {
-        (Some(kv), true) => kv.value.clone(),
-        _ => p.value.clone(),
-    };
-    let lease = match (&prev, p.ignore_lease) {
-        (Some(kv), true) => kv.lease,
-        _ => p.lease,
-    };
-    let rev = txn.put(&p.key, &value, lease)?;
-    leases.attach(&p.key, lease);
-    Ok(PutResponse {
-        header: Some(ResponseHeader {
-            revision: rev.main,
-            ..Default::default()
-        }),
-        prev_kv: if p.prev_kv { prev } else { None },
-    })
-}
-
-/// Executes a delete; the deleted keys leave their leases.
-pub fn delete_range(
-    txn: &mut TxnWrite<'_>,
-    leases: &Lessor,
-    d: &DeleteRangeRequest,
-) -> Result<DeleteRangeResponse, ApplyError> {
-    let range = KeyRange::new(&d.key, &d.range_end);
-    let prev_kvs = if d.prev_kv {
-        txn.range(range, RangeOptions::default())?.kvs
-    } else {
-        Vec::new()
-    };
-    let deleted = txn.delete_range(range)?;
-    leases.detach(&deleted);
-    Ok(DeleteRangeResponse {
-        header: Some(ResponseHeader {
-            revision: txn.rev(),
-            ..Default::default()
-        }),
-        deleted: deleted.len() as i64,
-        prev_kvs,
-    })
 }

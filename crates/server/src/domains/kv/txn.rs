@@ -11,8 +11,8 @@ use oxcd_api::etcdserverpb::{
 use oxcd_api::mvccpb::KeyValue;
 use oxcd_mvcc::{KeyRange, RangeOptions, TxnWrite};
 
-use super::apply::{check_put, delete_range, put};
 use super::read::range;
+use super::write::{check_put, delete_range, put};
 use crate::domains::lease::Lessor;
 use crate::machine::applier::ApplyError;
 

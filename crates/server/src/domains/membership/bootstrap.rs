@@ -10,11 +10,22 @@ use prost::Message as _;
 
 use crate::config::settings::Settings;
 use crate::domains::membership::ids;
-use crate::start::bootstrap::StartError;
 
-/// The cluster as this member knows it.
+/// Why the cluster a member starts with could not be known.
+#[derive(Debug, thiserror::Error)]
+pub enum BootstrapError {
+    /// `--name` is not in `--initial-cluster` (etcd's text).
+    #[error("couldn't find local name {0:?} in the initial cluster configuration")]
+    NameNotInInitialCluster(String),
+    /// The member list the WAL recorded does not decode.
+    #[error("the WAL's member list does not decode: {0}")]
+    RecordedListUndecodable(prost::DecodeError),
+}
+
+/// The cluster as this member knows it at start: the bootstrap list (from the flags,
+/// the WAL, or the cluster it joins). The replicated membership takes over once applied.
 #[derive(Debug, Clone)]
-pub struct Cluster {
+pub struct InitialCluster {
     /// This member's id.
     pub me: u64,
     /// The cluster id.
@@ -23,9 +34,9 @@ pub struct Cluster {
     pub members: Vec<MemberInfo>,
 }
 
-impl Cluster {
+impl InitialCluster {
     /// The cluster `--initial-cluster` describes, for a member starting with no data.
-    pub fn bootstrap(s: &Settings) -> Result<Cluster, StartError> {
+    pub fn bootstrap(s: &Settings) -> Result<InitialCluster, BootstrapError> {
         let mut members = Vec::new();
         for (name, urls) in &s.initial_cluster {
             let id = ids::member_id(urls, &s.initial_cluster_token);
@@ -46,14 +57,9 @@ impl Cluster {
             .iter()
             .find(|m| m.name == s.name)
             .map(|m| m.id)
-            .ok_or_else(|| {
-                StartError::Other(format!(
-                    "couldn't find local name {:?} in the initial cluster configuration",
-                    s.name
-                ))
-            })?;
+            .ok_or_else(|| BootstrapError::NameNotInInitialCluster(s.name.clone()))?;
         let ids: Vec<u64> = members.iter().map(|m| m.id).collect();
-        Ok(Cluster {
+        Ok(InitialCluster {
             me,
             cluster_id: ids::cluster_id(&ids),
             members,
@@ -61,11 +67,13 @@ impl Cluster {
     }
 
     /// The cluster recorded in a member's WAL.
-    pub fn recorded(me: u64, cluster_id: u64, encoded: &[u8]) -> Result<Cluster, StartError> {
-        let list = MemberList::decode(encoded).map_err(|e| {
-            StartError::Other(format!("the WAL's member list does not decode: {e}"))
-        })?;
-        Ok(Cluster {
+    pub fn recorded(
+        me: u64,
+        cluster_id: u64,
+        encoded: &[u8],
+    ) -> Result<InitialCluster, BootstrapError> {
+        let list = MemberList::decode(encoded).map_err(BootstrapError::RecordedListUndecodable)?;
+        Ok(InitialCluster {
             me,
             cluster_id,
             members: list.members,

@@ -35,7 +35,6 @@ use super::wire::WatchOut;
 use super::{Feed, Subscription, WatchHub};
 use crate::domains::auth::Access;
 use crate::domains::auth::caller::{Credentials, caller_of};
-use crate::edge::services::GRPC_OVERHEAD_BYTES;
 use crate::machine::member::Member;
 
 /// The id etcd answers with when no watcher was created (and for stream-wide progress).
@@ -460,7 +459,7 @@ impl WatchStream {
         resp.events = events;
         let pieces = if fragment {
             // etcd's threshold: the request limit plus gRPC's overhead allowance.
-            let limit = self.member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
+            let limit = self.member.limits.max_grpc_message();
             fragments(resp, limit)
         } else {
             vec![resp]

@@ -37,7 +37,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::metadata::{MetadataKey, MetadataValue};
 use tonic::{Code, Request, Status};
 
-use crate::edge::services::{GRPC_OVERHEAD_BYTES, learner_gate};
+use crate::edge::services::learner_gate;
 use crate::machine::member::Member;
 use crate::start::listeners::ClientAddr;
 
@@ -74,7 +74,7 @@ pub struct Gateway {
 impl Gateway {
     /// The gateway of `member`, with at most `max_streams` calls in flight.
     pub fn new(member: Arc<Member>, max_streams: u32) -> Gateway {
-        let max_message = member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
+        let max_message = member.limits.max_grpc_message();
         let permits = usize::try_from(max_streams)
             .unwrap_or(usize::MAX)
             .min(Semaphore::MAX_PERMITS);

@@ -21,19 +21,16 @@ use oxcd_api::v3lockpb::lock_server::LockServer;
 use tonic::service::Routes;
 
 use crate::domains::auth::service::AuthService;
-use crate::domains::kv::range::KvRoutes;
+use crate::domains::kv::routes::KvRoutes;
 use crate::domains::lease::renewals::Renewals;
 use crate::domains::lease::service::LeaseService;
 use crate::domains::membership::service::ClusterService;
 use crate::domains::watch::service::WatchService;
 use crate::machine::member::Member;
 
-/// gRPC's own framing overhead allowed on top of `--max-request-bytes` (as etcd).
-pub(crate) const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
-
 /// Every etcd service, ready to serve.
 pub fn routes(member: Arc<Member>, renewals: Arc<Renewals>) -> Routes {
-    let max = member.limits.max_request_bytes + GRPC_OVERHEAD_BYTES;
+    let max = member.limits.max_grpc_message();
     Routes::new(KvRoutes::new(member.clone(), max))
         .add_service(MaintenanceServer::new(
             maintenance::MaintenanceService::new(member.clone()),

@@ -120,6 +120,8 @@ impl From<keys::KeyError> for OptionsError {
     }
 }
 
+impl std::error::Error for OptionsError {}
+
 impl std::fmt::Display for OptionsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.detail {
