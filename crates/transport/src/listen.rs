@@ -232,7 +232,8 @@ impl Drop for Listener {
 
 /// A check of a handshaken connection beyond what the TLS library verifies (etcd's
 /// SAN check of peers' client certificates); Err says why it is refused.
-pub type ConnCheck = Arc<dyn Fn(&Conn, &Addr) -> Result<(), String> + Send + Sync>;
+pub type ConnCheck =
+    Arc<dyn Fn(&Conn, &Addr) -> Result<(), crate::tls::HostMismatch> + Send + Sync>;
 
 impl Listener {
     /// Serves `socket` in plain text.

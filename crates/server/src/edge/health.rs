@@ -45,8 +45,8 @@ enum CheckError {
     #[error(transparent)]
     Range(#[from] oxcd_mvcc::MvccError),
     /// The read's blocking task failed.
-    #[error("{0}")]
-    ReadTask(String),
+    #[error(transparent)]
+    ReadTask(#[from] crate::machine::member::ReadFailed),
 }
 
 /// A named check of `/livez` and `/readyz`.

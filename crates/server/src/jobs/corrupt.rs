@@ -19,35 +19,85 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{AlarmRequest, AlarmType};
 use oxcd_api::oxcdpb::peer_client::PeerClient;
-use oxcd_api::oxcdpb::{PeerHashKvRequest, PeerHashKvResponse};
+use oxcd_api::oxcdpb::{HashUnavailable, PeerHashKvRequest, PeerHashKvResponse};
+use oxcd_mvcc::MvccError;
+use oxcd_storage::StorageError;
 use tokio::sync::watch;
 
-use crate::machine::member::Member;
+use crate::machine::member::{Member, ReadFailed};
 use crate::peer::PeerDialer;
+use crate::peer::dialer::DialError;
 use crate::peer::transport::Link;
 
 /// How long a peer has to answer a hash request.
 const PEER_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Why this member's own hash could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalHashError {
+    /// The hash of the key table failed.
+    #[error("failed to get hash value ({0})")]
+    Kv(MvccError),
+    /// The hash of every replicated table failed.
+    #[error("failed to get state hash ({0})")]
+    State(StorageError),
+    /// The read on the blocking pool ended without an answer.
+    #[error(transparent)]
+    Read(#[from] ReadFailed),
+}
+
+/// Why a peer gave no hash to compare.
+#[derive(Debug, thiserror::Error)]
+enum PeerHashError {
+    /// Its revision is below the one asked: it is behind.
+    #[error("behind the revision asked")]
+    Behind,
+    /// The revision asked is compacted there.
+    #[error("the revision asked is compacted there")]
+    Compacted,
+    /// It has no peer URL to ask.
+    #[error("no peer URL")]
+    NoPeerUrl,
+    /// It could not be dialed.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// It refused the request.
+    #[error("{}", .0.message())]
+    Refused(Box<tonic::Status>),
+    /// It did not answer in time.
+    #[error("timed out")]
+    TimedOut,
+}
+
+/// Why the initial check stops the member.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// This member's hash could not be taken.
+    #[error(transparent)]
+    Local(#[from] LocalHashError),
+    /// A peer at the same compaction point has another hash (etcd's text).
+    #[error("{0:x} found data inconsistency with peers")]
+    Mismatch(u64),
+}
+
 /// This member's HashKV at `rev` (0: current): (hash, compact revision, revision).
-async fn local_hash(member: &Member, rev: i64) -> Result<(u32, i64, i64), String> {
+async fn local_hash(member: &Member, rev: i64) -> Result<(u32, i64, i64), LocalHashError> {
     member
         .read_blocking(move |store| store.hash_kv(rev))
         .await?
-        .map_err(|e| format!("failed to get hash value ({e})"))
+        .map_err(LocalHashError::Kv)
 }
 
 /// This member's hash of every replicated table and the raft index it was read at;
 /// None while a compaction's rows are being deleted (not comparable then).
-async fn local_state_hash(member: &Member) -> Result<Option<(u32, u64)>, String> {
+async fn local_state_hash(member: &Member) -> Result<Option<(u32, u64)>, LocalHashError> {
     member
         .read_blocking(|store| store.backend().state_hash_at_index())
         .await?
-        .map_err(|e| format!("failed to get state hash ({e})"))
+        .map_err(LocalHashError::State)
 }
 
 /// Asks one peer for its HashKV at `rev`.
@@ -56,7 +106,7 @@ async fn peer_hash(
     dialer: &PeerDialer,
     url: &str,
     rev: i64,
-) -> Result<PeerHashKvResponse, String> {
+) -> Result<PeerHashKvResponse, PeerHashError> {
     let link = Link {
         me: member.id.member_id,
         cluster_id: member.id.cluster_id,
@@ -64,16 +114,21 @@ async fn peer_hash(
         dialer: dialer.clone(),
     };
     let call = async {
-        let channel = link.connect().await.map_err(|e| e.to_string())?;
+        let channel = link.connect().await?;
         PeerClient::new(channel)
             .hash_kv(link.request(PeerHashKvRequest { revision: rev }))
             .await
             .map(|r| r.into_inner())
-            .map_err(|s| s.message().to_string())
+            .map_err(|s| PeerHashError::Refused(Box::new(s)))
     };
-    tokio::time::timeout(PEER_TIMEOUT, call)
+    let answer = tokio::time::timeout(PEER_TIMEOUT, call)
         .await
-        .map_err(|_| "timed out".to_string())?
+        .map_err(|_| PeerHashError::TimedOut)??;
+    match answer.unavailable() {
+        HashUnavailable::HashAvailable => Ok(answer),
+        HashUnavailable::HashFutureRevision => Err(PeerHashError::Behind),
+        HashUnavailable::HashCompacted => Err(PeerHashError::Compacted),
+    }
 }
 
 /// Every other member's answer (or why there is none), by member id.
@@ -81,7 +136,7 @@ async fn peer_hashes(
     member: &Member,
     dialer: &PeerDialer,
     rev: i64,
-) -> Vec<(u64, Result<PeerHashKvResponse, String>)> {
+) -> Vec<(u64, Result<PeerHashKvResponse, PeerHashError>)> {
     let mut out = Vec::new();
     for m in member
         .members()
@@ -90,7 +145,7 @@ async fn peer_hashes(
     {
         let res = match m.peer_urls.first() {
             Some(url) => peer_hash(member, dialer, url, rev).await,
-            None => Err("no peer URL".into()),
+            None => Err(PeerHashError::NoPeerUrl),
         };
         out.push((m.id, res));
     }
@@ -99,7 +154,7 @@ async fn peer_hashes(
 
 /// etcd's initial check: Err (etcd's message) if a peer at the same compaction point has
 /// a different hash at this member's revision.
-pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), String> {
+pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), CheckError> {
     let me = format!("{:x}", member.id.member_id);
     tracing::info!(local_member_id = %me, "starting initial corruption check");
     let (hash, compact, rev) = local_hash(member, 0).await?;
@@ -115,10 +170,10 @@ pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), S
                 tracing::warn!(local_member_id = %me, local_member_compact_revision = compact, remote_peer_id = %peer, remote_peer_compact_revision = p.compact_revision, "found different compact revision values from remote peer");
             }
             Ok(_) => {}
-            Err(e) if e == EtcdError::FutureRev.message() => {
+            Err(PeerHashError::Behind) => {
                 tracing::warn!(remote_peer_id = %peer, "cannot fetch hash from slow remote peer")
             }
-            Err(e) if e == EtcdError::Compacted.message() => {
+            Err(PeerHashError::Compacted) => {
                 tracing::warn!(remote_peer_id = %peer, "cannot fetch hash from remote peer; local member is behind")
             }
             Err(e) => {
@@ -127,7 +182,7 @@ pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), S
         }
     }
     if mismatch > 0 {
-        return Err(format!("{me} found data inconsistency with peers"));
+        return Err(CheckError::Mismatch(member.id.member_id));
     }
     tracing::info!(local_member_id = %me, "initial corruption checking passed; no corruption");
     Ok(())
@@ -149,7 +204,7 @@ async fn reach(member: &Member, want: (i64, i64)) -> (i64, i64) {
 
 /// One leader-side check, as etcd's periodic check: returns the members found
 /// inconsistent (the leader itself if its own hash changed under the same revision).
-async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, String> {
+async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, LocalHashError> {
     let (h1, compact1, rev) = local_hash(member, 0).await?;
     let local1 = local_state_hash(member).await?;
     let peers = peer_hashes(member, dialer, rev).await;

@@ -136,15 +136,25 @@ pub struct Member {
     applied: watch::Receiver<u64>,
 }
 
+/// A read on the blocking pool ended without an answer (its task panicked or was
+/// cancelled at shutdown).
+#[derive(Debug, thiserror::Error)]
+#[error("oxcd: backend read failed: {0}")]
+pub struct ReadFailed(#[from] tokio::task::JoinError);
+
+impl From<ReadFailed> for tonic::Status {
+    fn from(e: ReadFailed) -> tonic::Status {
+        tonic::Status::internal(e.to_string())
+    }
+}
+
 /// Runs `read` against `store` on the blocking pool (see [`Member::read_blocking`]).
-pub async fn read_blocking<T, F>(store: Arc<Store>, read: F) -> Result<T, String>
+pub async fn read_blocking<T, F>(store: Arc<Store>, read: F) -> Result<T, ReadFailed>
 where
     F: FnOnce(&Store) -> T + Send + 'static,
     T: Send + 'static,
 {
-    tokio::task::spawn_blocking(move || read(&store))
-        .await
-        .map_err(|e| format!("oxcd: backend read failed: {e}"))
+    Ok(tokio::task::spawn_blocking(move || read(&store)).await?)
 }
 
 fn raft_err(e: RaftError) -> EtcdError {
@@ -188,7 +198,7 @@ impl Member {
 
     /// Runs `read` against the store on the blocking pool: scans that can cover the whole
     /// keyspace (hashes, ranges of keys) must not hold an async worker while they run.
-    pub async fn read_blocking<T, F>(&self, read: F) -> Result<T, String>
+    pub async fn read_blocking<T, F>(&self, read: F) -> Result<T, ReadFailed>
     where
         F: FnOnce(&Store) -> T + Send + 'static,
         T: Send + 'static,

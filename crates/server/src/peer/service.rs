@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
 use oxcd_api::oxcdpb::{
-    PeerAck, PeerHashKvRequest, PeerHashKvResponse, PeerMembersRequest, PeerMembersResponse,
-    PeerPromoteRequest, PeerPromoteResponse, PeerRenewLeasesRequest, PeerRenewLeasesResponse,
-    RaftEnvelope, SnapshotChunk,
+    HashUnavailable, PeerAck, PeerHashKvRequest, PeerHashKvResponse, PeerMembersRequest,
+    PeerMembersResponse, PeerPromoteRequest, PeerPromoteResponse, PeerRenewLeasesRequest,
+    PeerRenewLeasesResponse, RaftEnvelope, SnapshotChunk,
 };
+use oxcd_mvcc::MvccError;
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::persist::decode_message;
 use oxcd_storage::snapshot::SnapshotFile;
@@ -203,19 +204,18 @@ impl Peer for PeerService {
         let revision = store.current_rev();
         let rev = req.into_inner().revision;
         // Whole-keyspace scans: on the blocking pool, not an async worker.
-        let hashes = crate::machine::member::read_blocking(store, move |store| {
-            let kv = store
-                .hash_kv(rev)
-                .map_err(crate::machine::applier::mvcc_err)?;
-            let state = store
-                .backend()
-                .state_hash_at_index()
-                .map_err(|e| crate::machine::applier::mvcc_err(e.into()))?;
-            Ok::<_, EtcdError>((kv, state))
+        let (kv, state) = crate::machine::member::read_blocking(store, move |store| {
+            (store.hash_kv(rev), store.backend().state_hash_at_index())
         })
-        .await
-        .map_err(Status::internal)?;
-        let ((hash, compact_revision, hash_revision), state) = hashes?;
+        .await?;
+        // Behind or compacted at the revision asked: said by code, not as an error text.
+        let ((hash, compact_revision, hash_revision), unavailable) = match kv {
+            Ok(hashed) => (hashed, HashUnavailable::HashAvailable),
+            Err(MvccError::FutureRev) => ((0, 0, 0), HashUnavailable::HashFutureRevision),
+            Err(MvccError::Compacted) => ((0, 0, 0), HashUnavailable::HashCompacted),
+            Err(e) => return Err(crate::machine::applier::mvcc_err(e).into()),
+        };
+        let state = state.map_err(|e| crate::machine::applier::mvcc_err(e.into()))?;
         // Index 0 (never an applied one): not comparable now (see
         // `Backend::state_hash_at_index`).
         let (state_hash, state_index) = state.unwrap_or((0, 0));
@@ -227,6 +227,7 @@ impl Peer for PeerService {
             hash_revision,
             state_hash,
             state_index,
+            unavailable: unavailable as i32,
         }))
     }
 

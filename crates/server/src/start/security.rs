@@ -185,7 +185,7 @@ fn resolve(
 
 /// etcd's check of a peer's client certificate: when it names addresses or hosts,
 /// the connection must come from one of them.
-fn check_peer_san(conn: &Conn, from: &Addr) -> Result<(), String> {
+fn check_peer_san(conn: &Conn, from: &Addr) -> Result<(), oxcd_transport::tls::HostMismatch> {
     let Addr::Tcp(remote) = from else {
         return Ok(());
     };

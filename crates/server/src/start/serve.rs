@@ -44,9 +44,10 @@ pub enum ServeError {
     /// The start-up task ended without an answer (it panicked).
     #[error("member stopped: the start-up task failed: {0}")]
     StartTask(tokio::task::JoinError),
-    /// The initial corruption check found this member's data differs from its peers'.
+    /// The initial corruption check found this member's data differs from its peers'
+    /// (or could not hash it).
     #[error("member stopped: {0}")]
-    Corrupt(String),
+    Corrupt(#[from] crate::jobs::corrupt::CheckError),
     /// Discovery (`--discovery-srv`, `--discovery-endpoints`) found no cluster, or one
     /// that does not list this member.
     #[error("{0}")]

@@ -12,7 +12,7 @@ mod reload;
 mod server;
 mod verify;
 
-pub use verify::{cert_names, common_name, valid_for_host, valid_for_host_of};
+pub use verify::{HostMismatch, cert_names, common_name, valid_for_host, valid_for_host_of};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -204,12 +204,34 @@ pub fn common_name(der: &[u8]) -> Option<String> {
     (!cn.is_empty()).then(|| cn.to_string())
 }
 
+/// Why a peer's certificate does not fit the address its connection comes from.
+#[derive(Debug, thiserror::Error)]
+pub enum HostMismatch {
+    /// The certificate does not parse.
+    #[error("tls: the peer's certificate cannot be parsed")]
+    Unparsable,
+    /// It names addresses or hosts, none of them the connection's.
+    #[error(
+        "tls: {remote} does not match any of the peer certificate's IP addresses {ips:?} or DNS names {dns:?} (CN {cn:?})"
+    )]
+    NotNamed {
+        /// Where the connection comes from.
+        remote: std::net::IpAddr,
+        /// The certificate's IP addresses.
+        ips: Vec<std::net::IpAddr>,
+        /// Its DNS names.
+        dns: Vec<String>,
+        /// Its common name.
+        cn: String,
+    },
+}
+
 /// etcd's SAN check of a peer's client certificate (`checkSAN`): a certificate that
 /// names IP addresses or hosts must name the address the connection comes from (a
 /// host name counts if it resolves to it). One naming neither passes.
-pub fn valid_for_host_of(der: &[u8], remote: std::net::IpAddr) -> Result<(), String> {
+pub fn valid_for_host_of(der: &[u8], remote: std::net::IpAddr) -> Result<(), HostMismatch> {
     let Some((cn, dns, ips)) = cert_names(der) else {
-        return Err("tls: the peer's certificate cannot be parsed".into());
+        return Err(HostMismatch::Unparsable);
     };
     if dns.is_empty() && ips.is_empty() {
         return Ok(());
@@ -228,9 +250,12 @@ pub fn valid_for_host_of(der: &[u8], remote: std::net::IpAddr) -> Result<(), Str
             return Ok(());
         }
     }
-    Err(format!(
-        "tls: {remote} does not match any of the peer certificate's IP addresses {ips:?} or DNS names {dns:?} (CN {cn:?})"
-    ))
+    Err(HostMismatch::NotNamed {
+        remote,
+        ips,
+        dns,
+        cn,
+    })
 }
 
 #[cfg(test)]

@@ -186,8 +186,7 @@ pub(crate) async fn answer(
             .map_err(|_| Status::from(EtcdError::Stopped))?;
         member
             .read_blocking(move |store| read(store, &r, as_stored))
-            .await
-            .map_err(Status::internal)?
+            .await?
     };
     let mut out = read.map_err(ApplyError::into_read_error)?;
     // As etcd: an answer read while the auth store changed is refused (the permission

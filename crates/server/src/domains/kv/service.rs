@@ -82,8 +82,7 @@ impl Kv for KvService {
             let done = self
                 .member
                 .read_blocking(move |store| store.wait_compacted(rev, PHYSICAL_WAIT))
-                .await
-                .map_err(Status::internal)?;
+                .await?;
             if !done {
                 tracing::warn!(
                     compact_revision = rev,

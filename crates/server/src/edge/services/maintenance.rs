@@ -72,8 +72,7 @@ impl Maintenance for MaintenanceService {
         let rev = req.into_inner().revision;
         let (hash, compact_revision, _) = m
             .read_blocking(move |store| store.hash_kv(rev))
-            .await
-            .map_err(Status::internal)?
+            .await?
             .map_err(crate::machine::applier::mvcc_err)?;
         Ok(Response::new(HashKvResponse {
             header: Some(m.header(m.store.current_rev())),
@@ -87,8 +86,7 @@ impl Maintenance for MaintenanceService {
         admin(m, &req).await?;
         let hash = m
             .read_blocking(|store| store.hash_all())
-            .await
-            .map_err(Status::internal)?
+            .await?
             .map_err(crate::machine::applier::mvcc_err)?;
         Ok(Response::new(HashResponse {
             header: Some(m.header(m.store.current_rev())),
