@@ -3,18 +3,16 @@
 //! Owns: the generated prost messages and tonic client/server stubs for `etcdserverpb`,
 //! `mvccpb`, `authpb`, `v3lockpb`, `v3electionpb` (package, message and field numbers
 //! identical to etcd's, so etcd clients interoperate), oxcd's internal log-entry message
-//! (`oxcdpb`), [`errors::EtcdError`], the table of etcd's client-visible errors, and
-//! [`go_duration`], Go's duration text, which the server's flags and oxcdctl's both read
-//! as etcd's Go code does. With the `json` feature, etcd's messages also implement serde's
-//! traits with the JSON mapping etcd's gRPC gateway speaks (see `build.rs`).
+//! (`oxcdpb`), [`errors::EtcdError`] and the table of etcd's client-visible errors. With
+//! the `json` feature, etcd's messages also implement serde's traits with the JSON
+//! mapping etcd's gRPC gateway speaks (see `build.rs`).
 //!
-//! Invariant: no logic lives here beyond conversions and Go's duration text; every other
-//! crate speaks these types.
+//! Invariant: no logic lives here beyond conversions; every other crate speaks these
+//! types.
 
 #![allow(clippy::all, clippy::unwrap_used)]
 
 pub mod errors;
-pub mod go_duration;
 
 /// Key-value and event messages (`mvccpb`).
 pub mod mvccpb {

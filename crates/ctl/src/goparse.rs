@@ -137,7 +137,7 @@ pub fn parse_bool(s: &str) -> Result<bool, String> {
 /// Go's `time.ParseDuration`, in nanoseconds (negative durations allowed): the parser
 /// the server's flags use too.
 pub fn parse_duration(orig: &str) -> Result<i128, String> {
-    oxcd_api::go_duration::parse(orig).map(i128::from)
+    oxcd_go::duration::parse(orig).map(i128::from)
 }
 
 #[cfg(test)]

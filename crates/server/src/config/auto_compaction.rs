@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use oxcd_api::go_duration;
+use oxcd_go::duration as go_duration;
 
 /// What auto-compaction keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

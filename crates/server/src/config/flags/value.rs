@@ -214,14 +214,14 @@ fn underscores_ok(s: &str, prefixed: bool) -> bool {
 
 /// Go's time.ParseDuration as a yes/no (negative durations included).
 fn go_duration_ok(v: &str) -> bool {
-    oxcd_api::go_duration::parse(v).is_ok()
+    oxcd_go::duration::parse(v).is_ok()
 }
 
 /// Go's time.ParseDuration for non-negative values (ns, us, µs, ms, s, m, h; decimals;
 /// a leading `+`). `None` for anything Go refuses (syntax, overflow), and for negative
 /// durations.
 pub fn parse_duration(v: &str) -> Option<std::time::Duration> {
-    let nanos = oxcd_api::go_duration::parse(v).ok()?;
+    let nanos = oxcd_go::duration::parse(v).ok()?;
     u64::try_from(nanos)
         .ok()
         .map(std::time::Duration::from_nanos)

@@ -18,6 +18,9 @@ use std::time::Duration;
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::CompactionRequest;
+// A duration as etcd's logs print it (Go's `Duration.String()`), for periodic.rs and
+// revision.rs.
+use oxcd_go::duration::format_std as go_text;
 use tokio::sync::watch;
 
 use crate::config::auto_compaction::AutoCompaction;
@@ -66,9 +69,4 @@ async fn compact(
         }),
         _ = stop.wait_for(|s| *s) => None,
     }
-}
-
-/// A duration as etcd's logs print it (Go's `Duration.String()`).
-fn go_text(d: Duration) -> String {
-    oxcd_api::go_duration::format(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }

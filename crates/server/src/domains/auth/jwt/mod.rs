@@ -228,16 +228,7 @@ fn go_errno_text(e: &std::io::Error) -> String {
 
 /// Go's `time.ParseDuration`, signed, in nanoseconds.
 fn go_duration_nanos(text: &str) -> Option<i128> {
-    let (negative, body) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    if body.starts_with(['-', '+']) && negative {
-        return None;
-    }
-    let d = crate::config::flags::value::parse_duration(body)?;
-    let nanos = i128::try_from(d.as_nanos()).ok()?;
-    Some(if negative { -nanos } else { nanos })
+    oxcd_go::duration::parse(text).ok().map(i128::from)
 }
 
 impl JwtTokens {

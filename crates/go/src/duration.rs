@@ -1,5 +1,5 @@
 //! Go's `time.Duration` as text: `time.ParseDuration` with Go's error messages, and
-//! `Duration.String()` (what etcd's zap logs print for durations).
+//! `Duration.String()` (what etcd's zap logs and etcdctl print for durations).
 //!
 //! Invariant: the value is Go's, an `int64` of nanoseconds; anything Go refuses is
 //! refused here with the same text (`time: invalid duration "x"`,
@@ -186,6 +186,12 @@ pub fn format(nanos: i64) -> String {
     if neg { format!("-{body}") } else { body }
 }
 
+/// [`format`] of a std duration, as Go's `int64` nanoseconds (a longer one prints as
+/// Go's longest, `2562047h47m16.854775807s`).
+pub fn format_std(d: std::time::Duration) -> String {
+    format(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
 /// `v / scale` with the fraction's trailing zeros (and a bare dot) dropped.
 fn fixed(v: u64, scale: u64) -> String {
     let whole = v / scale;
@@ -283,5 +289,16 @@ mod tests {
         ] {
             assert_eq!(format(nanos), want, "{nanos}");
         }
+    }
+
+    #[test]
+    fn formats_std_durations_as_go() {
+        use std::time::Duration;
+        assert_eq!(format_std(Duration::ZERO), "0s");
+        assert_eq!(format_std(Duration::from_nanos(1_130_610)), "1.13061ms");
+        assert_eq!(format_std(Duration::from_nanos(918_843)), "918.843\u{b5}s");
+        assert_eq!(format_std(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(format_std(Duration::from_secs(7200)), "2h0m0s");
+        assert_eq!(format_std(Duration::MAX), "2562047h47m16.854775807s");
     }
 }
