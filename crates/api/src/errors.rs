@@ -28,6 +28,17 @@ macro_rules! etcd_errors {
                 match self { $( EtcdError::$name => $msg, )* }
             }
 
+            /// The error's name: a code that stays the same whatever its message says
+            /// (oxcd's peers send it beside the message: see the server's `peer::Refusal`).
+            pub fn name(self) -> &'static str {
+                match self { $( EtcdError::$name => stringify!($name), )* }
+            }
+
+            /// The error with this [`EtcdError::name`].
+            pub fn from_name(name: &str) -> Option<EtcdError> {
+                EtcdError::ALL.iter().copied().find(|e| e.name() == name)
+            }
+
             /// Finds the error with this exact message (used by clients to map a status back).
             pub fn from_message(message: &str) -> Option<EtcdError> {
                 EtcdError::ALL.iter().copied().find(|e| e.message() == message)

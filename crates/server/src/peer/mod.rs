@@ -21,5 +21,58 @@ pub const FROM_KEY: &str = "x-oxcd-from";
 /// dump plus at most one whole row, which can be as large as a request.
 pub const MAX_SNAPSHOT_CHUNK: usize = 256 << 20;
 /// What a member answers a peer it removed from the cluster (etcd's text); the peer
-/// stops when it hears it.
+/// stops when it hears it (as [`Refusal::MemberRemoved`]).
 pub const MEMBER_REMOVED: &str = "the member has been permanently removed from the cluster";
+
+/// Metadata key of a peer's refusal: its code ([`Refusal`]), which the asker matches,
+/// beside the message (etcd's text, for logs and people).
+pub const REFUSAL_KEY: &str = "x-oxcd-refusal";
+
+/// Why a peer refused a request, as the member that asked recognises it: by the code in
+/// [`REFUSAL_KEY`], never by the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// One of etcd's errors.
+    Etcd(oxcd_api::errors::EtcdError),
+    /// The asker was removed from the cluster ([`MEMBER_REMOVED`]).
+    MemberRemoved,
+}
+
+impl Refusal {
+    const MEMBER_REMOVED_CODE: &'static str = "MemberRemoved";
+
+    fn code(self) -> &'static str {
+        match self {
+            Refusal::Etcd(e) => e.name(),
+            Refusal::MemberRemoved => Self::MEMBER_REMOVED_CODE,
+        }
+    }
+
+    /// The answer carrying this refusal: etcd's code and text, and the refusal's code.
+    pub fn status(self) -> tonic::Status {
+        let mut status = match self {
+            Refusal::Etcd(e) => tonic::Status::from(e),
+            Refusal::MemberRemoved => tonic::Status::failed_precondition(MEMBER_REMOVED),
+        };
+        status.metadata_mut().insert(
+            REFUSAL_KEY,
+            tonic::metadata::MetadataValue::from_static(self.code()),
+        );
+        status
+    }
+
+    /// The refusal a peer's answer carries, if any.
+    pub fn of(status: &tonic::Status) -> Option<Refusal> {
+        let code = status.metadata().get(REFUSAL_KEY)?.to_str().ok()?;
+        if code == Self::MEMBER_REMOVED_CODE {
+            return Some(Refusal::MemberRemoved);
+        }
+        oxcd_api::errors::EtcdError::from_name(code).map(Refusal::Etcd)
+    }
+}
+
+impl From<oxcd_api::errors::EtcdError> for Refusal {
+    fn from(e: oxcd_api::errors::EtcdError) -> Refusal {
+        Refusal::Etcd(e)
+    }
+}

@@ -21,7 +21,7 @@ use tokio::sync::{Mutex, mpsc};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::traffic::PeerCounts;
-use super::{CLUSTER_ID_KEY, FROM_KEY};
+use super::{CLUSTER_ID_KEY, FROM_KEY, Refusal};
 use crate::domains::lease::renewals::Renewals;
 use crate::machine::member::Member;
 
@@ -70,7 +70,7 @@ impl PeerService {
                 remote_member_id = %format!("{from:x}"),
                 "rejected a peer stream: cluster ID mismatch"
             );
-            return Err(EtcdError::ClusterIdMismatch.into());
+            return Err(Refusal::Etcd(EtcdError::ClusterIdMismatch).status());
         }
         if let Some(m) = self.member.upgrade()
             && m.membership.state().removed.contains(&from)
@@ -79,7 +79,7 @@ impl PeerService {
                 remote_member_id = %format!("{from:x}"),
                 "rejected a peer stream: the member was removed from the cluster"
             );
-            return Err(Status::failed_precondition(super::MEMBER_REMOVED));
+            return Err(Refusal::MemberRemoved.status());
         }
         Ok(from)
     }
@@ -263,8 +263,9 @@ impl Peer for PeerService {
     ) -> Result<Response<PeerPromoteResponse>, Status> {
         self.admit(&req)?;
         let m = self.member()?;
-        let members =
-            crate::domains::membership::requests::promote_here(&m, req.get_ref().id).await?;
+        let members = crate::domains::membership::requests::promote_here(&m, req.get_ref().id)
+            .await
+            .map_err(|e| Refusal::Etcd(e).status())?;
         Ok(Response::new(PeerPromoteResponse { members }))
     }
 }

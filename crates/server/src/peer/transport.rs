@@ -367,10 +367,10 @@ async fn peer_loop(
                 }
                 res = &mut call => {
                     match res {
-                        Ok(Err(status)) if status.message() == oxcd_api::errors::EtcdError::ClusterIdMismatch.message() => {
+                        Ok(Err(status)) if super::Refusal::of(&status) == Some(super::Refusal::Etcd(oxcd_api::errors::EtcdError::ClusterIdMismatch)) => {
                             tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", status.message());
                         }
-                        Ok(Err(status)) if status.message() == super::MEMBER_REMOVED => {
+                        Ok(Err(status)) if super::Refusal::of(&status) == Some(super::Refusal::MemberRemoved) => {
                             tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", status.message());
                             (reports.removed)();
                         }

@@ -16,6 +16,7 @@ use oxcd_raft::ConfChangeType;
 
 use super::reconfig::{self, Health};
 use crate::machine::member::Member;
+use crate::peer::Refusal;
 use crate::peer::transport::Link;
 
 /// The members that have started: published a name through raft.
@@ -193,9 +194,10 @@ async fn promote_on(m: &Member, url: &str, id: u64) -> Result<Vec<MemberInfo>, O
                     EtcdError::MemberNotEnoughStarted,
                     EtcdError::TooManyLearners,
                 ];
-                final_answers
-                    .into_iter()
-                    .find(|e| e.message() == s.message())
+                match Refusal::of(&s) {
+                    Some(Refusal::Etcd(e)) if final_answers.contains(&e) => Some(e),
+                    _ => None,
+                }
             })
     };
     tokio::time::timeout(m.limits.request_timeout, call)
