@@ -98,7 +98,7 @@ impl RaftConf for NoConfChanges {
 fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durable: bool) {
     let tx = store.backend().begin_batch().expect("begin a batch");
     let leases = oxcd_server::domains::lease::Lessor::empty(2);
-    let auth = oxcd_server::domains::auth::AuthStore::default();
+    let auth = oxcd_auth::AuthStore::default();
     let membership = oxcd_server::domains::membership::Membership::default();
     let mut ctx = Applier::new(
         store,

@@ -80,7 +80,7 @@ pub struct Settings {
     /// that its partitioning proxy can tell which member a connection comes from.
     pub peer_source_ip: Option<std::net::IpAddr>,
     /// `--auth-token`: `simple`, `jwt,<options>` or empty (read by
-    /// [`crate::domains::auth::provider::TokenProvider::from_flag`]).
+    /// [`oxcd_auth::provider::TokenProvider::from_flag`]).
     pub auth_token: String,
     /// `--auth-token-ttl`: how long a simple token lives after its last use.
     pub auth_token_ttl: Duration,

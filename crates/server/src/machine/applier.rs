@@ -8,9 +8,9 @@ use oxcd_raft::node::RaftHandle;
 use oxcd_raft::{ConfChange, ConfState, RaftError};
 use oxcd_storage::batch::BatchTx;
 
-use crate::domains::auth::AuthStore;
 use crate::domains::lease::Lessor;
 use crate::domains::membership::Membership;
+use oxcd_auth::AuthStore;
 
 /// What a committed conf change asks of raft: to take it into raft's configuration (on
 /// the raft thread) and give back the configuration after it. [`RaftHandle`] is the

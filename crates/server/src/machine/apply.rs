@@ -21,6 +21,7 @@ use crate::machine::alarms;
 use crate::machine::applied::{Applied, Outcome};
 use crate::machine::applier::{Applier, ApplyError};
 use crate::machine::fatal::Fatal;
+use oxcd_auth::changes as rules;
 
 /// Applies the committed entry `e` at `ctx.index`: the proposer's request id (0: none)
 /// and the outcome its waiter gets, or None for an entry that answers no one (raft's
@@ -78,33 +79,33 @@ pub fn apply(
         Op::LeaseRevoke(r) => lease::revoke(ctx, r),
         Op::LeaseRenew(r) => lease::renew(ctx, &r.ids),
         Op::LeaseExpire(e) => lease::expire(ctx, e),
-        Op::AuthEnable(_) => auth::change(ctx, auth::enable),
+        Op::AuthEnable(_) => auth::change(ctx, rules::enable),
         Op::AuthDisable(_) => {
-            let applied = auth::change(ctx, auth::disable)?;
+            let applied = auth::change(ctx, rules::disable)?;
             ctx.auth.tokens.clear();
             Ok(applied)
         }
         Op::Authenticate(a) => auth::authenticate_entry(ctx, a),
-        Op::AuthUserAdd(r) => auth::change(ctx, |s, c| auth::user_add(s, c, r)),
+        Op::AuthUserAdd(r) => auth::change(ctx, |s, c| rules::user_add(s, c, r)),
         Op::AuthUserDelete(r) => {
-            let applied = auth::change(ctx, |s, c| auth::user_delete(s, c, r))?;
+            let applied = auth::change(ctx, |s, c| rules::user_delete(s, c, r))?;
             ctx.auth.tokens.invalidate_user(&r.name);
             Ok(applied)
         }
         Op::AuthUserChangePassword(r) => {
-            let applied = auth::change(ctx, |s, c| auth::user_change_password(s, c, r))?;
+            let applied = auth::change(ctx, |s, c| rules::user_change_password(s, c, r))?;
             ctx.auth.tokens.invalidate_user(&r.name);
             Ok(applied)
         }
-        Op::AuthUserGrantRole(r) => auth::change(ctx, |s, c| auth::user_grant_role(s, c, r)),
-        Op::AuthUserRevokeRole(r) => auth::change(ctx, |s, c| auth::user_revoke_role(s, c, r)),
-        Op::AuthRoleAdd(r) => auth::change(ctx, |s, c| auth::role_add(s, c, r)),
-        Op::AuthRoleDelete(r) => auth::change(ctx, |s, c| auth::role_delete(s, c, r)),
+        Op::AuthUserGrantRole(r) => auth::change(ctx, |s, c| rules::user_grant_role(s, c, r)),
+        Op::AuthUserRevokeRole(r) => auth::change(ctx, |s, c| rules::user_revoke_role(s, c, r)),
+        Op::AuthRoleAdd(r) => auth::change(ctx, |s, c| rules::role_add(s, c, r)),
+        Op::AuthRoleDelete(r) => auth::change(ctx, |s, c| rules::role_delete(s, c, r)),
         Op::AuthRoleGrantPermission(r) => {
-            auth::change(ctx, |s, c| auth::role_grant_permission(s, c, r))
+            auth::change(ctx, |s, c| rules::role_grant_permission(s, c, r))
         }
         Op::AuthRoleRevokePermission(r) => {
-            auth::change(ctx, |s, c| auth::role_revoke_permission(s, c, r))
+            auth::change(ctx, |s, c| rules::role_revoke_permission(s, c, r))
         }
     }
 }

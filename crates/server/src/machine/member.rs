@@ -18,7 +18,6 @@ use oxcd_raft::{ConfChange, ConfChangeType, RaftError};
 use prost::Message as _;
 use tokio::sync::{Mutex, Semaphore, oneshot, watch};
 
-use crate::domains::auth::AuthStore;
 use crate::domains::lease::Lessor;
 use crate::domains::membership::Membership;
 use crate::domains::watch::WatchHub;
@@ -30,6 +29,7 @@ use crate::machine::quota::Quota;
 use crate::machine::waiters::{Registration, Waiters};
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
+use oxcd_auth::AuthStore;
 
 /// gRPC's own framing overhead allowed on top of `--max-request-bytes` (as etcd).
 pub const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;

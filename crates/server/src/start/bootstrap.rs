@@ -13,8 +13,6 @@ use oxcd_storage::wal::Wal;
 use tokio::sync::oneshot;
 
 use crate::config::settings::Settings;
-use crate::domains::auth::AuthStore;
-use crate::domains::auth::provider::TokenProvider;
 use crate::domains::lease::Lessor;
 use crate::domains::membership::bootstrap::InitialCluster;
 use crate::domains::membership::{self, Membership};
@@ -27,6 +25,8 @@ use crate::machine::waiters::Waiters;
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
 use crate::peer::transport::{LinkReports, PeerFaults, PeerTransport};
+use oxcd_auth::AuthStore;
+use oxcd_auth::provider::TokenProvider;
 
 /// Why a member could not start.
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +48,7 @@ pub enum StartError {
     Cluster(#[from] crate::domains::membership::bootstrap::BootstrapError),
     /// `--auth-token` names no usable token provider.
     #[error(transparent)]
-    AuthToken(#[from] crate::domains::auth::jwt::OptionsError),
+    AuthToken(#[from] oxcd_auth::jwt::OptionsError),
     /// A member without data could not join the running cluster.
     #[error(transparent)]
     Join(#[from] crate::peer::remote::FreshMemberError),

@@ -223,7 +223,7 @@ async fn a_jwt_expires_at_its_ttl_and_forged_ones_never_work() {
     get(&m, &token, "dir/a").await.expect("a fresh token");
 
     // Signed with another key, with the claims of a good token.
-    let (other, _) = oxcd_server::domains::auth::jwt::JwtTokens::from_options(
+    let (other, _) = oxcd_auth::jwt::JwtTokens::from_options(
         &[
             ("sign-method".to_string(), "RS256".to_string()),
             ("priv-key".to_string(), key("rs-other.pem")),

@@ -22,7 +22,7 @@ use oxcd_api::authpb::permission::Type;
 use oxcd_api::etcdserverpb::auth_client::AuthClient;
 use oxcd_api::etcdserverpb::kv_client::KvClient;
 use oxcd_api::etcdserverpb::*;
-use oxcd_server::domains::auth::jwt::JwtTokens;
+use oxcd_auth::jwt::JwtTokens;
 use tonic::transport::Channel;
 
 /// A test key under `testdata/jwt`.

@@ -330,11 +330,9 @@ fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigE
 /// server (after the bootstrap checks), with its start-up errors; oxcd reads them here,
 /// before anything is created, and again when the member starts.
 fn check_auth_token(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
-    let (_, token_warnings) = crate::domains::auth::provider::TokenProvider::from_flag(
-        cfg.get(key::AUTH_TOKEN),
-        Duration::ZERO,
-    )
-    .map_err(|e| err(e.to_string()))?;
+    let (_, token_warnings) =
+        oxcd_auth::provider::TokenProvider::from_flag(cfg.get(key::AUTH_TOKEN), Duration::ZERO)
+            .map_err(|e| err(e.to_string()))?;
     warnings.extend(token_warnings);
     Ok(())
 }

@@ -14,10 +14,10 @@ use oxcd_api::errors::EtcdError;
 use oxcd_api::oxcdpb::RequestAuth;
 use tonic::Request;
 
-use crate::domains::auth::provider::TokenProvider;
-use crate::domains::auth::tokens;
 use crate::machine::member::Member;
 use crate::start::listeners::ClientAddr;
+use oxcd_auth::provider::TokenProvider;
+use oxcd_auth::tokens;
 
 /// The metadata keys a token travels in: etcd's clients, then its gateway.
 const TOKEN_KEYS: [&str; 2] = ["token", "authorization"];

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use base64::Engine as _;
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::auth_server::Auth;
 use oxcd_api::etcdserverpb::*;
@@ -17,11 +16,12 @@ use oxcd_api::oxcdpb::{AuthenticateOp, RequestAuth};
 use tonic::{Request, Response, Status};
 
 use crate::domains::auth::caller::{caller, name};
-use crate::domains::auth::jwt::SignError;
-use crate::domains::auth::provider::TokenProvider;
-use crate::domains::auth::{no_password, tokens};
 use crate::machine::member::Member;
 use crate::machine::proposal::Free;
+use oxcd_auth::jwt::SignError;
+use oxcd_auth::password;
+use oxcd_auth::provider::TokenProvider;
+use oxcd_auth::{no_password, tokens};
 
 /// Passwords checked and a token made at most this many times when the auth store keeps
 /// changing under an Authenticate (etcd retries without bound).
@@ -93,11 +93,10 @@ impl AuthService {
     /// `password` hashed with bcrypt and base64-encoded, as etcd 3.5's `hashedPassword`.
     async fn hash(&self, password: String) -> Result<String, Status> {
         let cost = self.member.auth.bcrypt_cost;
-        let hashed = tokio::task::spawn_blocking(move || bcrypt::hash(password, cost))
+        tokio::task::spawn_blocking(move || password::hash(&password, cost))
             .await
             .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(|e| Status::unknown(e.to_string()))?;
-        Ok(base64::engine::general_purpose::STANDARD.encode(hashed))
+            .map_err(|e| Status::unknown(e.to_string()))
     }
 
     /// Checks `password` for `name` as etcd's CheckPassword: the revision it was checked
@@ -119,9 +118,7 @@ impl AuthService {
             return Ok(revision);
         }
         let (ok, hash, password) = tokio::task::spawn_blocking(move || {
-            let ok = std::str::from_utf8(&hash)
-                .ok()
-                .and_then(|h| bcrypt::verify(&password, h).ok());
+            let ok = password::matches(&hash, &password);
             (ok, hash, password)
         })
         .await

@@ -23,10 +23,10 @@ use tonic::Status;
 use oxcd_api::oxcdpb::RequestAuth;
 
 use super::read as range;
-use crate::domains::auth::Access;
 use crate::domains::kv::validate;
 use crate::machine::applier::ApplyError;
 use crate::machine::member::Member;
+use oxcd_auth::Access;
 
 /// etcd's path of KV.Range.
 /// `RangeResponse.kvs`' field number.

@@ -19,12 +19,12 @@ use oxcd_api::etcdserverpb::{
 };
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::domains::auth::Access;
 use crate::domains::auth::caller::caller;
 use crate::domains::lease::MAX_TTL;
 use crate::domains::lease::renewals::Renewals;
 use crate::machine::member::Member;
 use crate::machine::quota::LEASE_OVERHEAD;
+use oxcd_auth::Access;
 
 /// Keepalives of one stream in flight at once.
 const KEEPALIVES_IN_FLIGHT: usize = 256;

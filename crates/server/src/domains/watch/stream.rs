@@ -33,9 +33,9 @@ use super::routes::Routes;
 use super::watcher::{DUPLICATE_ID, Watcher, fragments};
 use super::wire::WatchOut;
 use super::{Feed, Subscription, WatchHub};
-use crate::domains::auth::Access;
 use crate::domains::auth::caller::{Credentials, caller_of};
 use crate::machine::member::Member;
+use oxcd_auth::Access;
 
 /// The id etcd answers with when no watcher was created (and for stream-wide progress).
 const NO_WATCH: i64 = -1;

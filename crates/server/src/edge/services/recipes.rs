@@ -26,12 +26,12 @@ use oxcd_api::mvccpb::event::EventType;
 use oxcd_api::oxcdpb::RequestAuth;
 use tonic::{Code, Status};
 
-use crate::domains::auth::Access;
 use crate::domains::kv::read as range;
 use crate::domains::kv::validate;
 use crate::domains::watch::{Feed, Subscription};
 use crate::machine::member::Member;
 use crate::machine::quota;
+use oxcd_auth::Access;
 
 /// The TTL of the lease a request without one gets (concurrency's default session TTL).
 const SESSION_TTL: i64 = 60;

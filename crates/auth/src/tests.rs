@@ -1,5 +1,5 @@
 use super::*;
-use crate::domains::auth::apply as ops;
+use crate::changes as ops;
 use oxcd_api::etcdserverpb::{AuthRoleAddRequest, AuthUserAddRequest, AuthUserGrantRoleRequest};
 
 fn simple() -> TokenProvider {
