@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use crate::gofmt::quote_str;
-use crate::goparse;
+use oxcd_go::strconv;
 
 /// A flag's type, which decides how its value is checked and how help shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,17 +141,17 @@ impl Parsed {
 
     /// A boolean flag.
     pub fn flag(&self, name: &str) -> bool {
-        goparse::parse_bool(self.get(name)).unwrap_or(false)
+        strconv::parse_bool(self.get(name)).unwrap_or(false)
     }
 
     /// An int64 flag (checked when parsed).
     pub fn int(&self, name: &str) -> i64 {
-        goparse::parse_int(self.get(name), 0).unwrap_or(0)
+        strconv::parse_int(self.get(name), 0, 64).unwrap_or(0)
     }
 
     /// A duration flag (checked when parsed); negative durations count as zero.
     pub fn duration(&self, name: &str) -> std::time::Duration {
-        let ns = goparse::parse_duration(self.get(name)).unwrap_or(0);
+        let ns = oxcd_go::duration::parse(self.get(name)).unwrap_or(0);
         std::time::Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
     }
 
@@ -175,9 +175,13 @@ impl Parsed {
 
     fn store(&mut self, spec: &Spec, v: String) -> Result<(), String> {
         let check = match spec.kind {
-            Kind::Bool => goparse::parse_bool(&v).map(|_| ()),
-            Kind::Int64 => goparse::parse_int(&v, 0).map(|_| ()),
-            Kind::Duration => goparse::parse_duration(&v).map(|_| ()),
+            Kind::Bool => strconv::parse_bool(&v)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Kind::Int64 => strconv::parse_int(&v, 0, 64)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Kind::Duration => oxcd_go::duration::parse(&v).map(|_| ()),
             Kind::Str | Kind::StrSlice => Ok(()),
         };
         check.map_err(|e| {

@@ -23,7 +23,6 @@ mod ctx;
 mod env;
 mod fail;
 mod gofmt;
-mod goparse;
 mod help;
 mod output;
 mod session;

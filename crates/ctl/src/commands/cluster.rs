@@ -3,7 +3,7 @@
 use crate::command::{Command, Run};
 use crate::ctx::Ctx;
 use crate::fail::{Fail, exit};
-use crate::goparse;
+use oxcd_go::strconv;
 
 /// `move-leader <transferee-member-id>`.
 pub const MOVE_LEADER: Command = Command {
@@ -25,7 +25,8 @@ fn move_leader(mut ctx: Ctx) -> Run {
                 "move-leader command needs 1 argument",
             ));
         }
-        let target = goparse::parse_uint(&args[0], 16).map_err(|e| Fail::new(exit::BAD_ARGS, e))?;
+        let target = strconv::parse_uint(&args[0], 16, 64)
+            .map_err(|e| Fail::new(exit::BAD_ARGS, e.to_string()))?;
         let s = ctx.session()?;
         for ep in &s.endpoints {
             let c = s.client_for(std::slice::from_ref(ep)).await?;

@@ -11,8 +11,8 @@ use crate::args::{Parsed, Spec, boolean, int64, string};
 use crate::command::{Command, Run, bad_args};
 use crate::ctx::Ctx;
 use crate::fail::{Fail, exit};
-use crate::goparse;
 use crate::output::Format;
+use oxcd_go::strconv;
 
 const GET_FLAGS: &[Spec] = &[
     string("consistency", "l", "Linearizable(l) or Serializable(s)"),
@@ -283,7 +283,7 @@ pub fn put_request(p: &Parsed, stdin: Option<&mut dyn Read>) -> Result<PutReques
             (None, None) => return Err(bad_args(needs)),
         };
     }
-    r.lease = goparse::parse_int(p.get("lease"), 16)
+    r.lease = strconv::parse_int(p.get("lease"), 16, 64)
         .map_err(|e| bad_args(&format!("bad lease ID ({e}), expecting ID in Hex")))?;
     r.prev_kv = p.flag("prev-kv");
     r.ignore_value = ignore_value;
@@ -346,7 +346,8 @@ fn compaction(mut ctx: Ctx) -> Run {
         if p.args.len() != 1 {
             return Err(bad_args("compaction command needs 1 argument"));
         }
-        let rev = goparse::parse_int(&p.args[0], 10).map_err(|e| Fail::new(exit::ERROR, e))?;
+        let rev = strconv::parse_int(&p.args[0], 10, 64)
+            .map_err(|e| Fail::new(exit::ERROR, e.to_string()))?;
         let physical = p.flag("physical");
         let s = ctx.session()?;
         s.client().await?.compact(rev, physical).await?;

@@ -10,8 +10,8 @@ use crate::args::boolean;
 use crate::command::{Command, Run, bad_args};
 use crate::ctx::Ctx;
 use crate::fail::{Fail, exit};
-use crate::goparse;
 use crate::session::{Session, connect_failure};
+use oxcd_go::strconv;
 
 /// `lease`: prints its help.
 pub const GROUP: Command = Command {
@@ -70,7 +70,7 @@ pub const LIST: Command = Command {
 
 /// A lease id argument, read as etcdctl's `leaseFromArgs` reads it.
 pub(super) fn lease_id(arg: &str) -> Result<i64, Fail> {
-    goparse::parse_int(arg, 16)
+    strconv::parse_int(arg, 16, 64)
         .map_err(|e| bad_args(&format!("bad lease ID arg ({e}), expecting ID in Hex")))
 }
 
@@ -100,8 +100,8 @@ fn grant(mut ctx: Ctx) -> Run {
         if args.len() != 1 {
             return Err(bad_args("lease grant command needs TTL argument"));
         }
-        let ttl =
-            goparse::parse_int(&args[0], 10).map_err(|e| bad_args(&format!("bad TTL ({e})")))?;
+        let ttl = strconv::parse_int(&args[0], 10, 64)
+            .map_err(|e| bad_args(&format!("bad TTL ({e})")))?;
         let s = ctx.session()?;
         let failed =
             |e: oxcd_client::Error| Fail::new(exit::ERROR, format!("failed to grant lease ({e})"));

@@ -10,7 +10,7 @@ use crate::args::{boolean, string};
 use crate::command::{Command, Run, bad_args, failed, printed};
 use crate::ctx::Ctx;
 use crate::fail::Fail;
-use crate::goparse;
+use oxcd_go::strconv;
 
 /// `member`: prints its help.
 pub const GROUP: Command = Command {
@@ -96,7 +96,7 @@ fn member_id(args: &[String]) -> Result<u64, Fail> {
     let [id] = args else {
         return Err(bad_args("member ID is not provided"));
     };
-    goparse::parse_uint(id, 16)
+    strconv::parse_uint(id, 16, 64)
         .map_err(|e| bad_args(&format!("bad member ID arg ({e}), expecting ID in Hex")))
 }
 

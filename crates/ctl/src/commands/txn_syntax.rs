@@ -14,7 +14,7 @@ use crate::args::{self, HELP};
 use crate::command::Command;
 use crate::fail::{Fail, exit};
 use crate::gofmt::quote;
-use crate::goparse;
+use oxcd_go::strconv;
 
 fn invalid(msg: String) -> Fail {
     Fail::new(exit::INVALID_INPUT, msg)
@@ -187,7 +187,7 @@ pub fn parse_compare(line: &str) -> Result<Compare, Fail> {
         )));
     }
     let int = || {
-        goparse::parse_int(&String::from_utf8_lossy(&val), 10)
+        strconv::parse_int(&String::from_utf8_lossy(&val), 10, 64)
             .map_err(|_| invalid(format!("invalid txn compare request: {line}")))
     };
     let (t, union) = match target {

@@ -4,6 +4,9 @@
 
 use std::collections::HashMap;
 
+use oxcd_go::quote::quote_str;
+use oxcd_go::strconv;
+
 /// A flag's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -55,60 +58,13 @@ impl Parsed {
 
     /// A boolean flag's value.
     pub fn flag(&self, name: &str, specs: &[Spec]) -> bool {
-        parse_bool(self.get(name, specs)).unwrap_or(false)
+        strconv::parse_bool(self.get(name, specs)).unwrap_or(false)
     }
 
     /// A uint64 flag's value (checked when parsed).
     pub fn uint(&self, name: &str, specs: &[Spec]) -> u64 {
-        parse_uint(self.get(name, specs)).unwrap_or(0)
+        strconv::parse_uint(self.get(name, specs), 0, 64).unwrap_or(0)
     }
-}
-
-/// Go's `strconv.ParseBool`.
-pub fn parse_bool(s: &str) -> Option<bool> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
-/// Go's `strconv.ParseUint(s, 0, 64)`, with its error text.
-pub fn parse_uint(s: &str) -> Result<u64, String> {
-    let syntax = || format!("strconv.ParseUint: parsing {}: invalid syntax", quote(s));
-    let (digits, radix) = match s.get(..2) {
-        Some("0x" | "0X") => (&s[2..], 16),
-        Some("0b" | "0B") => (&s[2..], 2),
-        Some("0o" | "0O") => (&s[2..], 8),
-        _ if s.len() > 1 && s.starts_with('0') => (&s[1..], 8),
-        _ => (s, 10),
-    };
-    // Underscores only between digits, and only with a base prefix (Go's rule).
-    let prefixed = radix != 10 || digits.len() != s.len();
-    if digits.is_empty()
-        || (digits.contains('_')
-            && (!prefixed
-                || digits.starts_with('_')
-                || digits.ends_with('_')
-                || digits.contains("__")))
-    {
-        return Err(syntax());
-    }
-    let clean: String = digits.chars().filter(|c| *c != '_').collect();
-    if !clean.chars().all(|c| c.is_digit(radix)) {
-        return Err(syntax());
-    }
-    u64::from_str_radix(&clean, radix).map_err(|_| {
-        format!(
-            "strconv.ParseUint: parsing {}: value out of range",
-            quote(s)
-        )
-    })
-}
-
-/// Go's `%q` of a plain string.
-pub fn quote(s: &str) -> String {
-    format!("{s:?}")
 }
 
 /// Parses `argv` against `specs` (`-h/--help` among them).
@@ -185,21 +141,16 @@ fn set(p: &mut Parsed, spec: &Spec, value: String) -> Result<(), String> {
         };
         format!(
             "invalid argument {} for {} flag: {why}",
-            quote(&value),
-            quote(&name)
+            quote_str(&value),
+            quote_str(&name)
         )
     };
     match spec.kind {
         Kind::Bool => {
-            parse_bool(&value).ok_or_else(|| {
-                bad(format!(
-                    "strconv.ParseBool: parsing {}: invalid syntax",
-                    quote(&value)
-                ))
-            })?;
+            strconv::parse_bool(&value).map_err(|e| bad(e.to_string()))?;
         }
         Kind::Uint => {
-            parse_uint(&value).map_err(bad)?;
+            strconv::parse_uint(&value, 0, 64).map_err(|e| bad(e.to_string()))?;
         }
         Kind::Str => {}
     }
@@ -270,8 +221,12 @@ mod tests {
             "flag needs an argument: --bump-revision"
         );
         assert_eq!(
-            parse_uint("18446744073709551616").expect_err("range"),
-            "strconv.ParseUint: parsing \"18446744073709551616\": value out of range"
+            parse(&argv("--bump-revision 18446744073709551616"), SPECS).expect_err("range"),
+            "invalid argument \"18446744073709551616\" for \"--bump-revision\" flag: strconv.ParseUint: parsing \"18446744073709551616\": value out of range"
+        );
+        assert_eq!(
+            parse(&argv("--mark-compacted=maybe"), SPECS).expect_err("bad"),
+            "invalid argument \"maybe\" for \"--mark-compacted\" flag: strconv.ParseBool: parsing \"maybe\": invalid syntax"
         );
     }
 }
