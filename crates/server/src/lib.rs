@@ -7,16 +7,17 @@
 //! |---|---|
 //! | [`start`] | start-up and serving: `serve`, bootstrap, discovery, sockets, TLS, logs |
 //! | [`config`] | etcd's flags, variables and config file, read into typed `Settings` |
-//! | [`edge`] | the client edge: connections, the gRPC routes, the JSON gateway, health, metrics |
-//! | [`machine`] | the state machine: the `Member` handle, waiters, quota; the apply thread and its dispatch |
+//! | [`edge`] | the client edge: gRPC routes, the JSON gateway, health, metrics (on `oxcd_transport::serve`) |
+//! | [`machine`] | the state machine: the `Member` handle, typed proposals, waiters, quota; the apply thread and its dispatch |
 //! | [`domains`] | the replicated domains, one shape each: kv, lease, auth, membership, watch |
 //! | [`peer`] | member-to-member traffic: raft messages, snapshots, peer HTTP |
 //! | [`jobs`] | background jobs: auto-compaction, corruption checks |
 //! | [`backup`] | etcd-format backups: the bbolt file `Snapshot` streams |
 //!
-//! The rule for a domain: `domains/<domain>/` holds its state and tables, `apply.rs`
-//! (what a committed entry does to it) and `service.rs` (the gRPC side); the machine's
-//! one dispatch ([`machine::apply`]) calls each domain's apply.
+//! The rule for a domain: `domains/<domain>/` holds its state and tables (or uses the
+//! crate that keeps them: kv's `oxcd_mvcc`, auth's `oxcd_auth`), `apply.rs` (what a
+//! committed entry does to it) and `service.rs` (the gRPC side); the machine's one
+//! dispatch ([`machine::apply`]) calls each domain's apply.
 //!
 //! Invariants:
 //! - Every write goes through raft: propose, WAL fsync, commit, apply, then respond.
