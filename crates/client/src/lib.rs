@@ -17,7 +17,6 @@ mod client;
 mod coordination;
 mod endpoint;
 mod error;
-pub mod go_quote;
 mod ops;
 mod password;
 mod peer_urls;

@@ -6,8 +6,9 @@
 //! Only what decides whether a URL is refused, and with which words, is reproduced of
 //! Go's parser (Go 1.19, which Debian's etcdctl 3.4 is built with).
 
+use oxcd_go::quote::quote;
+
 use crate::Error;
-use crate::go_quote::quote;
 
 /// Checks `urls` as clientv3 does before `MemberAdd` and `MemberUpdate`: the first
 /// refusal, in Go's words, as [`Error::InvalidUrl`].

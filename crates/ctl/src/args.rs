@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::gofmt::quote_str;
+use oxcd_go::quote::quote_str;
 use oxcd_go::strconv;
 
 /// A flag's type, which decides how its value is checked and how help shows it.

@@ -7,9 +7,11 @@
 use std::collections::HashSet;
 use std::time::SystemTime;
 
+use oxcd_go::capnslog::log_timestamp;
+use oxcd_go::quote::quote_str;
+
 use crate::args::{Parsed, Spec};
 use crate::fail::{Fail, exit};
-use crate::gofmt::{log_timestamp, quote_str};
 use crate::output::Out;
 
 /// `ETCDCTL_` + the flag's name upper-cased with `-` as `_`.

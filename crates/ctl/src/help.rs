@@ -4,9 +4,10 @@
 
 use std::fmt::Write as _;
 
+use oxcd_go::quote::quote_str;
+
 use crate::args::{HELP, Kind, Spec};
 use crate::command::{Command, PROG, Tree};
-use crate::gofmt::quote_str;
 use crate::tabwriter;
 
 /// The API version `version` and the root help report.

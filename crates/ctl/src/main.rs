@@ -22,7 +22,6 @@ mod commands;
 mod ctx;
 mod env;
 mod fail;
-mod gofmt;
 mod help;
 mod output;
 mod session;

@@ -4,8 +4,8 @@
 //! Owns: [`status`] (`snapshot status`: hash, revision, key count and size of an etcd
 //! snapshot or backend file, as etcdutl 3.5 computes and prints them) and [`restore`]
 //! (`snapshot restore`: an etcd 3.4/3.5 or oxcd snapshot turned into a new member's oxcd
-//! data dir), with the helpers they print with ([`humanize`], [`table`], [`log`],
-//! [`goerr`]).
+//! data dir), with the helpers they print with ([`table`], [`log`]; Go's texts are
+//! oxcd-go's).
 //!
 //! Invariants:
 //! - Nothing read from a snapshot file is trusted: a damaged file is an error naming
@@ -16,8 +16,6 @@
 //! - Messages, flags and output are etcdutl 3.5.16's, byte for byte where etcd's are
 //!   defined.
 
-pub mod goerr;
-pub mod humanize;
 pub mod log;
 pub mod restore;
 pub mod status;

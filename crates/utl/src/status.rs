@@ -23,7 +23,7 @@ pub struct Status {
 
 /// The status of the file at `path`, or etcdutl's error text.
 pub fn status(path: &Path) -> Result<Status, String> {
-    std::fs::metadata(path).map_err(|e| crate::goerr::path_error("stat", path, &e))?;
+    std::fs::metadata(path).map_err(|e| oxcd_go::os::path_error("stat", path, &e))?;
     let db = BoltReader::open(path).map_err(|e| e.to_string())?;
     let mut hash = 0u32;
     let mut revision = 0i64;
@@ -86,7 +86,7 @@ pub fn print(s: &Status, format: Format) -> Result<String, String> {
         format!("{:x}", s.hash),
         s.revision.to_string(),
         s.total_key.to_string(),
-        crate::humanize::bytes(s.total_size),
+        oxcd_go::humanize::bytes(s.total_size),
     ];
     Ok(match format {
         Format::Simple => format!("{}\n", cells.join(", ")),

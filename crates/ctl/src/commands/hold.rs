@@ -117,16 +117,8 @@ pub fn spawn_error(program: &str, e: &std::io::Error) -> String {
     if e.kind() == std::io::ErrorKind::NotFound && !program.contains('/') {
         return format!(
             "exec: {}: executable file not found in $PATH",
-            crate::gofmt::quote_str(program)
+            oxcd_go::quote::quote_str(program)
         );
     }
-    // Rust's "No such file or directory (os error 2)" is Go's "no such file or directory".
-    let text = e.to_string();
-    let text = text.split(" (os error").next().unwrap_or(&text);
-    let mut chars = text.chars();
-    let lower: String = chars
-        .next()
-        .map(|c| c.to_lowercase().chain(chars).collect())
-        .unwrap_or_default();
-    format!("fork/exec {program}: {lower}")
+    format!("fork/exec {program}: {}", oxcd_go::os::errno_text(e))
 }

@@ -6,13 +6,13 @@ use std::io::Read;
 use oxcd_api::etcdserverpb::range_request::{SortOrder, SortTarget};
 use oxcd_api::etcdserverpb::{DeleteRangeRequest, PutRequest, RangeRequest};
 use oxcd_client::prefix_end;
+use oxcd_go::strconv;
 
 use crate::args::{Parsed, Spec, boolean, int64, string};
 use crate::command::{Command, Run, bad_args};
 use crate::ctx::Ctx;
 use crate::fail::{Fail, exit};
 use crate::output::Format;
-use oxcd_go::strconv;
 
 const GET_FLAGS: &[Spec] = &[
     string("consistency", "l", "Linearizable(l) or Serializable(s)"),
@@ -157,7 +157,7 @@ pub fn range_request(p: &Parsed) -> Result<RangeRequest, Fail> {
                 exit::BAD_FEATURE,
                 format!(
                     "unknown consistency flag {}",
-                    crate::gofmt::quote_str(other)
+                    oxcd_go::quote::quote_str(other)
                 ),
             ));
         }

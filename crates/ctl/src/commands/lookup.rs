@@ -2,10 +2,11 @@
 //! values skipped, exact names or prefixes unique among etcdctl's commands, and unknown
 //! words refused with cobra's texts and "Did you mean this?" suggestions.
 
+use oxcd_go::quote::quote_str;
+
 use crate::args::{Kind, Spec};
 use crate::command::{Command, PROG, Tree};
 use crate::fail::{Fail, exit};
-use crate::gofmt::quote_str;
 use crate::output::Out;
 
 /// etcdctl 3.4's top-level command names in the order etcdctl adds them, so that a

@@ -18,7 +18,6 @@ use oxcd_api::etcdserverpb::SnapshotRequest;
 use crate::command::{Command, Run, bad_args};
 use crate::ctx::Ctx;
 use crate::fail::{Fail, exit};
-use crate::gofmt;
 use crate::output::Out;
 
 /// `snapshot`: prints its help.
@@ -55,10 +54,10 @@ fn log(msg: &str, fields: &[(&str, String)]) -> String {
         .map_or(0.0, |d| d.as_secs_f64());
     let mut line = format!(
         r#"{{"level":"info","ts":{ts},"caller":"snapshot/v3_snapshot.go","msg":{}"#,
-        gofmt::json_string(msg)
+        oxcd_go::json::json_string(msg)
     );
     for (k, v) in fields {
-        line.push_str(&format!(",{}:{v}", gofmt::json_string(k)));
+        line.push_str(&format!(",{}:{v}", oxcd_go::json::json_string(k)));
     }
     line.push_str("}\n");
     line
@@ -102,12 +101,12 @@ fn save(mut ctx: Ctx) -> Run {
             .map_err(|e| {
                 interrupted(format!(
                     "could not open {part} ({})",
-                    gofmt::path_error("open", &part, &e)
+                    oxcd_go::os::path_error("open", &part, &e)
                 ))
             })?;
         let mut logs = log(
             "created temporary db file",
-            &[("path", gofmt::json_string(&part))],
+            &[("path", oxcd_go::json::json_string(&part))],
         );
         // What etcdctl logged before a failure is printed with it.
         let with_logs = |logs: &str, mut f: Fail| {
@@ -126,12 +125,12 @@ fn save(mut ctx: Ctx) -> Run {
                 .into_inner();
             logs.push_str(&log(
                 "fetching snapshot",
-                &[("endpoint", gofmt::json_string(&endpoint))],
+                &[("endpoint", oxcd_go::json::json_string(&endpoint))],
             ));
             let mut size = 0u64;
             while let Some(msg) = stream.message().await.map_err(stream_failed)? {
                 file.write_all(&msg.blob)
-                    .map_err(|e| interrupted(gofmt::path_error("write", &part, &e)))?;
+                    .map_err(|e| interrupted(oxcd_go::os::path_error("write", &part, &e)))?;
                 size += msg.blob.len() as u64;
             }
             Ok::<u64, Fail>(size)
@@ -150,14 +149,21 @@ fn save(mut ctx: Ctx) -> Run {
                 interrupted(format!("sha256 checksum not found [bytes: {size}]")),
             ));
         }
-        file.sync_all()
-            .map_err(|e| with_logs(&logs, interrupted(gofmt::path_error("sync", &part, &e))))?;
+        file.sync_all().map_err(|e| {
+            with_logs(
+                &logs,
+                interrupted(oxcd_go::os::path_error("sync", &part, &e)),
+            )
+        })?;
         drop(file);
         logs.push_str(&log(
             "fetched snapshot",
             &[
-                ("endpoint", gofmt::json_string(&endpoint)),
-                ("size", gofmt::json_string(&gofmt::bytes(size))),
+                ("endpoint", oxcd_go::json::json_string(&endpoint)),
+                (
+                    "size",
+                    oxcd_go::json::json_string(&oxcd_go::humanize::bytes(size)),
+                ),
                 ("took", start.elapsed().as_secs_f64().to_string()),
             ],
         ));
@@ -166,12 +172,15 @@ fn save(mut ctx: Ctx) -> Run {
                 &logs,
                 interrupted(format!(
                     "could not rename {part} to {path} ({})",
-                    gofmt::path_error("rename", &part, &e)
+                    oxcd_go::os::path_error("rename", &part, &e)
                 )),
             )
         })?;
         sync_parent(Path::new(&path));
-        logs.push_str(&log("saved", &[("path", gofmt::json_string(&path))]));
+        logs.push_str(&log(
+            "saved",
+            &[("path", oxcd_go::json::json_string(&path))],
+        ));
         Ok(Out::err(logs).then(Out::text(format!("Snapshot saved at {path}\n"))))
     })
 }

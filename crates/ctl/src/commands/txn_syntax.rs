@@ -7,14 +7,14 @@
 use oxcd_api::etcdserverpb::compare::{CompareResult, CompareTarget, TargetUnion};
 use oxcd_api::etcdserverpb::request_op::Request;
 use oxcd_api::etcdserverpb::{Compare, RequestOp};
+use oxcd_go::quote::quote;
+use oxcd_go::strconv;
 
 use super::kv::{DEL, GET, PUT, delete_request, put_request, range_request};
 use super::lookup::strip_flags;
 use crate::args::{self, HELP};
 use crate::command::Command;
 use crate::fail::{Fail, exit};
-use crate::gofmt::quote;
-use oxcd_go::strconv;
 
 fn invalid(msg: String) -> Fail {
     Fail::new(exit::INVALID_INPUT, msg)

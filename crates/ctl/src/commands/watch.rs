@@ -12,7 +12,6 @@ use crate::args::Parsed;
 use crate::command::{Command, Run, bad_args};
 use crate::ctx::Ctx;
 use crate::fail::{Fail, exit};
-use crate::gofmt;
 
 /// `watch [options] [key or prefix] [range_end] [--] [exec-command arg1 arg2 ...]`.
 pub const WATCH: Command = Command {
@@ -33,7 +32,7 @@ fn env_keys() -> Result<(String, String), Fail> {
     if env_key.is_empty() && !env_range.is_empty() {
         return Err(bad_args(&format!(
             "ETCDCTL_WATCH_KEY is empty but got ETCDCTL_WATCH_RANGE_END={}",
-            gofmt::quote_str(&env_range)
+            oxcd_go::quote::quote_str(&env_range)
         )));
     }
     Ok((env_key, env_range))

@@ -8,7 +8,6 @@ use oxcd_api::etcdserverpb::WatchResponse;
 
 use crate::args::{Spec, boolean, int64};
 use crate::fail::{Fail, exit};
-use crate::gofmt;
 use crate::output::Printer;
 use crate::output::simple::event_type;
 
@@ -62,10 +61,10 @@ pub(super) fn show(printer: &Printer, resp: &WatchResponse, exec: &[String]) -> 
                 .env("ETCD_WATCH_REVISION", rev.to_string())
                 .env(
                     "ETCD_WATCH_EVENT_TYPE",
-                    gofmt::quote_str(event_type(e.r#type)),
+                    oxcd_go::quote::quote_str(event_type(e.r#type)),
                 )
-                .env("ETCD_WATCH_KEY", gofmt::quote(&kv.key))
-                .env("ETCD_WATCH_VALUE", gofmt::quote(&kv.value))
+                .env("ETCD_WATCH_KEY", oxcd_go::quote::quote(&kv.key))
+                .env("ETCD_WATCH_VALUE", oxcd_go::quote::quote(&kv.value))
                 .stdin(Stdio::null())
                 .status();
             let failed = match status {
@@ -77,7 +76,7 @@ pub(super) fn show(printer: &Printer, resp: &WatchResponse, exec: &[String]) -> 
                 Err(err) => Some(err.to_string()),
             };
             if let Some(err) = failed {
-                let args: Vec<String> = exec.iter().map(|a| gofmt::quote_str(a)).collect();
+                let args: Vec<String> = exec.iter().map(|a| oxcd_go::quote::quote_str(a)).collect();
                 eprintln!("command [{}] error ({err})", args.join(" "));
                 std::process::exit(1);
             }

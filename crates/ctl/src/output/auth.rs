@@ -10,11 +10,12 @@ use oxcd_api::etcdserverpb::{
     AuthUserListResponse, ResponseHeader,
 };
 use oxcd_client::prefix_end;
+use oxcd_go::json::json_string;
+use oxcd_go::quote::quote;
 use prost::Message;
 
 use super::json::{Obj, header};
 use super::{Format, Out, Printer, fields, pb};
-use crate::gofmt::{json_string, quote};
 
 /// An auth response whose simple form is one sentence and whose other forms show only
 /// its header (the add, delete, grant, revoke and password answers).

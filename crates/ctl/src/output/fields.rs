@@ -9,8 +9,7 @@ use oxcd_api::etcdserverpb::{
     ResponseHeader, StatusResponse, TxnResponse, WatchResponse,
 };
 use oxcd_api::mvccpb::KeyValue;
-
-use crate::gofmt::{quote, quote_str};
+use oxcd_go::quote::{quote, quote_str};
 
 /// A response header.
 pub fn header(h: &Option<ResponseHeader>) -> String {

@@ -12,8 +12,7 @@ use oxcd_api::etcdserverpb::{
     PutResponse, RangeResponse, ResponseHeader, StatusResponse, TxnResponse,
 };
 use oxcd_api::mvccpb::KeyValue;
-
-use crate::gofmt::json_string as quote;
+use oxcd_go::json::json_string as quote;
 
 /// Builds one JSON object, skipping zero values like Go's `omitempty`.
 #[derive(Default)]

@@ -18,10 +18,11 @@ use oxcd_api::etcdserverpb::{
     Member, MemberAddResponse, MemberListResponse, MemberPromoteResponse, MemberRemoveResponse,
     MemberUpdateResponse, ResponseHeader,
 };
+use oxcd_go::json::json_string;
+use oxcd_go::quote::quote_str;
 
 use super::json::{Obj, header};
 use super::{Format, Out, Printer, fields, pb, table};
-use crate::gofmt::{json_string, quote_str};
 
 /// A member as Go's encoding/json writes etcdserverpb's struct.
 fn member_json(m: &Member) -> String {

@@ -19,8 +19,6 @@ use oxcd_api::etcdserverpb::{
 };
 use prost::Message;
 
-use crate::gofmt;
-
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -154,7 +152,9 @@ pub struct Health {
 
 impl Health {
     fn took(&self) -> String {
-        self.took.map(gofmt::duration).unwrap_or_default()
+        self.took
+            .map(oxcd_go::duration::format_std)
+            .unwrap_or_default()
     }
 }
 
@@ -271,7 +271,7 @@ impl Printer {
                     ep.clone(),
                     format!("{id:x}"),
                     s.version.clone(),
-                    gofmt::bytes(s.db_size.max(0) as u64),
+                    oxcd_go::humanize::bytes(s.db_size.max(0) as u64),
                     (s.leader == id).to_string(),
                     s.is_learner.to_string(),
                     s.raft_term.to_string(),
@@ -361,13 +361,13 @@ impl Printer {
                     .map(|h| {
                         format!(
                             "{{\"endpoint\":{},\"health\":{},\"took\":{}{}}}",
-                            gofmt::json_string(&h.endpoint),
+                            oxcd_go::json::json_string(&h.endpoint),
                             h.healthy,
-                            gofmt::json_string(&h.took()),
+                            oxcd_go::json::json_string(&h.took()),
                             if h.error.is_empty() {
                                 String::new()
                             } else {
-                                format!(",\"error\":{}", gofmt::json_string(&h.error))
+                                format!(",\"error\":{}", oxcd_go::json::json_string(&h.error))
                             }
                         )
                     })
@@ -379,7 +379,7 @@ impl Printer {
                     .map(|h| {
                         format!(
                             "\"Endpoint\" : {}\n\"Health\" : {}\n\"Took\" : {}\n\"Error\" : {}\n\n",
-                            gofmt::quote_str(&h.endpoint),
+                            oxcd_go::quote::quote_str(&h.endpoint),
                             h.healthy,
                             h.took(),
                             h.error

@@ -10,8 +10,7 @@ use oxcd_api::etcdserverpb::{
 };
 use oxcd_api::mvccpb::KeyValue;
 use oxcd_api::mvccpb::event::EventType;
-
-use crate::gofmt::hex016;
+use oxcd_go::hex::hex016;
 
 /// The simple printer's options.
 pub struct Simple {

@@ -186,7 +186,7 @@ fn unreadable(src: &Path, e: ReadError) -> String {
         ReadError::Meta(oxcd_bbolt::page::MetaError::Invalid) | ReadError::TooSmall => format!(
             "snapshot file {src:?} is not a bbolt database (the format of etcd's snapshots and backends): {e}"
         ),
-        ReadError::Io(e) => crate::goerr::path_error("read", src, &e),
+        ReadError::Io(e) => oxcd_go::os::path_error("read", src, &e),
         e => format!("snapshot file {src:?} is damaged: {e}"),
     }
 }

@@ -8,9 +8,8 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use oxcd_go::os::path_error;
 use sha2::{Digest, Sha256};
-
-use crate::goerr::path_error;
 
 /// Bytes of the sha256 trailer.
 const TRAILER: u64 = 32;

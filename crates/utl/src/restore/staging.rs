@@ -13,7 +13,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::goerr::path_error;
+use oxcd_go::os::path_error;
 
 /// The name of the member directory being built, inside the data dir.
 pub const MEMBER_TMP: &str = "member.restore-tmp";

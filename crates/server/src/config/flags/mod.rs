@@ -507,7 +507,7 @@ fn has_wal(dir: &Path) -> bool {
 
 /// Go's `%q` of a `[]string`.
 fn go_quote_list(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
+    let quoted: Vec<String> = items.iter().map(|s| oxcd_go::quote::quote_str(s)).collect();
     format!("[{}]", quoted.join(" "))
 }
 
