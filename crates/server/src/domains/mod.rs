@@ -1,5 +1,6 @@
-//! The replicated domains, one shape each: a domain's folder holds its state (and its
-//! backend tables), `apply.rs` (what a committed entry does to it, called by
+//! The replicated domains, one shape each: a domain's folder holds its state and its
+//! backend tables (or uses the crate that keeps them: oxcd-mvcc for kv, oxcd-auth for
+//! auth), `apply.rs` (what a committed entry does to it, called by
 //! [`crate::machine::apply`]) and `service.rs` (the gRPC service that reads it and
 //! proposes its requests); drivers that act only on the leader (lease expiry, learner
 //! promotion) sit beside them.

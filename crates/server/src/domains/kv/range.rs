@@ -8,7 +8,7 @@
 //!
 //! Invariants: a [`RangeOut`]'s pieces carry exactly the bytes of the `RangeResponse` it
 //! stands for (fields in field order) after the gRPC prefix; the answer (rows, `more`, `count`, header
-//! revision, errors) is the one `apply::range` gives for the same request.
+//! revision, errors) is the one [`super::read::range`] gives for the same request.
 
 use bytes::{Bytes, BytesMut};
 
