@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use oxcd_client::{Client, ConnectOptions, Error, watch_prefix};
-use oxcd_server::config::settings::Settings;
+use oxcd_config::settings::Settings;
 use oxcd_server::start::serve;
 
 /// A member on `port` with its data in `dir`; stops when the sender is dropped or used.

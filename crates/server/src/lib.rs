@@ -5,8 +5,7 @@
 //!
 //! | area | what it holds |
 //! |---|---|
-//! | [`start`] | start-up and serving: `serve`, bootstrap, discovery, sockets, TLS, logs |
-//! | [`config`] | etcd's flags, variables and config file, read into typed `Settings` |
+//! | [`start`] | start-up and serving: `serve`, bootstrap, discovery, sockets, TLS, logs (flags and settings: `oxcd_config`) |
 //! | [`edge`] | the client edge: gRPC routes, the JSON gateway, health, metrics (on `oxcd_transport::serve`) |
 //! | [`machine`] | the state machine: the `Member` handle, typed proposals, waiters, quota; the apply thread and its dispatch |
 //! | [`domains`] | the replicated domains, one shape each: kv, lease, auth, membership, watch |
@@ -26,7 +25,6 @@
 //! - A request is answered only after its effects are visible to reads here.
 
 pub mod backup;
-pub mod config;
 pub mod domains;
 pub mod edge;
 pub mod jobs;

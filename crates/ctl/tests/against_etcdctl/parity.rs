@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use oxcd_server::config::settings::Settings;
+use oxcd_config::settings::Settings;
 use oxcd_server::start::serve;
 
 const ETCDCTL: &str = "/usr/bin/etcdctl";

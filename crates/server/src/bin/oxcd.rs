@@ -4,8 +4,8 @@
 
 use std::process::ExitCode;
 
-use oxcd_server::config::flags;
-use oxcd_server::config::flags::table::key;
+use oxcd_config::flags;
+use oxcd_config::flags::table::key;
 use oxcd_server::start::{logging, serve};
 
 /// mimalloc rather than glibc's malloc: measured in alternating rounds against the same

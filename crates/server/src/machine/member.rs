@@ -25,11 +25,11 @@ use crate::edge::metrics::Metrics;
 use crate::machine::alarms;
 use crate::machine::applied::Applied;
 use crate::machine::proposal::{Admitted, Free, Headers, Proposal};
-use crate::machine::quota::Quota;
 use crate::machine::waiters::{Registration, Waiters};
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;
 use oxcd_auth::AuthStore;
+use oxcd_config::quota::Quota;
 
 /// gRPC's own framing overhead allowed on top of `--max-request-bytes` (as etcd).
 pub const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;

@@ -1,6 +1,7 @@
 //! The space quota (`--quota-backend-bytes`), as etcd 3.5 charges it.
 //!
-//! Owns what a request costs against the quota and whether the backend has room for it.
+//! Owns what a request costs against the quota; whether the backend has room for it is
+//! the [`oxcd_config::quota::Quota`] the flags set.
 //! Only requests that store something new cost anything: a put (etcd's 256 bytes of
 //! key metadata plus its key and value), a txn (the larger of its two branches' puts) and
 //! a lease grant (64 bytes). Everything else costs 0 and is always admitted, so that an
@@ -12,7 +13,7 @@
 //!   decide what a raised NOSPACE alarm refuses, identically on every member.
 //! - The backend size is never consulted when applying (members' files differ in size);
 //!   only the member receiving a request compares its own size with the quota
-//!   ([`Quota::admits`]), before proposing, as etcd's gRPC layer does.
+//!   (`Quota::admits`), before proposing, as etcd's gRPC layer does.
 
 use oxcd_api::etcdserverpb::request_op::Request;
 use oxcd_api::etcdserverpb::{PutRequest, RequestOp, TxnRequest};
@@ -22,9 +23,6 @@ use oxcd_api::oxcdpb::internal_request::Op;
 pub const KV_OVERHEAD: u64 = 256;
 /// etcd's estimate of what storing a lease costs.
 pub const LEASE_OVERHEAD: u64 = 64;
-/// The quota when `--quota-backend-bytes` is 0: etcd's 2 GiB.
-pub const DEFAULT_QUOTA_BYTES: u64 = 2 << 30;
-
 /// What a put costs: the key metadata, the key and the value.
 pub fn put_cost(p: &PutRequest) -> u64 {
     KV_OVERHEAD + p.key.len() as u64 + p.value.len() as u64
@@ -56,51 +54,6 @@ pub fn cost(op: &Op) -> u64 {
         Op::Txn(t) => txn_cost(t),
         Op::LeaseGrant(_) => LEASE_OVERHEAD,
         _ => 0,
-    }
-}
-
-/// The quota a member enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Quota {
-    /// The limit in bytes; None: disabled.
-    limit: Option<u64>,
-    /// The flag's value (negative when disabled).
-    flag: i64,
-}
-
-impl Quota {
-    /// The quota `--quota-backend-bytes` sets: 0 is etcd's 2 GiB default, a negative
-    /// value disables the quota, as in etcd.
-    pub fn from_flag(bytes: i64) -> Quota {
-        Quota {
-            limit: match bytes {
-                0 => Some(DEFAULT_QUOTA_BYTES),
-                b => u64::try_from(b).ok(),
-            },
-            flag: bytes,
-        }
-    }
-
-    /// What etcd's `etcd_server_quota_backend_bytes` gauge shows: the limit, or the
-    /// flag's negative value when disabled.
-    pub fn gauge(&self) -> i64 {
-        self.limit
-            .map_or(self.flag, |l| i64::try_from(l).unwrap_or(i64::MAX))
-    }
-
-    /// The limit in bytes (None: disabled).
-    pub fn limit(&self) -> Option<u64> {
-        self.limit
-    }
-
-    /// Whether a request costing `cost` fits a backend of `size` bytes: etcd's
-    /// `size + cost < quota`; a request that costs nothing always fits.
-    pub fn admits(&self, size: u64, cost: u64) -> bool {
-        match self.limit {
-            _ if cost == 0 => true,
-            None => true,
-            Some(limit) => size.saturating_add(cost) < limit,
-        }
     }
 }
 
@@ -171,27 +124,5 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(txn_cost(&outer), 256 + 2);
-    }
-
-    #[test]
-    fn flag_values_as_etcd_reads_them() {
-        assert_eq!(Quota::from_flag(0).limit(), Some(2 << 30));
-        assert_eq!(Quota::from_flag(-1).limit(), None);
-        assert_eq!(Quota::from_flag(65536).limit(), Some(65536));
-        assert!(Quota::from_flag(-1).admits(u64::MAX, 1000));
-        assert_eq!(Quota::from_flag(0).gauge(), 2 << 30);
-        assert_eq!(Quota::from_flag(-5).gauge(), -5);
-    }
-
-    #[test]
-    fn admits_strictly_below_the_quota() {
-        let q = Quota::from_flag(1000);
-        assert!(q.admits(700, 299));
-        assert!(!q.admits(700, 300), "size + cost must stay below the quota");
-        assert!(
-            q.admits(5000, 0),
-            "a request that costs nothing always passes"
-        );
-        assert!(!q.admits(u64::MAX, 1), "no overflow");
     }
 }

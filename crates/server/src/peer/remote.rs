@@ -20,9 +20,9 @@ use oxcd_api::oxcdpb::MemberInfo;
 
 use super::PeerDialer;
 use super::dialer::DialError;
-use crate::config::settings::Settings;
 use crate::domains::membership::bootstrap::InitialCluster;
 use crate::domains::membership::ids;
+use oxcd_config::settings::Settings;
 
 /// How long each peer has to answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(1);

@@ -12,7 +12,6 @@ use oxcd_storage::lock::DirLock;
 use oxcd_storage::wal::Wal;
 use tokio::sync::oneshot;
 
-use crate::config::settings::Settings;
 use crate::domains::lease::Lessor;
 use crate::domains::membership::bootstrap::InitialCluster;
 use crate::domains::membership::{self, Membership};
@@ -27,6 +26,7 @@ use crate::peer::health::PeerHealth;
 use crate::peer::transport::{LinkReports, PeerFaults, PeerTransport};
 use oxcd_auth::AuthStore;
 use oxcd_auth::provider::TokenProvider;
+use oxcd_config::settings::Settings;
 
 /// Why a member could not start.
 #[derive(Debug, thiserror::Error)]

@@ -25,10 +25,10 @@ use oxcd_api::mvccpb::KeyValue;
 use oxcd_api::mvccpb::event::EventType;
 use tonic::transport::Channel;
 
-use crate::config::settings::Settings;
 use crate::edge::services::recipes::prefix_end;
 use crate::peer::PeerDialer;
 use crate::peer::dialer::DialError;
+use oxcd_config::settings::Settings;
 
 /// The root of every discovery token's keys.
 const PREFIX: &str = "/_etcd/registry";
@@ -390,11 +390,10 @@ pub async fn discover(mut s: Settings) -> Result<Settings, DiscoveryError> {
             .join(me, &own_peers(&s))
             .await
             .map_err(DiscoveryError::Join)?;
-        crate::config::flags::parse_initial_cluster(&text)
-            .map_err(DiscoveryError::InitialCluster)?
+        oxcd_config::flags::parse_initial_cluster(&text).map_err(DiscoveryError::InitialCluster)?
     };
     tracing::info!(found_cluster = ?cluster, "got the initial cluster by discovery");
-    crate::config::flags::verify_bootstrap(&s.name, &cluster, &s.peer_urls)
+    oxcd_config::flags::verify_bootstrap(&s.name, &cluster, &s.peer_urls)
         .map_err(DiscoveryError::Bootstrap)?;
     s.initial_cluster = cluster;
     Ok(s)

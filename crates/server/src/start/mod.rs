@@ -1,6 +1,6 @@
 //! Start-up and serving: from a process's flags to a running member and back down.
 //!
-//! [`serve`] is the entry point: it reads the [`crate::config::Settings`], opens the data
+//! [`serve`] is the entry point: it reads the [`oxcd_config::Settings`], opens the data
 //! dir and the WAL ([`bootstrap`], with [`discovery`] for a member that learns its
 //! cluster from DNS SRV records or an existing cluster), binds the sockets
 //! ([`listeners`], with [`security`]'s TLS), starts the raft, apply and background

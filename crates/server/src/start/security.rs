@@ -11,7 +11,7 @@ use oxcd_transport::selfcert::{self, Usage};
 use oxcd_transport::tls::{ClientTls, ServerTls};
 use oxcd_transport::{TlsError, TlsInfo, valid_for_host_of};
 
-use crate::config::settings::Settings;
+use oxcd_config::settings::Settings;
 
 /// The TLS configurations of a member.
 #[derive(Clone, Default)]

@@ -11,7 +11,6 @@ use oxcd_raft::RaftError;
 use oxcd_transport::listen::Addr;
 use tokio::sync::{oneshot, watch};
 
-use crate::config::settings::Settings;
 use crate::domains::lease::renewals::Renewals;
 use crate::edge::{gateway, http, services};
 use crate::jobs::corrupt;
@@ -25,6 +24,7 @@ use crate::start::discovery::DiscoveryError;
 use crate::start::listeners::{self, ClientListener, ListenError, PlainListener};
 use crate::start::security;
 use oxcd_api::oxcdpb::peer_server::PeerServer;
+use oxcd_config::settings::Settings;
 
 /// Why serving ended with an error.
 #[derive(Debug, thiserror::Error)]

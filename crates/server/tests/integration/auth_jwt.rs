@@ -18,7 +18,7 @@ use oxcd_api::etcdserverpb::kv_client::KvClient;
 use oxcd_api::etcdserverpb::{
     AuthRoleAddRequest, AuthenticateRequest, PutRequest, RangeRequest, RangeResponse,
 };
-use oxcd_server::config::settings::Settings;
+use oxcd_config::settings::Settings;
 use tonic::{Code, Status};
 
 /// A test key under `testdata/jwt`.

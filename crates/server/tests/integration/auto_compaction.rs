@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{InProc, OxcdProcess, free_port, oxcd_command};
 use etcd_client::{Client, GetOptions};
-use oxcd_server::config::auto_compaction::AutoCompaction;
+use oxcd_config::auto_compaction::AutoCompaction;
 
 const COMPACTED: &str = "etcdserver: mvcc: required revision has been compacted";
 

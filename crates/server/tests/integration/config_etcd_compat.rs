@@ -11,8 +11,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use oxcd_server::config::flags::table::key;
-use oxcd_server::config::flags::{self, ConfigError, Loaded, Source, table};
+use oxcd_config::flags::table::key;
+use oxcd_config::flags::{self, ConfigError, Loaded, Source, table};
 
 fn load_with(args: &[&str], env: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -1100,7 +1100,7 @@ fn supported_flags_take_non_default_values() {
 
 #[test]
 fn auto_compaction_from_flags_variables_and_file() {
-    use oxcd_server::config::auto_compaction::AutoCompaction::{Periodic, Revision};
+    use oxcd_config::auto_compaction::AutoCompaction::{Periodic, Revision};
     let hours = |h: u64| Some(Periodic(Duration::from_secs(h * 3600)));
     assert_eq!(ok(&[]).config.settings().auto_compaction, None);
     let s = ok(&["--auto-compaction-retention", "2"]).config.settings();

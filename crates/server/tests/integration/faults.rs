@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use common::InProc;
 use etcd_client::GetOptions;
-use oxcd_server::config::settings::Settings;
+use oxcd_config::settings::Settings;
 use oxcd_server::start::serve::{self, ServeError};
 use oxcd_testkit::small_disk::SmallDisk;
 

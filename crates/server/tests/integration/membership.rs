@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::cluster::OneAway;
-use oxcd_server::config::settings::Settings;
+use oxcd_config::settings::Settings;
 use oxcd_server::domains::membership::{MembershipState, table};
 use oxcd_storage::backend::Backend;
 

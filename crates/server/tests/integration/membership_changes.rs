@@ -12,7 +12,7 @@ use crate::common;
 
 use common::{InProc, free_port};
 use etcd_client::{Client, GetOptions, MemberAddOptions};
-use oxcd_server::config::settings::Settings;
+use oxcd_config::settings::Settings;
 
 /// A member's name and peer URL.
 #[derive(Clone)]

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use oxcd_server::config::flags::{self, value};
-use oxcd_server::config::settings::Settings;
+use oxcd_config::flags::{self, value};
+use oxcd_config::settings::Settings;
 use oxcd_server::domains::membership::ids;
 
 /// What the restore's flags say about the new cluster.

@@ -31,7 +31,7 @@ use oxcd_api::etcdserverpb::{
     Member, MemberAddRequest, MemberAddResponse, MemberListResponse, MemberPromoteResponse,
     MemberRemoveResponse, MemberUpdateResponse, ResponseHeader,
 };
-use oxcd_server::config::settings::Settings;
+use oxcd_config::settings::Settings;
 use oxcd_server::start::serve;
 use prost::Message;
 use tokio::runtime::Runtime;

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use oxcd_api::oxcdpb::{MemberInfo, MemberList};
 use prost::Message as _;
 
-use crate::config::settings::Settings;
 use crate::domains::membership::ids;
+use oxcd_config::settings::Settings;
 
 /// Why the cluster a member starts with could not be known.
 #[derive(Debug, thiserror::Error)]

@@ -64,8 +64,7 @@ pub fn peer_urls(urls: &[String]) -> Result<Vec<String>, EtcdError> {
     }
     let mut out = Vec::new();
     for u in urls {
-        let url =
-            crate::config::flags::value::parse_url(u).map_err(|_| EtcdError::MemberBadUrls)?;
+        let url = oxcd_config::flags::value::parse_url(u).map_err(|_| EtcdError::MemberBadUrls)?;
         out.push(url.text());
     }
     out.sort();

@@ -1,6 +1,6 @@
 //! Auto-compaction (`--auto-compaction-mode`, `--auto-compaction-retention`), as etcd
 //! 3.5's v3compactor: [`periodic`] keeps about a duration of history, [`revision`] a
-//! number of revisions; [`crate::config::auto_compaction`] reads the flags.
+//! number of revisions; [`oxcd_config::auto_compaction`] reads the flags.
 //!
 //! Invariants:
 //! - Only the leader compacts: each loop looks at leadership on every tick and does
@@ -23,12 +23,12 @@ use oxcd_api::etcdserverpb::CompactionRequest;
 use oxcd_go::duration::format_std as go_text;
 use tokio::sync::watch;
 
-use crate::config::auto_compaction::AutoCompaction;
+use oxcd_config::auto_compaction::AutoCompaction;
 
 use crate::machine::member::Member;
 
 /// Runs auto-compaction `mode` for `member` until `stop`; `revision_interval` is how
-/// often revision mode looks ([`crate::config::auto_compaction::REVISION_INTERVAL`] but in tests).
+/// often revision mode looks ([`oxcd_config::auto_compaction::REVISION_INTERVAL`] but in tests).
 pub async fn run(
     member: Arc<Member>,
     mode: AutoCompaction,

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use oxcd_server::config::settings::Settings;
+use oxcd_config::settings::Settings;
 use oxcd_server::peer::transport::PeerFaults;
 use oxcd_server::start::serve::TestHooks;
 use oxcd_testkit::pki::{Ca, Spec};

@@ -7,7 +7,7 @@ pub mod etcd;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use oxcd_server::config::settings::Settings;
+use oxcd_config::settings::Settings;
 use oxcd_server::start::serve;
 use tokio::sync::oneshot;
 

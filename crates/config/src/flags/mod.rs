@@ -29,8 +29,8 @@ use typed::{Key, ValueType};
 
 use oxcd_transport::{TlsInfo, TlsOptions, TlsVersion};
 
-use crate::config::auto_compaction::{self, AutoCompaction};
-use crate::config::settings::Settings;
+use crate::auto_compaction::{self, AutoCompaction};
+use crate::settings::Settings;
 
 /// Where a value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,7 +183,7 @@ fn parse_args(
         };
         if flag.kind == Kind::Bool {
             let v = inline.unwrap_or_else(|| "true".into());
-            if let Err(r) = value::check(flag, &v) {
+            if let Err(r) = table::check(flag, &v) {
                 return Err(err(format!("invalid boolean value {v:?} for -{name}: {r}")));
             }
             cfg.values.insert(flag.name, (v, Source::Flag));
@@ -199,7 +199,7 @@ fn parse_args(
                 v.clone()
             }
         };
-        if let Err(r) = value::check(flag, &v) {
+        if let Err(r) = table::check(flag, &v) {
             return Err(err(format!("invalid value {v:?} for flag -{name}: {r}")));
         }
         cfg.values.insert(flag.name, (v, Source::Flag));
@@ -255,7 +255,7 @@ fn apply_env(
             warnings.push(format!("flag -{name} is no longer supported - ignoring"));
             continue;
         };
-        match value::check(flag, &v) {
+        match table::check(flag, &v) {
             Ok(()) => {
                 cfg.values.insert(flag.name, (v, Source::Env));
             }
@@ -811,6 +811,19 @@ impl Config {
 }
 
 /// etcd's `types.NewURLsMap` on an `--initial-cluster` text: (name, sorted peer URLs),
+impl Settings {
+    /// etcd's defaults (the flag table's) for a member called `name` in `data_dir`,
+    /// alone in its cluster. (Here, beside the table the defaults come from, so that the
+    /// settings do not depend on the flags.)
+    pub fn new(name: &str, data_dir: std::path::PathBuf) -> Settings {
+        let mut s = Config::defaults().settings();
+        s.name = name.to_string();
+        s.data_dir = data_dir;
+        s.initial_cluster = vec![(name.to_string(), s.peer_urls.clone())];
+        s
+    }
+}
+
 /// in order of first appearance; the error is the first bad URL's.
 pub fn parse_initial_cluster(text: &str) -> Result<Vec<(String, Vec<String>)>, String> {
     let mut members: Vec<(String, Vec<String>)> = Vec::new();

@@ -370,7 +370,7 @@ pub fn apply(path: &str, cfg: &mut Config, warnings: &mut Vec<String>) -> Result
         if text.is_empty() {
             continue;
         }
-        if let Some(valid) = super::value::choices(key)
+        if let Some(valid) = super::table::choices(key)
             && !valid.contains(&text.as_str())
         {
             let what = if key == "proxy" {

@@ -1,4 +1,4 @@
-//! Configuration: etcd's flags, `ETCD_*` variables and config file read into typed
+//! oxcd-config: etcd's flags, `ETCD_*` variables and config file read into typed
 //! [`settings::Settings`] ([`flags`] holds etcd's flag table, the parsers of Go's value
 //! syntax and the checks; [`settings`] is what the rest of the member reads).
 //!
@@ -7,6 +7,7 @@
 
 pub mod auto_compaction;
 pub mod flags;
+pub mod quota;
 pub mod settings;
 
 pub use settings::Settings;

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use oxcd_transport::TlsInfo;
 
-use crate::config::auto_compaction::AutoCompaction;
+use crate::auto_compaction::AutoCompaction;
 
-use crate::machine::quota::Quota;
+use crate::quota::Quota;
 
 /// Member settings.
 #[derive(Debug, Clone)]
@@ -119,21 +119,11 @@ pub struct Settings {
     /// (None: off, a retention of zero).
     pub auto_compaction: Option<AutoCompaction>,
     /// How often revision-mode auto-compaction looks at the revision: etcd's 5 minutes
-    /// ([`crate::config::auto_compaction::REVISION_INTERVAL`]). Not a flag: tests shorten it.
+    /// ([`crate::auto_compaction::REVISION_INTERVAL`]). Not a flag: tests shorten it.
     pub auto_compaction_revision_interval: Duration,
 }
 
 impl Settings {
-    /// etcd's defaults (the flag table's) for a member called `name` in `data_dir`,
-    /// alone in its cluster.
-    pub fn new(name: &str, data_dir: PathBuf) -> Settings {
-        let mut s = crate::config::flags::Config::defaults().settings();
-        s.name = name.to_string();
-        s.data_dir = data_dir;
-        s.initial_cluster = vec![(name.to_string(), s.peer_urls.clone())];
-        s
-    }
-
     /// The WAL directory.
     pub fn wal_dir(&self) -> PathBuf {
         self.wal_dir

@@ -48,6 +48,10 @@ pub struct Flag {
 use Kind::*;
 use Support::*;
 
+use super::value::{
+    flag_text, go_duration_ok, parse_bool, parse_go_int, parse_go_uint, parse_urls,
+};
+
 const fn f(name: &'static str, default: &'static str, kind: Kind, support: Support) -> Flag {
     Flag {
         name,
@@ -269,4 +273,68 @@ pub fn find(name: &str) -> Option<&'static Flag> {
 /// The `ETCD_*` variable for a flag.
 pub fn env_name(flag: &str) -> String {
     format!("ETCD_{}", flag.to_uppercase().replace('-', "_"))
+}
+
+/// Checks `value` for `flag`; the error is the reason Go's flag package would give.
+pub fn check(flag: &Flag, value: &str) -> Result<(), String> {
+    match flag.kind {
+        Kind::Str => check_choice(flag.name, value),
+        Kind::Bool => parse_bool(value)
+            .map(|_| ())
+            .ok_or_else(|| "parse error".to_string()),
+        Kind::Uint => parse_go_uint(value, 64).map(|_| ()).map_err(flag_text),
+        // etcd's uint32Value.Set returns strconv's error unchanged.
+        Kind::Uint32 => parse_go_uint(value, 32)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Kind::Int => parse_go_int(value, 64).map(|_| ()).map_err(flag_text),
+        Kind::Duration => {
+            if go_duration_ok(value) {
+                Ok(())
+            } else {
+                Err("parse error".to_string())
+            }
+        }
+        // etcd's UniqueURLs accept "" (the flag keeps its default).
+        Kind::Urls if value.is_empty() => Ok(()),
+        Kind::Urls => parse_urls(value).map(|_| ()),
+    }
+}
+
+/// The values of etcd's selective flags (`flags.SelectiveStringValue` and
+/// `SelectiveStringsValue`); other string flags are free text at parse time.
+pub fn choices(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "initial-cluster-state" => &["new", "existing"],
+        "discovery-fallback" => &["exit", "proxy"],
+        "proxy" => &["off", "readonly", "on"],
+        "v2-deprecation" => &[
+            "not-yet",
+            "write-only",
+            "write-only-skip-check",
+            "write-only-drop-data",
+            "gone",
+        ],
+        _ => return None,
+    })
+}
+
+fn check_choice(name: &str, value: &str) -> Result<(), String> {
+    let Some(valid) = choices(name) else {
+        return Ok(());
+    };
+    if name == "v2-deprecation" {
+        // SelectiveStringsValue: a comma list, each one valid.
+        for v in value.split(',') {
+            if !valid.contains(&v) {
+                return Err(format!("invalid value {v:?}"));
+            }
+        }
+        return Ok(());
+    }
+    if valid.contains(&value) {
+        Ok(())
+    } else {
+        Err("invalid value".to_string())
+    }
 }
