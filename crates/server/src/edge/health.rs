@@ -19,7 +19,7 @@ use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::AlarmType;
 use oxcd_mvcc::{KeyRange, RangeOptions};
 
-use crate::edge::http::go_text;
+use crate::edge::go_http::go_text;
 use crate::machine::alarms;
 use crate::machine::member::Member;
 

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 
+use crate::edge::go_http::go_text;
 use crate::machine::member::Member;
 
 /// HTTP routes for `member`.
@@ -33,23 +34,6 @@ pub async fn not_found(req: axum::extract::Request) -> axum::response::Response 
             .into_response();
     }
     go_text(StatusCode::NOT_FOUND, "404 page not found")
-}
-
-/// An answer as Go's `http.Error` writes it: plain text, `nosniff`, the message and a
-/// newline.
-pub fn go_text(status: StatusCode, message: &str) -> axum::response::Response {
-    (
-        status,
-        [
-            (
-                axum::http::header::CONTENT_TYPE,
-                "text/plain; charset=utf-8",
-            ),
-            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        ],
-        format!("{message}\n"),
-    )
-        .into_response()
 }
 
 /// Prometheus text exposition of etcd's metrics ([`crate::edge::metrics`]).

@@ -4,12 +4,14 @@
 //! gRPC and HTTP on one port, as etcd), with [`grpc_compat`] smoothing what Go's gRPC
 //! clients send; [`services`] routes every etcd gRPC service (the replicated domains'
 //! services live with their domain); [`gateway`] is etcd's JSON gateway over the same
-//! handlers; [`http`], [`health`] and [`metrics`] are the HTTP endpoints.
+//! handlers; [`http`], [`health`] and [`metrics`] are the HTTP endpoints ([`go_http`]:
+//! answers as Go's net/http writes them).
 //!
 //! Invariant: the edge changes no replicated state itself: writes are proposed through
 //! the [`crate::machine::member::Member`] and answered once applied here.
 
 pub mod gateway;
+pub mod go_http;
 pub mod grpc_compat;
 pub mod health;
 pub mod http;

@@ -164,7 +164,7 @@ impl Gateway {
             .get::<axum::extract::ConnectInfo<ClientAddr>>()
             .and_then(|c| c.0.common_name.as_ref());
         if common_name.is_some() && self.member.auth.enabled() {
-            return Some(crate::edge::http::go_text(
+            return Some(crate::edge::go_http::go_text(
                 StatusCode::BAD_REQUEST,
                 CN_IGNORED,
             ));
