@@ -115,7 +115,7 @@ impl Backend {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| StorageError::io(parent, e))?;
         }
-        crate::defrag::remove_leftover(path)?;
+        remove_defrag_leftover(path)?;
         let db = create_database(path)?;
         let backend = Backend {
             db: RwLock::new(Arc::new(db)),
@@ -312,6 +312,30 @@ impl Backend {
     ) -> std::result::Result<Option<Vec<u8>>, redb::Error> {
         let t = tx.open_table(schema::META)?;
         Ok(t.get(key)?.map(|v| v.value().to_vec()))
+    }
+}
+
+/// The suffix of the file an online defragmentation writes ([`crate::defrag`]).
+const DEFRAG_SUFFIX: &str = "defrag";
+
+/// The temporary file a defragmentation of `path` writes.
+pub(crate) fn defrag_temp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".");
+    name.push(DEFRAG_SUFFIX);
+    path.with_file_name(name)
+}
+
+/// Removes what a defragmentation interrupted by a crash left next to `path`.
+fn remove_defrag_leftover(path: &Path) -> Result<()> {
+    let temp = defrag_temp_path(path);
+    match std::fs::remove_file(&temp) {
+        Ok(()) => {
+            tracing::warn!(path = %temp.display(), "removed the file of an interrupted defragmentation");
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StorageError::io(&temp, e)),
     }
 }
 

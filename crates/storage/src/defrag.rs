@@ -34,12 +34,11 @@ use redb::{
     Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction,
 };
 
-use crate::backend::{Backend, create_database};
+use crate::backend::{Backend, create_database, defrag_temp_path as temp_path};
 use crate::tables::{KeyKind, TABLES, TableSpec};
 use crate::{Result, StorageError, schema};
 
 /// Suffix of the fresh file while it is being written, next to the backend file.
-const TEMP_SUFFIX: &str = "defrag";
 /// A catch-up that copied fewer key rows than this is small enough to repeat with
 /// writers held.
 const SMALL_CATCH_UP: u64 = 2_000;
@@ -75,27 +74,6 @@ pub struct DefragReport {
 struct Mark {
     last_key: Option<Vec<u8>>,
     compaction: (Option<Vec<u8>>, Option<Vec<u8>>),
-}
-
-/// The temporary file a defragmentation of `path` writes.
-fn temp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".");
-    name.push(TEMP_SUFFIX);
-    path.with_file_name(name)
-}
-
-/// Removes what a defragmentation interrupted by a crash left next to `path`.
-pub(crate) fn remove_leftover(path: &Path) -> Result<()> {
-    let temp = temp_path(path);
-    match std::fs::remove_file(&temp) {
-        Ok(()) => {
-            tracing::warn!(path = %temp.display(), "removed the file of an interrupted defragmentation");
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(StorageError::io(&temp, e)),
-    }
 }
 
 impl Backend {
