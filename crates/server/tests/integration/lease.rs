@@ -275,6 +275,14 @@ async fn the_leader_renews_forwarded_keepalives_and_a_follower_refuses_them() {
     let follower = (leader + 1) % 3;
     let mut c = members[follower].client().await;
     let id = c.lease_grant(30, None).await.expect("grant").id();
+    // The follower answered once it applied the grant; the leader may apply it a moment
+    // later. A linearizable read on the leader waits until it has.
+    members[leader]
+        .client()
+        .await
+        .lease_time_to_live(id, None)
+        .await
+        .expect("the leader knows the lease");
     let header = c.status().await.expect("status");
     let header = header.header().expect("header");
     let (cluster, me) = (header.cluster_id(), header.member_id());
