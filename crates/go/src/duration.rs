@@ -186,7 +186,7 @@ pub fn format(nanos: i64) -> String {
     if neg { format!("-{body}") } else { body }
 }
 
-/// [`format`] of a std duration, as Go's `int64` nanoseconds (a longer one prints as
+/// [`format()`] of a std duration, as Go's `int64` nanoseconds (a longer one prints as
 /// Go's longest, `2562047h47m16.854775807s`).
 pub fn format_std(d: std::time::Duration) -> String {
     format(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))

@@ -3,7 +3,7 @@
 //! function ([`apply`]) after the checks every request meets (auth, alarms).
 //!
 //! Deterministic: the outcome depends only on the entry and the store's state, never on
-//! clocks or on which member applies it. A request that fails (an [`EtcdError`]) changes
+//! clocks or on which member applies it. A request that fails (an `EtcdError`) changes
 //! nothing and consumes no revision; every member fails it the same way. A backend error
 //! or an entry that cannot be read is not deterministic: it is [`Fatal`] and the member
 //! stops rather than skip it.

@@ -250,7 +250,7 @@ impl Member {
     }
 
     /// etcd's space check before a request that stores something new is proposed, the
-    /// one check such a request meets: one costing `cost` ([`quota`]'s `*_cost`) must
+    /// one check such a request meets: one costing `cost` ([`crate::machine::quota`]'s `*_cost`) must
     /// leave this member's backend below the quota. When it would not, this member's
     /// NOSPACE alarm is raised through raft (unless already raised here) before the
     /// refusal is returned, so that whoever saw the refusal finds the alarm listed; the

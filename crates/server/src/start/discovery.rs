@@ -58,7 +58,7 @@ pub enum DiscoveryError {
 }
 
 /// Why the v3 discovery service could not be used: for good when
-/// [`ServiceError::is_final`], else retried.
+/// `ServiceError::is_final`, else retried.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     /// No endpoint was given.

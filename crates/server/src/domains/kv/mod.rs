@@ -2,9 +2,9 @@
 //!
 //! [`validate`] checks a request's shape before it is proposed; [`service`] serves Put,
 //! DeleteRange, Txn and Compact by proposing them, [`range`] answers Range (with the
-//! ReadIndex barrier unless serializable), [`routes`] puts the KV service on the router; [`apply`] is what a
-//! committed Put, DeleteRange, Txn or Compaction does to the store, [`write`] the put
-//! and delete they are made of, [`txn`] a transaction's compares and operations,
+//! ReadIndex barrier unless serializable), [`routes`] puts the KV service on the router;
+//! [`apply`] is what a committed Put, DeleteRange, Txn or Compaction does to the store,
+//! [`mod@write`] the put and delete they are made of, [`txn`] a transaction's compares and operations,
 //! [`read`] a range read inside and outside the apply path.
 
 pub mod apply;

@@ -3,7 +3,7 @@
 //! value if the key is already there) and waits until it is the key under `name/`
 //! created first; the leader is that key. Proclaim and Resign act only while the key
 //! still has the create revision the leader was elected with. Observe is in
-//! [`super::observe`].
+//! `observe.rs`.
 
 use std::pin::Pin;
 use std::sync::Arc;

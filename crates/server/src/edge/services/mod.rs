@@ -1,7 +1,7 @@
 //! The gRPC routes: every etcd service on one router. The replicated domains' services
 //! live with their domain ([`crate::domains`]); here are the services that are not one
 //! domain's ([`maintenance`], and the [`lock`] and [`election`] recipes over KV, with
-//! [`observe`] and [`recipes`]) and the learner gate in front of them all.
+//! `observe` and [`recipes`]) and the learner gate in front of them all.
 
 pub mod election;
 pub mod learner_gate;
