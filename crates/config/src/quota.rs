@@ -39,13 +39,14 @@ impl Quota {
         self.limit
     }
 
-    /// Whether a request costing `cost` fits a backend of `size` bytes: etcd's
-    /// `size + cost < quota`; a request that costs nothing always fits.
-    pub fn admits(&self, size: u64, cost: u64) -> bool {
+    /// Whether a request costing `cost` fits a backend whose size `size` tells: etcd's
+    /// `size + cost < quota`. A request that costs nothing always fits, and then (as
+    /// without a quota) the size is not asked: it is a `stat` of the database file.
+    pub fn admits(&self, cost: u64, size: impl FnOnce() -> u64) -> bool {
         match self.limit {
             _ if cost == 0 => true,
             None => true,
-            Some(limit) => size.saturating_add(cost) < limit,
+            Some(limit) => size().saturating_add(cost) < limit,
         }
     }
 }
@@ -59,7 +60,7 @@ mod tests {
         assert_eq!(Quota::from_flag(0).limit(), Some(2 << 30));
         assert_eq!(Quota::from_flag(-1).limit(), None);
         assert_eq!(Quota::from_flag(65536).limit(), Some(65536));
-        assert!(Quota::from_flag(-1).admits(u64::MAX, 1000));
+        assert!(Quota::from_flag(-1).admits(1000, || u64::MAX));
         assert_eq!(Quota::from_flag(0).gauge(), 2 << 30);
         assert_eq!(Quota::from_flag(-5).gauge(), -5);
     }
@@ -67,12 +68,15 @@ mod tests {
     #[test]
     fn admits_strictly_below_the_quota() {
         let q = Quota::from_flag(1000);
-        assert!(q.admits(700, 299));
-        assert!(!q.admits(700, 300), "size + cost must stay below the quota");
+        assert!(q.admits(299, || 700));
         assert!(
-            q.admits(5000, 0),
+            !q.admits(300, || 700),
+            "size + cost must stay below the quota"
+        );
+        assert!(
+            q.admits(0, || 5000),
             "a request that costs nothing always passes"
         );
-        assert!(!q.admits(u64::MAX, 1), "no overflow");
+        assert!(!q.admits(1, || u64::MAX), "no overflow");
     }
 }

@@ -29,7 +29,7 @@ use tokio::sync::watch;
 
 use crate::machine::member::{Member, ReadFailed};
 use crate::peer::PeerDialer;
-use crate::peer::dialer::DialError;
+use crate::peer::remote::AskError;
 use crate::peer::transport::Link;
 
 /// How long a peer has to answer a hash request.
@@ -61,15 +61,9 @@ enum PeerHashError {
     /// It has no peer URL to ask.
     #[error("no peer URL")]
     NoPeerUrl,
-    /// It could not be dialed.
+    /// It could not be dialed, refused the request or did not answer in time.
     #[error(transparent)]
-    Dial(#[from] DialError),
-    /// It refused the request.
-    #[error("{}", .0.message())]
-    Refused(Box<tonic::Status>),
-    /// It did not answer in time.
-    #[error("timed out")]
-    TimedOut,
+    Ask(#[from] AskError),
 }
 
 /// Why the initial check stops the member.
@@ -119,11 +113,11 @@ async fn peer_hash(
             .hash_kv(link.request(PeerHashKvRequest { revision: rev }))
             .await
             .map(|r| r.into_inner())
-            .map_err(|s| PeerHashError::Refused(Box::new(s)))
+            .map_err(|s| AskError::Refused(Box::new(s)))
     };
     let answer = tokio::time::timeout(PEER_TIMEOUT, call)
         .await
-        .map_err(|_| PeerHashError::TimedOut)??;
+        .map_err(|_| AskError::TimedOut)??;
     match answer.unavailable() {
         HashUnavailable::HashAvailable => Ok(answer),
         HashUnavailable::HashFutureRevision => Err(PeerHashError::Behind),

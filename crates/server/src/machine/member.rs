@@ -250,13 +250,17 @@ impl Member {
     }
 
     /// etcd's space check before a request that stores something new is proposed, the
-    /// one check such a request meets: one costing `cost` ([`crate::machine::quota`]'s `*_cost`) must
-    /// leave this member's backend below the quota. When it would not, this member's
+    /// one check such a request meets: one costing `cost` (see [`crate::machine::quota`])
+    /// must leave this member's backend below the quota. When it would not, this member's
     /// NOSPACE alarm is raised through raft (unless already raised here) before the
     /// refusal is returned, so that whoever saw the refusal finds the alarm listed; the
     /// alarm then refuses such requests on every member until an operator disarms it.
     pub async fn admit(&self, cost: u64) -> Result<Admitted, EtcdError> {
-        if cost == 0 || self.limits.quota.admits(self.store.backend().size(), cost) {
+        if self
+            .limits
+            .quota
+            .admits(cost, || self.store.backend().size())
+        {
             return Ok(Admitted(()));
         }
         self.raise_nospace().await;

@@ -67,7 +67,7 @@ pub struct Unanswered {
     pub error: AskError,
 }
 
-/// Why a peer did not tell its members.
+/// Why a peer gave no answer to what we asked it (its members, its hash).
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {
     /// It could not be dialed.
