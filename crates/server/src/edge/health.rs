@@ -20,8 +20,8 @@ use oxcd_api::etcdserverpb::AlarmType;
 use oxcd_mvcc::{KeyRange, RangeOptions};
 
 use crate::edge::go_http::go_text;
+use crate::edge::http::HttpHandles;
 use crate::machine::alarms;
-use crate::machine::member::Member;
 
 /// The checks of `/livez`.
 const LIVEZ: [Check; 1] = [Check::SerializableRead];
@@ -46,7 +46,7 @@ enum CheckError {
     Range(#[from] oxcd_mvcc::MvccError),
     /// The read's blocking task failed.
     #[error(transparent)]
-    ReadTask(#[from] crate::machine::member::ReadFailed),
+    ReadTask(#[from] crate::machine::reads::ReadFailed),
 }
 
 /// A named check of `/livez` and `/readyz`.
@@ -69,33 +69,34 @@ impl Check {
         }
     }
 
-    async fn run(self, member: &Member) -> Result<(), CheckError> {
+    async fn run(self, handles: &HttpHandles) -> Result<(), CheckError> {
         match self {
             Check::DataCorruption => {
-                let raised = alarms::raised(&member.store)?;
+                let raised = alarms::raised(handles.reads.store())?;
                 if raised.iter().any(|a| a.alarm == AlarmType::Corrupt as i32) {
                     return Err(CheckError::Corrupt);
                 }
                 Ok(())
             }
-            Check::SerializableRead => read(member, true).await,
-            Check::LinearizableRead => read(member, false).await,
+            Check::SerializableRead => read(handles, true).await,
+            Check::LinearizableRead => read(handles, false).await,
         }
     }
 }
 
 /// A read as etcd's health checks make it (one key, as root, from the store itself): a
 /// linearizable one waits for the read barrier first, within the request timeout.
-async fn read(member: &Member, serializable: bool) -> Result<(), CheckError> {
+async fn read(handles: &HttpHandles, serializable: bool) -> Result<(), CheckError> {
     if !serializable {
-        match tokio::time::timeout(member.limits.request_timeout, member.read_barrier()).await {
+        match tokio::time::timeout(handles.request_timeout, handles.reads.barrier()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(e.into()),
             Err(_) => return Err(EtcdError::Timeout.into()),
         }
     }
-    member
-        .read_blocking(|store| {
+    handles
+        .reads
+        .blocking(|store| {
             store
                 .range(
                     KeyRange::new(b"", b""),
@@ -111,15 +112,15 @@ async fn read(member: &Member, serializable: bool) -> Result<(), CheckError> {
     Ok(())
 }
 
-/// The health routes of `member`.
-pub fn routes(member: Arc<Member>) -> Router {
+/// The health routes over `handles`.
+pub fn routes(handles: Arc<HttpHandles>) -> Router {
     Router::new()
         .route("/health", any(health))
         .route("/livez", any(livez))
         .route("/livez/{check}", any(livez_one))
         .route("/readyz", any(readyz))
         .route("/readyz/{check}", any(readyz_one))
-        .with_state(member)
+        .with_state(handles)
 }
 
 /// The values of `name` in a query string (empty ones left out).
@@ -153,8 +154,8 @@ fn not_get() -> Response {
 }
 
 /// What `/health` finds: None when healthy, else the reason.
-async fn unhealthy(member: &Member, excluded: &[&str], serializable: bool) -> Option<String> {
-    match alarms::raised(&member.store) {
+async fn unhealthy(handles: &HttpHandles, excluded: &[&str], serializable: bool) -> Option<String> {
+    match alarms::raised(handles.reads.store()) {
         Ok(raised) => {
             for a in raised {
                 let name = AlarmType::try_from(a.alarm)
@@ -172,17 +173,17 @@ async fn unhealthy(member: &Member, excluded: &[&str], serializable: bool) -> Op
         }
         Err(e) => return Some(format!("RANGE ERROR:{e}")),
     }
-    if !serializable && member.raft.status().leader() == 0 {
+    if !serializable && handles.role.leader() == 0 {
         return Some("RAFT NO LEADER".into());
     }
-    read(member, serializable)
+    read(handles, serializable)
         .await
         .err()
         .map(|e| format!("RANGE ERROR:{e}"))
 }
 
 async fn health(
-    State(member): State<Arc<Member>>,
+    State(handles): State<Arc<HttpHandles>>,
     RawQuery(q): RawQuery,
     req: Request,
 ) -> Response {
@@ -191,8 +192,8 @@ async fn health(
     }
     let excluded = query_values(&q, "exclude");
     let serializable = query_values(&q, "serializable").first() == Some(&"true");
-    let reason = unhealthy(&member, &excluded, serializable).await;
-    member.metrics.health_checked(reason.is_none());
+    let reason = unhealthy(&handles, &excluded, serializable).await;
+    handles.metrics.health_checked(reason.is_none());
     let body = serde_json::json!({
         "health": reason.is_none().to_string(),
         "reason": reason.clone().unwrap_or_default(),
@@ -212,7 +213,7 @@ async fn health(
 /// Runs `checks` (those of `kind` not excluded) and answers as etcd's `/livez` and
 /// `/readyz` do.
 async fn run_checks(
-    member: &Member,
+    handles: &HttpHandles,
     kind: &str,
     checks: &[Check],
     query: &Option<String>,
@@ -224,7 +225,7 @@ async fn run_checks(
     let mut listed = String::new();
     let mut failed = false;
     for check in checks {
-        let ok = match check.run(member).await {
+        let ok = match check.run(handles).await {
             Ok(()) => {
                 listed.push_str(&format!("[+]{} ok\n", check.name()));
                 true
@@ -235,7 +236,7 @@ async fn run_checks(
                 false
             }
         };
-        member.metrics.named_check(kind, check.name(), ok);
+        handles.metrics.named_check(kind, check.name(), ok);
     }
     if failed {
         return go_text(StatusCode::SERVICE_UNAVAILABLE, &listed);
@@ -257,23 +258,27 @@ fn not_excluded(all: &[Check], query: &Option<String>) -> Vec<Check> {
         .collect()
 }
 
-async fn livez(State(member): State<Arc<Member>>, RawQuery(q): RawQuery, req: Request) -> Response {
+async fn livez(
+    State(handles): State<Arc<HttpHandles>>,
+    RawQuery(q): RawQuery,
+    req: Request,
+) -> Response {
     let checks = not_excluded(&LIVEZ, &q);
-    run_checks(&member, "livez", &checks, &q, req.method()).await
+    run_checks(&handles, "livez", &checks, &q, req.method()).await
 }
 
 async fn readyz(
-    State(member): State<Arc<Member>>,
+    State(handles): State<Arc<HttpHandles>>,
     RawQuery(q): RawQuery,
     req: Request,
 ) -> Response {
     let checks = not_excluded(&READYZ, &q);
-    run_checks(&member, "readyz", &checks, &q, req.method()).await
+    run_checks(&handles, "readyz", &checks, &q, req.method()).await
 }
 
 /// One check by name, or Go's 404 when `all` has none of that name.
 async fn one(
-    member: &Member,
+    handles: &HttpHandles,
     kind: &str,
     all: &[Check],
     name: &str,
@@ -281,27 +286,27 @@ async fn one(
     method: &Method,
 ) -> Response {
     match all.iter().find(|c| c.name() == name) {
-        Some(c) => run_checks(member, kind, &[*c], q, method).await,
+        Some(c) => run_checks(handles, kind, &[*c], q, method).await,
         None => go_text(StatusCode::NOT_FOUND, "404 page not found"),
     }
 }
 
 async fn livez_one(
-    State(member): State<Arc<Member>>,
+    State(handles): State<Arc<HttpHandles>>,
     Path(check): Path<String>,
     RawQuery(q): RawQuery,
     req: Request,
 ) -> Response {
-    one(&member, "livez", &LIVEZ, &check, &q, req.method()).await
+    one(&handles, "livez", &LIVEZ, &check, &q, req.method()).await
 }
 
 async fn readyz_one(
-    State(member): State<Arc<Member>>,
+    State(handles): State<Arc<HttpHandles>>,
     Path(check): Path<String>,
     RawQuery(q): RawQuery,
     req: Request,
 ) -> Response {
-    one(&member, "readyz", &READYZ, &check, &q, req.method()).await
+    one(&handles, "readyz", &READYZ, &check, &q, req.method()).await
 }
 
 #[cfg(test)]

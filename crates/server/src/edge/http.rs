@@ -9,16 +9,39 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 
+use crate::domains::membership::Membership;
 use crate::edge::go_http::go_text;
-use crate::machine::member::Member;
+use crate::edge::metrics::Metrics;
+use crate::machine::reads::Reads;
+use crate::machine::role::Role;
+use crate::machine::writes::Writes;
+use oxcd_config::quota::Quota;
 
-/// HTTP routes for `member`.
-pub fn routes(member: Arc<Member>) -> Router {
+/// What `/metrics` and the health checks read of the member.
+pub struct HttpHandles {
+    /// The store, the barrier a linearizable check waits for, the applied index.
+    pub reads: Reads,
+    /// The proposals waiting.
+    pub writes: Writes,
+    /// Who leads, raft's indexes.
+    pub role: Role,
+    /// Whether this member is a learner.
+    pub membership: Arc<Membership>,
+    /// The space quota.
+    pub quota: Quota,
+    /// What `/metrics` counts that no other part keeps.
+    pub metrics: Arc<Metrics>,
+    /// How long a linearizable health check waits.
+    pub request_timeout: std::time::Duration,
+}
+
+/// HTTP routes over `handles`.
+pub fn routes(handles: Arc<HttpHandles>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/version", get(version))
-        .with_state(member.clone())
-        .merge(crate::edge::health::routes(member))
+        .with_state(handles.clone())
+        .merge(crate::edge::health::routes(handles))
 }
 
 /// The answer to a path nothing serves: gRPC's Unimplemented to a gRPC call, Go's
@@ -37,13 +60,13 @@ pub async fn not_found(req: axum::extract::Request) -> axum::response::Response 
 }
 
 /// Prometheus text exposition of etcd's metrics ([`crate::edge::metrics`]).
-async fn metrics(State(member): State<Arc<Member>>) -> impl IntoResponse {
+async fn metrics(State(handles): State<Arc<HttpHandles>>) -> impl IntoResponse {
     (
         [(
             axum::http::header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8; escaping=underscores",
         )],
-        crate::edge::metrics::render::render(&member),
+        crate::edge::metrics::render::render(&handles),
     )
 }
 

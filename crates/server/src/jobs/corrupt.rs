@@ -27,7 +27,8 @@ use oxcd_mvcc::MvccError;
 use oxcd_storage::StorageError;
 use tokio::sync::watch;
 
-use crate::machine::member::{Member, ReadFailed};
+use crate::jobs::JobHandles;
+use crate::machine::reads::ReadFailed;
 use crate::peer::PeerDialer;
 use crate::peer::remote::AskError;
 use crate::peer::transport::Link;
@@ -78,32 +79,34 @@ pub enum CheckError {
 }
 
 /// This member's HashKV at `rev` (0: current): (hash, compact revision, revision).
-async fn local_hash(member: &Member, rev: i64) -> Result<(u32, i64, i64), LocalHashError> {
+async fn local_hash(member: &JobHandles, rev: i64) -> Result<(u32, i64, i64), LocalHashError> {
     member
-        .read_blocking(move |store| store.hash_kv(rev))
+        .reads
+        .blocking(move |store| store.hash_kv(rev))
         .await?
         .map_err(LocalHashError::Kv)
 }
 
 /// This member's hash of every replicated table and the raft index it was read at;
 /// None while a compaction's rows are being deleted (not comparable then).
-async fn local_state_hash(member: &Member) -> Result<Option<(u32, u64)>, LocalHashError> {
+async fn local_state_hash(member: &JobHandles) -> Result<Option<(u32, u64)>, LocalHashError> {
     member
-        .read_blocking(|store| store.backend().state_hash_at_index())
+        .reads
+        .blocking(|store| store.backend().state_hash_at_index())
         .await?
         .map_err(LocalHashError::State)
 }
 
 /// Asks one peer for its HashKV at `rev`.
 async fn peer_hash(
-    member: &Member,
+    member: &JobHandles,
     dialer: &PeerDialer,
     url: &str,
     rev: i64,
 ) -> Result<PeerHashKvResponse, PeerHashError> {
     let link = Link {
-        me: member.id.member_id,
-        cluster_id: member.id.cluster_id,
+        me: member.reads.ids().member_id,
+        cluster_id: member.reads.ids().cluster_id,
         url: url.to_string(),
         dialer: dialer.clone(),
     };
@@ -127,15 +130,16 @@ async fn peer_hash(
 
 /// Every other member's answer (or why there is none), by member id.
 async fn peer_hashes(
-    member: &Member,
+    member: &JobHandles,
     dialer: &PeerDialer,
     rev: i64,
 ) -> Vec<(u64, Result<PeerHashKvResponse, PeerHashError>)> {
     let mut out = Vec::new();
     for m in member
+        .roster
         .members()
         .iter()
-        .filter(|m| m.id != member.id.member_id)
+        .filter(|m| m.id != member.reads.ids().member_id)
     {
         let res = match m.peer_urls.first() {
             Some(url) => peer_hash(member, dialer, url, rev).await,
@@ -148,8 +152,8 @@ async fn peer_hashes(
 
 /// etcd's initial check: Err (etcd's message) if a peer at the same compaction point has
 /// a different hash at this member's revision.
-pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), CheckError> {
-    let me = format!("{:x}", member.id.member_id);
+pub async fn initial_check(member: &JobHandles, dialer: &PeerDialer) -> Result<(), CheckError> {
+    let me = format!("{:x}", member.reads.ids().member_id);
     tracing::info!(local_member_id = %me, "starting initial corruption check");
     let (hash, compact, rev) = local_hash(member, 0).await?;
     let mut mismatch = 0;
@@ -176,7 +180,7 @@ pub async fn initial_check(member: &Member, dialer: &PeerDialer) -> Result<(), C
         }
     }
     if mismatch > 0 {
-        return Err(CheckError::Mismatch(member.id.member_id));
+        return Err(CheckError::Mismatch(member.reads.ids().member_id));
     }
     tracing::info!(local_member_id = %me, "initial corruption checking passed; no corruption");
     Ok(())
@@ -188,8 +192,8 @@ const LAGGING_LEADER: Duration = Duration::from_secs(5);
 /// Waits, at most [`LAGGING_LEADER`], until this member's revision and compaction
 /// revision are at least `want`'s; returns them as they are then. Both change only when
 /// a batch is applied: the wait follows the store's applied index.
-async fn reach(member: &Member, want: (i64, i64)) -> (i64, i64) {
-    let store = &member.store;
+async fn reach(member: &JobHandles, want: (i64, i64)) -> (i64, i64) {
+    let store = member.reads.store();
     let reached = || store.current_rev() >= want.0 && store.compact_rev() >= want.1;
     let mut applied = store.applied_index();
     let _ = tokio::time::timeout(LAGGING_LEADER, applied.wait_for(|_| reached())).await;
@@ -198,7 +202,7 @@ async fn reach(member: &Member, want: (i64, i64)) -> (i64, i64) {
 
 /// One leader-side check, as etcd's periodic check: returns the members found
 /// inconsistent (the leader itself if its own hash changed under the same revision).
-async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, LocalHashError> {
+async fn check_once(member: &JobHandles, dialer: &PeerDialer) -> Result<Vec<u64>, LocalHashError> {
     let (h1, compact1, rev) = local_hash(member, 0).await?;
     let local1 = local_state_hash(member).await?;
     let peers = peer_hashes(member, dialer, rev).await;
@@ -213,11 +217,11 @@ async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, Lo
             index = index1,
             "found state hash mismatch on the leader itself"
         );
-        bad.push(member.id.member_id);
+        bad.push(member.reads.ids().member_id);
     }
     if h2 != h1 && rev2 == rev && compact1 == compact2 {
         tracing::warn!(revision = rev, "found hash mismatch on the leader itself");
-        bad.push(member.id.member_id);
+        bad.push(member.reads.ids().member_id);
     }
     // A follower may apply a committed entry before the leader does (the leader's apply
     // can lag behind its own commits): a follower ahead is accused only if this member
@@ -261,7 +265,7 @@ async fn check_once(member: &Member, dialer: &PeerDialer) -> Result<Vec<u64>, Lo
 /// Runs the periodic check every `every` while this member leads, raising the CORRUPT
 /// alarm for the first member found inconsistent.
 pub async fn periodic(
-    member: Arc<Member>,
+    member: Arc<JobHandles>,
     dialer: PeerDialer,
     every: Duration,
     mut stop: watch::Receiver<bool>,
@@ -272,7 +276,7 @@ pub async fn periodic(
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        if !member.is_leader() {
+        if !member.role.is_leader() {
             continue;
         }
         let bad = match check_once(&member, &dialer).await {
@@ -288,7 +292,7 @@ pub async fn periodic(
                 member_id: id,
                 alarm: AlarmType::Corrupt as i32,
             };
-            match member.propose(alarm, None).await {
+            match member.writes.propose(alarm, None).await {
                 Ok(_) => {
                     tracing::error!(member_id = %format!("{id:x}"), "raised the CORRUPT alarm")
                 }

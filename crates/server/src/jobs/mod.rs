@@ -5,3 +5,15 @@
 
 pub mod compactor;
 pub mod corrupt;
+
+/// What a background job works with.
+pub struct JobHandles {
+    /// The store, its hashes, this member's ids.
+    pub reads: crate::machine::reads::Reads,
+    /// Compactions and alarms.
+    pub writes: crate::machine::writes::Writes,
+    /// Whether this member leads.
+    pub role: crate::machine::role::Role,
+    /// The peers a corruption check asks.
+    pub roster: crate::domains::membership::roster::Roster,
+}

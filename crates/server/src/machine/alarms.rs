@@ -14,7 +14,7 @@
 //! the database is over the quota without an alarm and answers it with NOSPACE (raising
 //! the alarm after); oxcd does not: each member's file has its own size, so a check of
 //! it while applying could differ between members. The check of the size is the
-//! receiving member's, before proposing ([`crate::machine::member::Member::admit`]).
+//! receiving member's, before proposing ([`crate::machine::writes::Writes::admit`]).
 
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;

@@ -23,4 +23,7 @@ pub mod fatal;
 pub mod member;
 pub mod proposal;
 pub mod quota;
+pub mod reads;
+pub mod role;
 pub mod waiters;
+pub mod writes;

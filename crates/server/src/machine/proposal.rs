@@ -4,7 +4,7 @@
 //!
 //! A kind that stores something new (put, txn, lease grant) costs space: it is
 //! proposed only with the [`Admitted`] that the space quota's one check gave
-//! ([`crate::machine::member::Member::admit`]); every other kind is [`Free`].
+//! ([`crate::machine::writes::Writes::admit`]); every other kind is [`Free`].
 
 use oxcd_api::etcdserverpb::{
     AlarmMember, AlarmRequest, AuthDisableRequest, AuthEnableRequest, AuthRoleAddRequest,

@@ -23,7 +23,8 @@ use tonic::{Request, Response, Status, Streaming};
 use super::traffic::PeerCounts;
 use super::{CLUSTER_ID_KEY, FROM_KEY, Refusal};
 use crate::domains::lease::renewals::Renewals;
-use crate::machine::member::Member;
+use crate::domains::membership::MembershipHandles;
+use crate::peer::traffic::PeerTraffic;
 
 /// The Peer service of one member.
 pub struct PeerService {
@@ -32,28 +33,37 @@ pub struct PeerService {
     receiving: Mutex<()>,
     /// Renews the keepalives followers forward, when this member leads.
     renewals: Arc<Renewals>,
-    /// The member: its store for corruption checks, its membership. Weak: peers keep
-    /// connections open past a member's shutdown, and the backend must close when the
-    /// member stops.
-    member: Weak<Member>,
+    /// The member's store (corruption checks) and membership (removed ids, the member
+    /// list, promotions). Weak: peers keep connections open past a member's shutdown,
+    /// and the backend must close when the member stops.
+    membership: Weak<MembershipHandles>,
+    /// The traffic with each peer.
+    traffic: Arc<PeerTraffic>,
 }
 
 impl PeerService {
-    /// A Peer service feeding `member`'s raft, receiving snapshots into `snap_dir`,
-    /// hashing its store for corruption checks, renewing forwarded keepalives with
-    /// `renewals`.
-    pub fn new(member: &Arc<Member>, snap_dir: PathBuf, renewals: Arc<Renewals>) -> PeerService {
+    /// A Peer service feeding `raft`, receiving snapshots into `snap_dir`, answering
+    /// from `membership` (the member list, its store's hashes, promotions), renewing
+    /// forwarded keepalives with `renewals`, counting each peer's bytes in `traffic`.
+    pub fn new(
+        raft: RaftHandle,
+        membership: &Arc<MembershipHandles>,
+        snap_dir: PathBuf,
+        renewals: Arc<Renewals>,
+        traffic: Arc<PeerTraffic>,
+    ) -> PeerService {
         PeerService {
-            raft: member.raft.clone(),
+            raft,
             snap_dir,
             receiving: Mutex::new(()),
             renewals,
-            member: Arc::downgrade(member),
+            membership: Arc::downgrade(membership),
+            traffic,
         }
     }
 
-    fn member(&self) -> Result<Arc<Member>, Status> {
-        self.member
+    fn member(&self) -> Result<Arc<MembershipHandles>, Status> {
+        self.membership
             .upgrade()
             .ok_or_else(|| Status::from(EtcdError::Stopped))
     }
@@ -72,8 +82,8 @@ impl PeerService {
             );
             return Err(Refusal::Etcd(EtcdError::ClusterIdMismatch).status());
         }
-        if let Some(m) = self.member.upgrade()
-            && m.membership.state().removed.contains(&from)
+        if let Some(m) = self.membership.upgrade()
+            && m.roster.membership().state().removed.contains(&from)
         {
             tracing::warn!(
                 remote_member_id = %format!("{from:x}"),
@@ -143,7 +153,7 @@ impl Peer for PeerService {
         req: Request<Streaming<RaftEnvelope>>,
     ) -> Result<Response<PeerAck>, Status> {
         let from = self.admit(&req)?;
-        let counts = self.member()?.metrics.peers.of(from);
+        let counts = self.traffic.of(from);
         let mut stream = req.into_inner();
         while let Some(env) = stream.message().await? {
             PeerCounts::add(&counts.received_bytes, env.message.len() as u64);
@@ -200,11 +210,11 @@ impl Peer for PeerService {
         req: Request<PeerHashKvRequest>,
     ) -> Result<Response<PeerHashKvResponse>, Status> {
         self.admit(&req)?;
-        let store = self.member()?.store.clone();
+        let store = self.member()?.reads.store().clone();
         let revision = store.current_rev();
         let rev = req.into_inner().revision;
         // Whole-keyspace scans: on the blocking pool, not an async worker.
-        let (kv, state) = crate::machine::member::read_blocking(store, move |store| {
+        let (kv, state) = crate::machine::reads::read_blocking(store, move |store| {
             (store.hash_kv(rev), store.backend().state_hash_at_index())
         })
         .await?;
@@ -247,12 +257,12 @@ impl Peer for PeerService {
         _req: Request<PeerMembersRequest>,
     ) -> Result<Response<PeerMembersResponse>, Status> {
         let m = self.member()?;
-        let published = crate::domains::membership::published(&m.store)
+        let published = crate::domains::membership::published(m.reads.store())
             .into_keys()
             .collect();
         Ok(Response::new(PeerMembersResponse {
             cluster_id: self.raft.cluster_id(),
-            members: m.members(),
+            members: m.roster.members(),
             published,
         }))
     }

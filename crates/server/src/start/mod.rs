@@ -13,3 +13,4 @@ pub mod listeners;
 pub mod logging;
 pub mod security;
 pub mod serve;
+pub mod wiring;

@@ -22,7 +22,7 @@ use crate::peer::transport::PeerFaults;
 use crate::start::bootstrap::{self, StartError};
 use crate::start::discovery::DiscoveryError;
 use crate::start::listeners::{self, ClientListener, ListenError, PlainListener};
-use crate::start::security;
+use crate::start::{security, wiring};
 use oxcd_api::oxcdpb::peer_server::PeerServer;
 use oxcd_config::settings::Settings;
 
@@ -126,14 +126,19 @@ pub async fn run_with(
     let until_stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let renewals = Arc::new(Renewals::start(&member, dialer.clone()));
+    let lease = Arc::new(wiring::lease(&member));
+    let membership = Arc::new(wiring::membership(&member));
+    let jobs = Arc::new(wiring::jobs(&member));
+    let renewals = Arc::new(Renewals::start(&lease, dialer.clone()));
     // Peers must reach us before a leader can be elected: serve them first. Every
     // member listens for peers, one alone too: it can grow.
     let peer_router = tonic::service::Routes::new(
         PeerServer::new(PeerService::new(
-            &member,
+            member.raft.clone(),
+            &membership,
             settings.snap_dir(),
             renewals.clone(),
+            member.metrics.peers.clone(),
         ))
         .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
     )
@@ -160,7 +165,7 @@ pub async fn run_with(
     // membership checks never see a serving member as not started.
     publish_attributes(member.clone(), stop_rx.clone()).await;
     if settings.initial_corrupt_check
-        && let Err(e) = corrupt::initial_check(&member, &dialer).await
+        && let Err(e) = corrupt::initial_check(&jobs, &dialer).await
     {
         let _ = stop_tx.send(true);
         stop_member(&member);
@@ -168,7 +173,7 @@ pub async fn run_with(
     }
     if !settings.corrupt_check_time.is_zero() {
         tokio::spawn(corrupt::periodic(
-            member.clone(),
+            jobs.clone(),
             dialer.clone(),
             settings.corrupt_check_time,
             stop_rx.clone(),
@@ -178,23 +183,21 @@ pub async fn run_with(
         .metrics
         .grpc
         .set_extensive(settings.metrics_extensive);
-    let mut router = services::routes(member.clone(), renewals.clone())
+    let services = wiring::services(&member, &lease, &membership, renewals);
+    let http = Arc::new(wiring::http(&member));
+    let mut router = services::routes(&services)
         .into_axum_router()
         .layer(axum::middleware::from_fn_with_state(
-            member.clone(),
+            member.state.membership.clone(),
             services::learner_gate::gate,
         ))
         .layer(axum::middleware::from_fn_with_state(
             member.metrics.grpc.clone(),
             crate::edge::metrics::grpc::count,
         ))
-        .merge(http::routes(member.clone()));
+        .merge(http::routes(http.clone()));
     if settings.enable_grpc_gateway {
-        router = router.merge(gateway::routes(
-            member.clone(),
-            renewals,
-            settings.max_concurrent_streams,
-        ));
+        router = router.merge(gateway::routes(&services, settings.max_concurrent_streams));
     }
     let router = router
         .fallback(http::not_found)
@@ -242,7 +245,7 @@ pub async fn run_with(
         });
         servers.push(server);
     }
-    let metrics_router = http::routes(member.clone());
+    let metrics_router = http::routes(http);
     for (l, url) in metrics_listeners
         .into_iter()
         .zip(&settings.listen_metrics_urls)
@@ -260,12 +263,12 @@ pub async fn run_with(
     );
     on_ready(bound);
     tokio::spawn(crate::domains::lease::expiry::run(
-        member.clone(),
+        lease.clone(),
         stop_rx.clone(),
     ));
     if let Some(mode) = settings.auto_compaction {
         tokio::spawn(crate::jobs::compactor::run(
-            member.clone(),
+            jobs.clone(),
             mode,
             settings.auto_compaction_revision_interval,
             stop_rx.clone(),
@@ -273,11 +276,11 @@ pub async fn run_with(
     }
     if settings.auto_promote_learners {
         tokio::spawn(crate::domains::membership::auto_promote::run(
-            member.clone(),
+            membership.clone(),
             stop_rx.clone(),
         ));
     }
-    let mut removed = member.membership.removed_self();
+    let mut removed = member.state.membership.removed_self();
     let result = tokio::select! {
         _ = shutdown => {
             tracing::info!("received shutdown signal; stopping");
@@ -373,7 +376,7 @@ fn bind(
 }
 
 fn stop_member(member: &Arc<Member>) {
-    member.watch_hub.close();
+    member.state.watch_hub.close();
     member.raft.stop();
 }
 
@@ -386,7 +389,7 @@ async fn publish_attributes(member: Arc<Member>, mut stop: watch::Receiver<bool>
         client_urls: member.id.client_urls.clone(),
     };
     loop {
-        match member.propose(attrs.clone(), None).await {
+        match member.writes.propose(attrs.clone(), None).await {
             Ok(_) => {
                 tracing::info!(client_urls = ?attrs.client_urls, "published local member to cluster");
                 return;
@@ -403,11 +406,11 @@ async fn publish_attributes(member: Arc<Member>, mut stop: watch::Receiver<bool>
 /// When this member leads: asks the voter with the most of the log to take over, and
 /// waits (up to `within`) until it has.
 async fn hand_over_leadership(member: &Member, within: Duration) {
-    let Ok(progress) = member.progress().await else {
+    let Ok(progress) = member.role.progress().await else {
         return;
     };
     let me = member.id.member_id;
-    let voters = member.voters();
+    let voters = member.roster.voters();
     let Some((&to, _)) = progress
         .iter()
         .filter(|(id, _)| **id != me && voters.contains(id))
@@ -419,7 +422,10 @@ async fn hand_over_leadership(member: &Member, within: Duration) {
     if member.raft.transfer_leader(to).is_err() {
         return;
     }
-    member.wait_for_leader(within, |leader| leader != me).await;
+    member
+        .role
+        .wait_for_leader(within, |leader| leader != me)
+        .await;
 }
 
 /// Why a member did not become ready.
@@ -437,7 +443,7 @@ async fn wait_until_ready(
     apply_ended: &mut oneshot::Receiver<Result<(), Fatal>>,
 ) -> Result<(), NotReady> {
     let ready = async {
-        let mut leadership = member.leadership();
+        let mut leadership = member.role.leadership();
         let mut reminder = tokio::time::interval_at(
             tokio::time::Instant::now() + NO_LEADER_REMINDER,
             NO_LEADER_REMINDER,
@@ -455,12 +461,12 @@ async fn wait_until_ready(
             }
         }
         let commit = member.raft.status().commit();
-        let mut applied = member.store.applied_index();
+        let mut applied = member.state.store.applied_index();
         if applied.wait_for(|a| *a >= commit).await.is_err() {
             std::future::pending::<()>().await;
         }
     };
-    let mut removed = member.membership.removed_self();
+    let mut removed = member.state.membership.removed_self();
     tokio::select! {
         _ = ready => Ok(()),
         ended = apply_ended => Err(NotReady::Stopped(ended)),

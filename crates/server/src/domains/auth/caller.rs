@@ -14,8 +14,9 @@ use oxcd_api::errors::EtcdError;
 use oxcd_api::oxcdpb::RequestAuth;
 use tonic::Request;
 
-use crate::machine::member::Member;
+use crate::machine::reads::Reads;
 use crate::start::listeners::ClientAddr;
+use oxcd_auth::AuthStore;
 use oxcd_auth::provider::TokenProvider;
 use oxcd_auth::tokens;
 
@@ -33,20 +34,77 @@ pub struct Credentials {
     pub common_name: Option<Arc<str>>,
 }
 
-/// The caller of `req` (see the module doc); an unknown or expired token is etcd's
-/// "invalid auth token".
-pub async fn caller<T>(
-    member: &Member,
-    req: &Request<T>,
-) -> Result<Option<RequestAuth>, EtcdError> {
-    // Every request comes here: with auth off, not even the metadata is read.
-    if !member.auth.enabled() {
-        return Ok(None);
-    }
-    caller_of(member, &credentials(req)).await
+/// Tells who makes a request: the auth store's tokens, and the applied index a simple
+/// token's login may still have to reach here. Cheap to clone.
+#[derive(Clone)]
+pub struct Callers {
+    auth: Arc<AuthStore>,
+    reads: Reads,
 }
 
-/// The credentials `req` presents (checked by [`caller_of`]).
+impl Callers {
+    /// Callers as `auth` knows them, waiting on `reads` for logins not applied yet.
+    pub fn new(auth: Arc<AuthStore>, reads: Reads) -> Callers {
+        Callers { auth, reads }
+    }
+
+    /// The auth store the callers are checked against.
+    pub fn auth(&self) -> &Arc<AuthStore> {
+        &self.auth
+    }
+
+    /// The caller of `req` (see the module doc); an unknown or expired token is etcd's
+    /// "invalid auth token".
+    pub async fn of<T>(&self, req: &Request<T>) -> Result<Option<RequestAuth>, EtcdError> {
+        // Every request comes here: with auth off, not even the metadata is read.
+        if !self.auth.enabled() {
+            return Ok(None);
+        }
+        self.presenting(&credentials(req)).await
+    }
+
+    /// The caller a request presenting `creds` is made for (a stream keeps its
+    /// credentials and asks again at each request on it, as etcd does): for a simple
+    /// token, its recorded user and the current auth revision; for a JWT, the user and
+    /// auth revision it was signed with, so a token made before an auth change is
+    /// refused as etcd refuses it ("revision of auth store is old"); for a certificate,
+    /// its CN and the current revision.
+    pub async fn presenting(&self, creds: &Credentials) -> Result<Option<RequestAuth>, EtcdError> {
+        let auth = &self.auth;
+        if !auth.enabled() {
+            return Ok(None);
+        }
+        let Some(token) = creds.token.as_deref() else {
+            return Ok(creds.common_name.as_ref().map(|cn| RequestAuth {
+                username: cn.to_string(),
+                revision: auth.revision(),
+            }));
+        };
+        let (username, revision) = match &auth.tokens {
+            TokenProvider::Simple(simple) => {
+                // A token made by an entry this member has not applied yet (the client
+                // logged in through another member): wait for it, as etcd does.
+                if let Some(index) = tokens::index_of(token)
+                    && index > self.reads.applied_index()
+                {
+                    self.reads.wait_applied(index).await?;
+                }
+                let user = simple
+                    .user(token, Instant::now())
+                    .ok_or(EtcdError::InvalidAuthToken)?;
+                (user, auth.revision())
+            }
+            // Nothing to wait for: a JWT carries its user and revision.
+            TokenProvider::Jwt(jwt) => jwt
+                .verify(token, SystemTime::now())
+                .ok_or(EtcdError::InvalidAuthToken)?,
+            TokenProvider::Nop => return Err(EtcdError::InvalidAuthToken),
+        };
+        Ok(Some(RequestAuth { username, revision }))
+    }
+}
+
+/// The credentials `req` presents (checked by [`Callers::presenting`]).
 pub fn credentials<T>(req: &Request<T>) -> Credentials {
     let token = TOKEN_KEYS
         .iter()
@@ -63,47 +121,6 @@ pub fn credentials<T>(req: &Request<T>) -> Credentials {
         None
     };
     Credentials { token, common_name }
-}
-
-/// The caller a request presenting `creds` is made for (a stream keeps its credentials
-/// and asks again at each request on it, as etcd does): for a simple token, its recorded
-/// user and the current auth revision; for a JWT, the user and auth revision it was
-/// signed with, so a token made before an auth change is refused as etcd refuses it
-/// ("revision of auth store is old"); for a certificate, its CN and the current revision.
-pub async fn caller_of(
-    member: &Member,
-    creds: &Credentials,
-) -> Result<Option<RequestAuth>, EtcdError> {
-    if !member.auth.enabled() {
-        return Ok(None);
-    }
-    let Some(token) = creds.token.as_deref() else {
-        return Ok(creds.common_name.as_ref().map(|cn| RequestAuth {
-            username: cn.to_string(),
-            revision: member.auth.revision(),
-        }));
-    };
-    let (username, revision) = match &member.auth.tokens {
-        TokenProvider::Simple(simple) => {
-            // A token made by an entry this member has not applied yet (the client
-            // logged in through another member): wait for it, as etcd does.
-            if let Some(index) = tokens::index_of(token)
-                && index > member.applied_index()
-            {
-                member.wait_applied(index).await?;
-            }
-            let user = simple
-                .user(token, Instant::now())
-                .ok_or(EtcdError::InvalidAuthToken)?;
-            (user, member.auth.revision())
-        }
-        // Nothing to wait for: a JWT carries its user and revision.
-        TokenProvider::Jwt(jwt) => jwt
-            .verify(token, SystemTime::now())
-            .ok_or(EtcdError::InvalidAuthToken)?,
-        TokenProvider::Nop => return Err(EtcdError::InvalidAuthToken),
-    };
-    Ok(Some(RequestAuth { username, revision }))
 }
 
 /// The caller's name, if any.

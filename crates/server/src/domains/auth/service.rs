@@ -15,9 +15,11 @@ use oxcd_api::etcdserverpb::*;
 use oxcd_api::oxcdpb::{AuthenticateOp, RequestAuth};
 use tonic::{Request, Response, Status};
 
-use crate::domains::auth::caller::{caller, name};
-use crate::machine::member::Member;
+use crate::domains::auth::caller::{Callers, name};
 use crate::machine::proposal::Free;
+use crate::machine::reads::Reads;
+use crate::machine::writes::Writes;
+use oxcd_auth::AuthStore;
 use oxcd_auth::jwt::SignError;
 use oxcd_auth::password;
 use oxcd_auth::provider::TokenProvider;
@@ -29,17 +31,26 @@ const AUTHENTICATE_TRIES: usize = 8;
 
 /// The Auth service.
 pub struct AuthService {
-    member: Arc<Member>,
+    auth: Arc<AuthStore>,
+    callers: Callers,
+    reads: Reads,
+    writes: Writes,
 }
 
 impl AuthService {
-    /// An Auth service for `member`.
-    pub fn new(member: Arc<Member>) -> AuthService {
-        AuthService { member }
+    /// An Auth service over the store `callers` check against, reading through
+    /// `reads` and proposing through `writes`.
+    pub fn new(callers: Callers, reads: Reads, writes: Writes) -> AuthService {
+        AuthService {
+            auth: callers.auth().clone(),
+            callers,
+            reads,
+            writes,
+        }
     }
 
     fn header(&self) -> Option<ResponseHeader> {
-        Some(self.member.header(self.member.store.current_rev()))
+        Some(self.reads.header_now())
     }
 
     /// Proposes an auth change for the caller of `req` (made into `op`) and waits for
@@ -48,32 +59,32 @@ impl AuthService {
         &self,
         req: Request<T>,
     ) -> Result<Option<ResponseHeader>, Status> {
-        let caller = caller(&self.member, &req).await?;
-        let header = self.member.propose(req.into_inner(), caller).await?;
+        let caller = self.callers.of(&req).await?;
+        let header = self.writes.propose(req.into_inner(), caller).await?;
         Ok(Some(header))
     }
 
     /// The ReadIndex barrier, then the caller of `req`: what every auth read starts
     /// with.
     async fn reader<T>(&self, req: &Request<T>) -> Result<Option<RequestAuth>, Status> {
-        self.member.read_barrier().await?;
-        Ok(caller(&self.member, req).await?)
+        self.reads.barrier().await?;
+        Ok(self.callers.of(req).await?)
     }
 
     /// [`AuthService::reader`] and the admin check (auth status and the lists need a
     /// root user while auth is on).
     async fn admin_read<T>(&self, req: &Request<T>) -> Result<(), Status> {
         let caller = self.reader(req).await?;
-        self.member.auth.state().check_admin(name(&caller))?;
+        self.auth.state().check_admin(name(&caller))?;
         Ok(())
     }
 
     /// A JWT for `name` at auth revision `revision`, signed on the blocking pool (RSA
     /// takes milliseconds); etcd's errors (code Unknown) when it cannot be made.
     async fn sign(&self, name: &str, revision: u64) -> Result<String, Status> {
-        let member = self.member.clone();
+        let auth = self.auth.clone();
         let name = name.to_string();
-        let signed = tokio::task::spawn_blocking(move || match &member.auth.tokens {
+        let signed = tokio::task::spawn_blocking(move || match &auth.tokens {
             TokenProvider::Jwt(jwt) => Some(jwt.sign(&name, revision, SystemTime::now())),
             _ => None,
         })
@@ -92,7 +103,7 @@ impl AuthService {
 
     /// `password` hashed with bcrypt and base64-encoded, as etcd 3.5's `hashedPassword`.
     async fn hash(&self, password: String) -> Result<String, Status> {
-        let cost = self.member.auth.bcrypt_cost;
+        let cost = self.auth.bcrypt_cost;
         tokio::task::spawn_blocking(move || password::hash(&password, cost))
             .await
             .map_err(|e| Status::internal(e.to_string()))?
@@ -103,7 +114,7 @@ impl AuthService {
     /// at, or why it failed.
     async fn check_password(&self, name: &str, password: String) -> Result<u64, Status> {
         let (hash, revision) = {
-            let state = self.member.auth.state();
+            let state = self.auth.state();
             if !state.enabled {
                 return Err(EtcdError::AuthNotEnabled.into());
             }
@@ -113,7 +124,7 @@ impl AuthService {
             }
             (user.password.clone(), state.revision)
         };
-        let cache = &self.member.auth.passwords;
+        let cache = &self.auth.passwords;
         if cache.verified(name, &hash, &password) {
             return Ok(revision);
         }
@@ -150,7 +161,7 @@ impl Auth for AuthService {
     async fn auth_status(&self, req: Request<AuthStatusRequest>) -> Answer<AuthStatusResponse> {
         self.admin_read(&req).await?;
         let (enabled, auth_revision) = {
-            let s = self.member.auth.state();
+            let s = self.auth.state();
             (s.enabled, s.revision)
         };
         Ok(Response::new(AuthStatusResponse {
@@ -170,12 +181,12 @@ impl Auth for AuthService {
         &self,
         req: Request<AuthenticateRequest>,
     ) -> Answer<AuthenticateResponse> {
-        self.member.read_barrier().await?;
+        self.reads.barrier().await?;
         let r = req.into_inner();
         for _ in 0..AUTHENTICATE_TRIES {
             let checked = self.check_password(&r.name, r.password.clone()).await?;
             // etcd's token prefix: random letters for simple tokens, none otherwise.
-            let prefix = match &self.member.auth.tokens {
+            let prefix = match &self.auth.tokens {
                 TokenProvider::Simple(_) => {
                     tokens::new_prefix().map_err(|e| Status::internal(e.to_string()))?
                 }
@@ -185,16 +196,16 @@ impl Auth for AuthService {
                 name: r.name.clone(),
                 simple_token: prefix,
             };
-            let login = self.member.propose(login, None).await?;
+            let login = self.writes.propose(login, None).await?;
             // What etcd's apply of the entry answers when no token can be made.
-            match &self.member.auth.tokens {
+            match &self.auth.tokens {
                 TokenProvider::Nop => return Err(EtcdError::AuthFailed.into()),
                 TokenProvider::Jwt(jwt) if jwt.verify_only() => {
                     return Err(EtcdError::JwtVerifyOnly.into());
                 }
                 _ => {}
             }
-            if checked == self.member.auth.revision() {
+            if checked == self.auth.revision() {
                 let token = match login.simple_token {
                     Some(token) => token,
                     None => self.sign(&r.name, login.auth_revision).await?,
@@ -213,9 +224,9 @@ impl Auth for AuthService {
     }
 
     async fn user_add(&self, req: Request<AuthUserAddRequest>) -> Answer<AuthUserAddResponse> {
-        let caller = caller(&self.member, &req).await?;
+        let caller = self.callers.of(&req).await?;
         // Checked again when applied; here first, so no password is hashed for nothing.
-        self.member.auth.state().check_admin(name(&caller))?;
+        self.auth.state().check_admin(name(&caller))?;
         let mut r = req.into_inner();
         if r.name.is_empty() {
             return Err(EtcdError::UserEmpty.into());
@@ -223,7 +234,7 @@ impl Auth for AuthService {
         if !r.options.is_some_and(|o| o.no_password) {
             r.hashed_password = self.hash(std::mem::take(&mut r.password)).await?;
         }
-        let header = Some(self.member.propose(r, caller).await?);
+        let header = Some(self.writes.propose(r, caller).await?);
         Ok(Response::new(AuthUserAddResponse { header }))
     }
 
@@ -231,7 +242,7 @@ impl Auth for AuthService {
         let caller = self.reader(&req).await?;
         let wanted = req.into_inner().name;
         let roles = {
-            let s = self.member.auth.state();
+            let s = self.auth.state();
             // A user may read itself (etcd's rule).
             if name(&caller) != Some(wanted.as_str()) {
                 s.check_admin(name(&caller))?;
@@ -250,7 +261,7 @@ impl Auth for AuthService {
 
     async fn user_list(&self, req: Request<AuthUserListRequest>) -> Answer<AuthUserListResponse> {
         self.admin_read(&req).await?;
-        let users = self.member.auth.state().users.keys().cloned().collect();
+        let users = self.auth.state().users.keys().cloned().collect();
         Ok(Response::new(AuthUserListResponse {
             header: self.header(),
             users,
@@ -269,10 +280,10 @@ impl Auth for AuthService {
         &self,
         req: Request<AuthUserChangePasswordRequest>,
     ) -> Answer<AuthUserChangePasswordResponse> {
-        let caller = caller(&self.member, &req).await?;
+        let caller = self.callers.of(&req).await?;
         let mut r = req.into_inner();
         r.hashed_password = self.hash(std::mem::take(&mut r.password)).await?;
-        let header = Some(self.member.propose(r, caller).await?);
+        let header = Some(self.writes.propose(r, caller).await?);
         Ok(Response::new(AuthUserChangePasswordResponse { header }))
     }
 
@@ -301,7 +312,7 @@ impl Auth for AuthService {
         let caller = self.reader(&req).await?;
         let wanted = req.into_inner().role;
         let perm = {
-            let s = self.member.auth.state();
+            let s = self.auth.state();
             // A user may read the roles it holds (etcd's rule).
             let holds = name(&caller)
                 .and_then(|u| s.users.get(u))
@@ -323,7 +334,7 @@ impl Auth for AuthService {
 
     async fn role_list(&self, req: Request<AuthRoleListRequest>) -> Answer<AuthRoleListResponse> {
         self.admin_read(&req).await?;
-        let roles = self.member.auth.state().roles.keys().cloned().collect();
+        let roles = self.auth.state().roles.keys().cloned().collect();
         Ok(Response::new(AuthRoleListResponse {
             header: self.header(),
             roles,

@@ -23,9 +23,9 @@ use tonic::Status;
 use oxcd_api::oxcdpb::RequestAuth;
 
 use super::read as range;
+use crate::domains::kv::KvHandles;
 use crate::domains::kv::validate;
 use crate::machine::applier::ApplyError;
-use crate::machine::member::Member;
 use oxcd_auth::Access;
 
 /// etcd's path of KV.Range.
@@ -133,7 +133,7 @@ fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
         KeyRange::new(&r.key, &r.range_end),
         opts,
         take,
-        crate::machine::member::cores(),
+        crate::machine::reads::cores(),
         Vec::new,
         |rows: &mut Vec<u8>, row| {
             encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, rows);
@@ -161,43 +161,38 @@ fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
 /// read on the blocking pool, a few at a time, so that async workers never wait on
 /// the backend for long.
 pub(crate) async fn answer(
-    member: &Member,
+    kv: &KvHandles,
     caller: Option<RequestAuth>,
     r: RangeRequest,
     as_stored: bool,
 ) -> Result<RangeOut, Status> {
     validate::range(&r)?;
     if !r.serializable {
-        if member.membership.is_learner() {
+        if kv.membership.is_learner() {
             return Err(EtcdError::LearnerNotSupported.into());
         }
-        member.read_barrier().await?;
+        kv.reads.barrier().await?;
     }
-    member
-        .auth
-        .check(caller.as_ref(), &r.key, &r.range_end, Access::Read)?;
+    let auth = kv.callers.auth();
+    auth.check(caller.as_ref(), &r.key, &r.range_end, Access::Read)?;
     let read = if r.range_end.is_empty() {
-        read(&member.store, &r, as_stored)
+        read(kv.reads.store(), &r, as_stored)
     } else {
-        let _turn = member
-            .range_reads
-            .acquire()
-            .await
-            .map_err(|_| Status::from(EtcdError::Stopped))?;
-        member
-            .read_blocking(move |store| read(store, &r, as_stored))
+        let _turn = kv.reads.range_turn().await?;
+        kv.reads
+            .blocking(move |store| read(store, &r, as_stored))
             .await?
     };
     let mut out = read.map_err(ApplyError::into_read_error)?;
     // As etcd: an answer read while the auth store changed is refused (the permission
     // it was read under may be gone).
     if let Some(c) = &caller
-        && c.revision != member.auth.revision()
+        && c.revision != auth.revision()
     {
         return Err(EtcdError::AuthOldRevision.into());
     }
     let rev = out.resp.header.as_ref().map_or(0, |h| h.revision);
-    out.resp.header = Some(member.header(rev));
+    out.resp.header = Some(kv.reads.header(rev));
     Ok(out)
 }
 

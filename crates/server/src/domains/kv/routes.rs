@@ -18,8 +18,7 @@ use tonic_prost::ProstCodec;
 
 use super::range::{RangeOut, answer};
 use super::service::KvService;
-use crate::domains::auth::caller::caller;
-use crate::machine::member::Member;
+use crate::domains::kv::KvHandles;
 
 /// The Range method's path.
 const RANGE_PATH: &str = "/etcdserverpb.KV/Range";
@@ -28,17 +27,17 @@ const RANGE_PATH: &str = "/etcdserverpb.KV/Range";
 #[derive(Clone)]
 pub struct KvRoutes {
     generated: KvServer<KvService>,
-    member: Arc<Member>,
+    kv: Arc<KvHandles>,
     max_decoding: usize,
 }
 
 impl KvRoutes {
-    /// The KV service of `member`, refusing requests over `max_decoding` bytes.
-    pub fn new(member: Arc<Member>, max_decoding: usize) -> KvRoutes {
+    /// The KV service over `kv` (Range) and `service` (the rest), refusing requests
+    /// over `max_decoding` bytes.
+    pub fn new(kv: Arc<KvHandles>, service: Arc<KvService>, max_decoding: usize) -> KvRoutes {
         KvRoutes {
-            generated: KvServer::new(KvService::new(member.clone()))
-                .max_decoding_message_size(max_decoding),
-            member,
+            generated: KvServer::from_arc(service).max_decoding_message_size(max_decoding),
+            kv,
             max_decoding,
         }
     }
@@ -67,7 +66,7 @@ where
         }
         let answered = Arc::new(Mutex::new(None));
         let ranges = Ranges {
-            member: self.member.clone(),
+            kv: self.kv.clone(),
             answered: answered.clone(),
         };
         let max = self.max_decoding;
@@ -101,7 +100,7 @@ where
 /// Answers one Range call: a successful answer is left in `answered` (the response
 /// tonic builds for it is empty and replaced).
 struct Ranges {
-    member: Arc<Member>,
+    kv: Arc<KvHandles>,
     answered: Arc<Mutex<Option<RangeOut>>>,
 }
 
@@ -110,11 +109,11 @@ impl UnaryService<RangeRequest> for Ranges {
     type Future = BoxFuture<Response<RangeResponse>, Status>;
 
     fn call(&mut self, req: Request<RangeRequest>) -> Self::Future {
-        let member = self.member.clone();
+        let kv = self.kv.clone();
         let answered = self.answered.clone();
         Box::pin(async move {
-            let caller = caller(&member, &req).await?;
-            let out = answer(&member, caller, req.into_inner(), true).await?;
+            let caller = kv.callers.of(&req).await?;
+            let out = answer(&kv, caller, req.into_inner(), true).await?;
             *answered.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
             Ok(Response::new(RangeResponse::default()))
         })

@@ -11,20 +11,19 @@ use oxcd_api::etcdserverpb::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::domains::auth::caller::caller;
+use crate::domains::kv::KvHandles;
 use crate::domains::kv::validate;
-use crate::machine::member::Member;
 use crate::machine::quota;
 
 /// The KV service.
 pub struct KvService {
-    member: Arc<Member>,
+    kv: Arc<KvHandles>,
 }
 
 impl KvService {
-    /// A KV service for `member`.
-    pub fn new(member: Arc<Member>) -> KvService {
-        KvService { member }
+    /// A KV service over `kv`.
+    pub fn new(kv: Arc<KvHandles>) -> KvService {
+        KvService { kv }
     }
 }
 
@@ -36,17 +35,17 @@ impl Kv for KvService {
     /// Reached only by direct calls: the routes serve Range by hand
     /// ([`super::range`]), with the same answer.
     async fn range(&self, req: Request<RangeRequest>) -> Result<Response<RangeResponse>, Status> {
-        let caller = caller(&self.member, &req).await?;
-        let out = super::range::answer(&self.member, caller, req.into_inner(), false).await?;
+        let caller = self.kv.callers.of(&req).await?;
+        let out = super::range::answer(&self.kv, caller, req.into_inner(), false).await?;
         Ok(Response::new(out.resp))
     }
 
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
-        let admitted = self.member.admit(quota::put_cost(req.get_ref())).await?;
-        let caller = caller(&self.member, &req).await?;
+        let admitted = self.kv.writes.admit(quota::put_cost(req.get_ref())).await?;
+        let caller = self.kv.callers.of(&req).await?;
         let r = req.into_inner();
         validate::put(&r)?;
-        let resp = self.member.propose_admitted(r, caller, admitted).await?;
+        let resp = self.kv.writes.propose_admitted(r, caller, admitted).await?;
         Ok(Response::new(resp))
     }
 
@@ -54,18 +53,18 @@ impl Kv for KvService {
         &self,
         req: Request<DeleteRangeRequest>,
     ) -> Result<Response<DeleteRangeResponse>, Status> {
-        let caller = caller(&self.member, &req).await?;
+        let caller = self.kv.callers.of(&req).await?;
         let r = req.into_inner();
         validate::delete_range(&r)?;
-        Ok(Response::new(self.member.propose(r, caller).await?))
+        Ok(Response::new(self.kv.writes.propose(r, caller).await?))
     }
 
     async fn txn(&self, req: Request<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
-        let admitted = self.member.admit(quota::txn_cost(req.get_ref())).await?;
-        let caller = caller(&self.member, &req).await?;
+        let admitted = self.kv.writes.admit(quota::txn_cost(req.get_ref())).await?;
+        let caller = self.kv.callers.of(&req).await?;
         let r = req.into_inner();
-        validate::txn(&r, self.member.limits.max_txn_ops)?;
-        let resp = self.member.propose_admitted(r, caller, admitted).await?;
+        validate::txn(&r, self.kv.max_txn_ops)?;
+        let resp = self.kv.writes.propose_admitted(r, caller, admitted).await?;
         Ok(Response::new(resp))
     }
 
@@ -73,15 +72,16 @@ impl Kv for KvService {
         &self,
         req: Request<CompactionRequest>,
     ) -> Result<Response<CompactionResponse>, Status> {
-        let caller = caller(&self.member, &req).await?;
+        let caller = self.kv.callers.of(&req).await?;
         let req = req.into_inner();
         let (rev, physical) = (req.revision, req.physical);
-        let resp = Response::new(self.member.propose(req, caller).await?);
+        let resp = Response::new(self.kv.writes.propose(req, caller).await?);
         if physical {
             // As etcd: a physical compaction answers once its rows are gone here.
             let done = self
-                .member
-                .read_blocking(move |store| store.wait_compacted(rev, PHYSICAL_WAIT))
+                .kv
+                .reads
+                .blocking(move |store| store.wait_compacted(rev, PHYSICAL_WAIT))
                 .await?;
             if !done {
                 tracing::warn!(

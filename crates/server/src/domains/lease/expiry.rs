@@ -10,7 +10,7 @@ use std::time::Duration;
 use oxcd_api::oxcdpb::LeaseExpire;
 use tokio::sync::watch;
 
-use crate::machine::member::Member;
+use crate::domains::lease::LeaseHandles;
 
 /// How often the leader looks for expired leases (etcd: 500 ms).
 const CHECK_EVERY: Duration = Duration::from_millis(500);
@@ -19,9 +19,9 @@ const CHECK_EVERY: Duration = Duration::from_millis(500);
 pub const REVOKES_PER_SECOND: usize = 1000;
 
 /// Runs until `stop` turns true.
-pub async fn run(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
-    let mut leadership = member.raft.leadership();
-    let me = member.id.member_id;
+pub async fn run(lease: Arc<LeaseHandles>, mut stop: watch::Receiver<bool>) {
+    let mut leadership = lease.role.leadership();
+    let me = lease.role.me();
     let per_check = REVOKES_PER_SECOND * CHECK_EVERY.as_millis() as usize / 1000;
     let mut leading = false;
     let mut tick = tokio::time::interval(CHECK_EVERY);
@@ -34,7 +34,7 @@ pub async fn run(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
         }
         let leader = leadership.borrow_and_update().leader == me;
         if leader && !leading {
-            member.leases.promote(member.election_timeout());
+            lease.leases.promote(lease.election_timeout);
         }
         leading = leader;
         if !leading {
@@ -42,11 +42,11 @@ pub async fn run(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
         }
         // Every keepalive applied so far is in the clocks just read; one applied after
         // this index voids the decision.
-        let decided_at = member.applied_index();
-        for id in member.leases.take_expired(per_check) {
-            let member = member.clone();
+        let decided_at = lease.reads.applied_index();
+        for id in lease.leases.take_expired(per_check) {
+            let writes = lease.writes.clone();
             tokio::spawn(async move {
-                match member.propose(LeaseExpire { id, decided_at }, None).await {
+                match writes.propose(LeaseExpire { id, decided_at }, None).await {
                     Ok(_) => {
                         tracing::debug!(lease = %format!("{id:016x}"), "revoked expired lease")
                     }

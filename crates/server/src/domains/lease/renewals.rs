@@ -28,8 +28,8 @@ use oxcd_api::oxcdpb::{LeaseRenew, PeerRenewLeasesRequest};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tonic::transport::Channel;
 
+use crate::domains::lease::LeaseHandles;
 use crate::domains::lease::MemoryRenewal;
-use crate::machine::member::Member;
 use crate::peer::PeerDialer;
 use crate::peer::transport::Link;
 
@@ -53,7 +53,7 @@ struct Pending {
 /// The batcher of one member's keepalives.
 pub struct Renewals {
     queue: mpsc::UnboundedSender<Pending>,
-    member: Weak<Member>,
+    lease: Weak<LeaseHandles>,
     /// Leases renewed on the leader since its last checkpoint.
     renewed: Arc<Mutex<HashSet<i64>>>,
     /// When each peer was last heard from (any raft message it sent us).
@@ -61,21 +61,21 @@ pub struct Renewals {
 }
 
 impl Renewals {
-    /// Starts the batcher for `member`, forwarding to the leader with `dialer`; it stops
-    /// when this is dropped or the member is gone (it never keeps a stopped member's
-    /// store open).
-    pub fn start(member: &Arc<Member>, dialer: PeerDialer) -> Renewals {
+    /// Starts the batcher over `lease`, forwarding to the leader with `dialer`; it stops
+    /// when this is dropped or `lease` is gone (it never keeps a stopped member's store
+    /// open).
+    pub fn start(lease: &Arc<LeaseHandles>, dialer: PeerDialer) -> Renewals {
         let (queue, rx) = mpsc::unbounded_channel();
         let renewed = Arc::new(Mutex::new(HashSet::new()));
         let forwarder = Arc::new(Forwarder {
             dialer,
             channel: tokio::sync::Mutex::new(None),
         });
-        tokio::spawn(batcher(Arc::downgrade(member), rx, forwarder));
-        tokio::spawn(checkpoints(Arc::downgrade(member), renewed.clone()));
+        tokio::spawn(batcher(Arc::downgrade(lease), rx, forwarder));
+        tokio::spawn(checkpoints(Arc::downgrade(lease), renewed.clone()));
         Renewals {
             queue,
-            member: Arc::downgrade(member),
+            lease: Arc::downgrade(lease),
             renewed,
             heard: Mutex::new(HashMap::new()),
         }
@@ -98,13 +98,13 @@ impl Renewals {
     /// member is not the leader (or is stopped), or when one of the leases' expiry is
     /// already proposed: then the keepalives go through raft.
     pub fn renew_as_leader(&self, ids: &[i64]) -> Option<Vec<i64>> {
-        let member = self.member.upgrade()?;
-        if !member.is_leader() || !self.quorum_heard(&member) {
+        let lease = self.lease.upgrade()?;
+        if !lease.role.is_leader() || !self.quorum_heard(&lease) {
             return None;
         }
         let mut ttls = Vec::with_capacity(ids.len());
         for id in ids {
-            match member.leases.renew_in_memory(*id) {
+            match lease.leases.renew_in_memory(*id) {
                 MemoryRenewal::Renewed(ttl) => ttls.push(ttl),
                 MemoryRenewal::Gone => ttls.push(0),
                 MemoryRenewal::Expiring => return None,
@@ -136,18 +136,16 @@ impl Renewals {
     /// them). A keepalive it acknowledges is then at most half an election timeout
     /// (plus the checkpoint interval) newer than what a new leader knows, which the new
     /// leader's grace of one election timeout covers.
-    fn quorum_heard(&self, member: &Member) -> bool {
-        let voters = member.voters();
+    fn quorum_heard(&self, lease: &LeaseHandles) -> bool {
+        let voters = lease.roster.voters();
         let need = voters.len() / 2 + 1;
-        let window = member.election_timeout() / 2;
+        let window = lease.election_timeout / 2;
         let now = Instant::now();
         let heard = self.heard.lock().unwrap_or_else(|p| p.into_inner());
         let recent = heard
             .iter()
             .filter(|(id, t)| {
-                **id != member.id.member_id
-                    && voters.contains(id)
-                    && now.duration_since(**t) <= window
+                **id != lease.role.me() && voters.contains(id) && now.duration_since(**t) <= window
             })
             .count();
         1 + recent >= need
@@ -165,15 +163,17 @@ struct Forwarder {
 impl Forwarder {
     /// Asks the leader to renew `ids`: their TTLs, or None if the leader is unknown,
     /// this member, unreachable, slow, or no longer leading.
-    async fn renew(&self, member: &Member, ids: &[i64]) -> Option<Vec<i64>> {
-        let leader = member.raft.status().leader();
-        if leader == 0 || leader == member.id.member_id {
+    async fn renew(&self, lease: &LeaseHandles, ids: &[i64]) -> Option<Vec<i64>> {
+        let leader = lease.role.leader();
+        let ids_here = lease.reads.ids();
+        if leader == 0 || leader == ids_here.member_id {
             return None;
         }
         let link = Link {
-            me: member.id.member_id,
-            cluster_id: member.id.cluster_id,
-            url: member
+            me: ids_here.member_id,
+            cluster_id: ids_here.cluster_id,
+            url: lease
+                .roster
                 .members()
                 .into_iter()
                 .find(|m| m.id == leader)?
@@ -208,12 +208,12 @@ impl Forwarder {
 }
 
 /// Replicates the leader's renewals every [`CHECKPOINT_EVERY`], until the member is gone.
-async fn checkpoints(member: Weak<Member>, renewed: Arc<Mutex<HashSet<i64>>>) {
+async fn checkpoints(lease: Weak<LeaseHandles>, renewed: Arc<Mutex<HashSet<i64>>>) {
     let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let Some(member) = member.upgrade() else {
+        let Some(lease) = lease.upgrade() else {
             return;
         };
         let ids: Vec<i64> = {
@@ -228,7 +228,7 @@ async fn checkpoints(member: Weak<Member>, renewed: Arc<Mutex<HashSet<i64>>>) {
                 ids: chunk.to_vec(),
             };
             // Lost with a leader change: the next leader grants an election timeout.
-            if let Err(e) = member.propose(renew, None).await {
+            if let Err(e) = lease.writes.propose(renew, None).await {
                 tracing::debug!("lease checkpoint not replicated: {e}");
             }
         }
@@ -236,7 +236,7 @@ async fn checkpoints(member: Weak<Member>, renewed: Arc<Mutex<HashSet<i64>>>) {
 }
 
 async fn batcher(
-    member: Weak<Member>,
+    lease: Weak<LeaseHandles>,
     mut rx: mpsc::UnboundedReceiver<Pending>,
     forwarder: Arc<Forwarder>,
 ) {
@@ -253,15 +253,15 @@ async fn batcher(
                 Err(_) => break,
             }
         }
-        let Some(member) = member.upgrade() else {
+        let Some(lease) = lease.upgrade() else {
             return;
         };
         let forwarder = forwarder.clone();
         tokio::spawn(async move {
             let ids: Vec<i64> = batch.iter().map(|p| p.id).collect();
-            let answers = match forwarder.renew(&member, &ids).await {
+            let answers = match forwarder.renew(&lease, &ids).await {
                 Some(ttls) => ttls.into_iter().map(Ok).collect(),
-                None => match member.propose(LeaseRenew { ids }, None).await {
+                None => match lease.writes.propose(LeaseRenew { ids }, None).await {
                     Ok(ttls) if ttls.len() == batch.len() => ttls.into_iter().map(Ok).collect(),
                     Ok(_) => vec![Err(EtcdError::Stopped); batch.len()],
                     Err(e) => vec![Err(e); batch.len()],

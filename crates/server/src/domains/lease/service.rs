@@ -19,10 +19,9 @@ use oxcd_api::etcdserverpb::{
 };
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::domains::auth::caller::caller;
 use crate::domains::lease::MAX_TTL;
 use crate::domains::lease::renewals::Renewals;
-use crate::machine::member::Member;
+use crate::domains::lease::{LeaseHandles, Lessor};
 use crate::machine::quota::LEASE_OVERHEAD;
 use oxcd_auth::Access;
 
@@ -35,24 +34,28 @@ pub type KeepAlives =
 
 /// The Lease service.
 pub struct LeaseService {
-    member: Arc<Member>,
+    lease: Arc<LeaseHandles>,
     renewals: Arc<Renewals>,
     grants: AtomicU64,
 }
 
 impl LeaseService {
-    /// A Lease service for `member`, renewing keepalives through `renewals`.
-    pub fn new(member: Arc<Member>, renewals: Arc<Renewals>) -> LeaseService {
+    /// A Lease service over `lease`, renewing keepalives through `renewals`.
+    pub fn new(lease: Arc<LeaseHandles>, renewals: Arc<Renewals>) -> LeaseService {
         LeaseService {
             renewals,
-            member,
+            lease,
             grants: AtomicU64::new(0),
         }
     }
 
     /// A lease id of this member's choosing.
     fn new_id(&self) -> i64 {
-        new_lease_id(&self.member, self.grants.fetch_add(1, Ordering::Relaxed))
+        new_lease_id(
+            &self.lease.leases,
+            self.lease.role.me(),
+            self.grants.fetch_add(1, Ordering::Relaxed),
+        )
     }
 
     /// The answers to a stream of keepalive `requests` (gRPC's or the gateway's).
@@ -60,18 +63,18 @@ impl LeaseService {
         &self,
         requests: impl Stream<Item = Result<LeaseKeepAliveRequest, Status>> + Send + 'static,
     ) -> KeepAlives {
-        let member = self.member.clone();
+        let lease = self.lease.clone();
         let renewals = self.renewals.clone();
         // Keepalives run concurrently (a raft round each on a follower), in the task
         // that sends the answers: a client that stops reading stops its requests being
         // read. The first failure ends the stream with that error, as etcd's does.
         let answers = requests
             .map(move |r| {
-                let member = member.clone();
+                let lease = lease.clone();
                 let renewals = renewals.clone();
                 async move {
                     match r {
-                        Ok(r) => keep_alive(&member, &renewals, r.id).await,
+                        Ok(r) => keep_alive(&lease, &renewals, r.id).await,
                         Err(status) => Err(status),
                     }
                 }
@@ -85,33 +88,31 @@ impl LeaseService {
     }
 }
 
-/// A lease id of `member`'s choosing for its `n`th grant (of one counter).
-pub(crate) fn new_lease_id(member: &Member, n: u64) -> i64 {
+/// A lease id of this member's choosing for its `n`th grant (of one counter).
+pub(crate) fn new_lease_id(leases: &Lessor, me: u64, n: u64) -> i64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    member
-        .leases
-        .new_id(member.id.member_id ^ now ^ n.rotate_left(40))
+    leases.new_id(me ^ now ^ n.rotate_left(40))
 }
 
 /// One keepalive: the lease's TTL after renewal, 0 if it does not exist (as etcd).
 async fn keep_alive(
-    member: &Member,
+    lease: &LeaseHandles,
     renewals: &Renewals,
     id: i64,
 ) -> Result<LeaseKeepAliveResponse, Status> {
     // The leader's clock is authoritative: a lease it considers expired is about to be
     // revoked and may not be renewed, as in etcd.
-    let expired_here = member.is_leader() && member.leases.is_expired(id);
+    let expired_here = lease.role.is_leader() && lease.leases.is_expired(id);
     let ttl = if expired_here {
         0
     } else {
         renewals.renew(id).await?
     };
     Ok(LeaseKeepAliveResponse {
-        header: Some(member.header(member.store.current_rev())),
+        header: Some(lease.reads.header_now()),
         id,
         ttl,
     })
@@ -124,8 +125,8 @@ impl Lease for LeaseService {
         req: Request<LeaseGrantRequest>,
     ) -> Result<Response<LeaseGrantResponse>, Status> {
         // The space quota first, as in etcd (before the caller and the TTL).
-        let admitted = self.member.admit(LEASE_OVERHEAD).await?;
-        let caller = caller(&self.member, &req).await?;
+        let admitted = self.lease.writes.admit(LEASE_OVERHEAD).await?;
+        let caller = self.lease.callers.of(&req).await?;
         let mut r = req.into_inner();
         if r.ttl > MAX_TTL {
             return Err(EtcdError::LeaseTtlTooLarge.into());
@@ -133,8 +134,12 @@ impl Lease for LeaseService {
         if r.id == 0 {
             r.id = self.new_id();
         }
-        r.ttl = r.ttl.max(self.member.leases.min_ttl());
-        let resp = self.member.propose_admitted(r, caller, admitted).await?;
+        r.ttl = r.ttl.max(self.lease.leases.min_ttl());
+        let resp = self
+            .lease
+            .writes
+            .propose_admitted(r, caller, admitted)
+            .await?;
         Ok(Response::new(resp))
     }
 
@@ -143,8 +148,8 @@ impl Lease for LeaseService {
         req: Request<LeaseRevokeRequest>,
     ) -> Result<Response<LeaseRevokeResponse>, Status> {
         // Checked when applied: the caller must be able to write every key of the lease.
-        let caller = caller(&self.member, &req).await?;
-        let resp = self.member.propose(req.into_inner(), caller).await?;
+        let caller = self.lease.callers.of(&req).await?;
+        let resp = self.lease.writes.propose(req.into_inner(), caller).await?;
         Ok(Response::new(resp))
     }
 
@@ -159,20 +164,21 @@ impl Lease for LeaseService {
         &self,
         req: Request<LeaseTimeToLiveRequest>,
     ) -> Result<Response<LeaseTimeToLiveResponse>, Status> {
-        let caller = caller(&self.member, &req).await?;
+        let caller = self.lease.callers.of(&req).await?;
         let r = req.into_inner();
-        self.member.read_barrier().await?;
-        if r.keys && self.member.auth.enabled() {
+        self.lease.reads.barrier().await?;
+        if r.keys && self.lease.callers.auth().enabled() {
             // As etcd: listing a lease's keys needs read permission on each of them.
             let caller = caller.as_ref().ok_or(EtcdError::UserEmpty)?;
-            for key in self.member.leases.keys(r.id) {
-                self.member
-                    .auth
+            for key in self.lease.leases.keys(r.id) {
+                self.lease
+                    .callers
+                    .auth()
                     .check(Some(caller), &key, b"", Access::Read)?;
             }
         }
-        let header = Some(self.member.header(self.member.store.current_rev()));
-        let resp = match self.member.leases.time_to_live(r.id, r.keys) {
+        let header = Some(self.lease.reads.header_now());
+        let resp = match self.lease.leases.time_to_live(r.id, r.keys) {
             Some(t) => LeaseTimeToLiveResponse {
                 header,
                 id: r.id,
@@ -195,16 +201,16 @@ impl Lease for LeaseService {
         &self,
         _req: Request<LeaseLeasesRequest>,
     ) -> Result<Response<LeaseLeasesResponse>, Status> {
-        self.member.read_barrier().await?;
+        self.lease.reads.barrier().await?;
         let leases = self
-            .member
+            .lease
             .leases
             .ids()
             .into_iter()
             .map(|id| LeaseStatus { id })
             .collect();
         Ok(Response::new(LeaseLeasesResponse {
-            header: Some(self.member.header(self.member.store.current_rev())),
+            header: Some(self.lease.reads.header_now()),
             leases,
         }))
     }

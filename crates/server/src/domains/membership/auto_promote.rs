@@ -10,29 +10,30 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::requests;
-use crate::machine::member::Member;
+use crate::domains::membership::MembershipHandles;
 
 /// How often the leader looks at its learners.
 const EVERY: Duration = Duration::from_millis(500);
 
 /// Runs until `stop`: while this member leads, promotes each learner that is ready.
-pub async fn run(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
+pub async fn run(membership: Arc<MembershipHandles>, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(EVERY) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        if !member.is_leader() {
+        if !membership.role.is_leader() {
             continue;
         }
-        let learners: Vec<u64> = member
+        let learners: Vec<u64> = membership
+            .roster
             .members()
             .into_iter()
             .filter(|m| m.is_learner)
             .map(|m| m.id)
             .collect();
         for id in learners {
-            match requests::promote_here(&member, id).await {
+            match requests::promote_here(&membership, id).await {
                 Ok(_) => tracing::info!(
                     learner = %format!("{id:x}"),
                     "promoted a learner that caught up (--auto-promote-learners)"

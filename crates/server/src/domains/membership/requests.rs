@@ -15,13 +15,13 @@ use oxcd_api::oxcdpb::{ConfChangeContext, MemberInfo, MemberUpdate, PeerPromoteR
 use oxcd_raft::ConfChangeType;
 
 use super::reconfig::{self, Health};
-use crate::machine::member::Member;
+use crate::domains::membership::MembershipHandles;
 use crate::peer::Refusal;
 use crate::peer::transport::Link;
 
 /// The members that have started: published a name through raft.
-pub fn started(m: &Member) -> BTreeSet<u64> {
-    super::published(&m.store)
+pub fn started(m: &MembershipHandles) -> BTreeSet<u64> {
+    super::published(m.reads.store())
         .into_values()
         .filter(|a| !a.name.is_empty())
         .map(|a| a.id)
@@ -30,7 +30,7 @@ pub fn started(m: &Member) -> BTreeSet<u64> {
 
 /// Runs a strict reconfiguration check (nothing when `--strict-reconfig-check=false`).
 fn strict(
-    m: &Member,
+    m: &MembershipHandles,
     check: impl FnOnce(&super::MembershipState, &Health<'_>) -> Result<(), EtcdError>,
 ) -> Result<(), EtcdError> {
     if !m.reconfig.strict {
@@ -40,12 +40,12 @@ fn strict(
     let health = m.reconfig.health.clone();
     let since = move |id: u64| health.active_since(id);
     let h = Health {
-        me: m.id.member_id,
+        me: m.role.me(),
         started: &started,
         connected_since: &since,
         now: Instant::now(),
     };
-    let state = m.membership.state().clone();
+    let state = m.roster.membership().state().clone();
     check(&state, &h)
 }
 
@@ -73,7 +73,7 @@ pub fn peer_urls(urls: &[String]) -> Result<Vec<String>, EtcdError> {
 
 /// Adds a member with `urls` (a learner when `learner`); returns it and the members.
 pub async fn add(
-    m: &Member,
+    m: &MembershipHandles,
     urls: &[String],
     learner: bool,
 ) -> Result<(MemberInfo, Vec<MemberInfo>), EtcdError> {
@@ -96,33 +96,41 @@ pub async fn add(
         max_learners: m.reconfig.max_learners,
         ..Default::default()
     };
-    let members = m.propose_conf_change(change_type, member.id, ctx).await?;
+    let members = m
+        .writes
+        .propose_conf_change(change_type, member.id, ctx)
+        .await?;
     Ok((member, members))
 }
 
 /// Removes the member `id`; returns the members left.
-pub async fn remove(m: &Member, id: u64) -> Result<Vec<MemberInfo>, EtcdError> {
+pub async fn remove(m: &MembershipHandles, id: u64) -> Result<Vec<MemberInfo>, EtcdError> {
     strict(m, |state, h| reconfig::may_remove(state, id, h))?;
     let ctx = ConfChangeContext::default();
-    m.propose_conf_change(ConfChangeType::RemoveNode, id, ctx)
+    m.writes
+        .propose_conf_change(ConfChangeType::RemoveNode, id, ctx)
         .await
 }
 
 /// Gives the member `id` new peer URLs; returns the members.
-pub async fn update(m: &Member, id: u64, urls: &[String]) -> Result<Vec<MemberInfo>, EtcdError> {
+pub async fn update(
+    m: &MembershipHandles,
+    id: u64,
+    urls: &[String],
+) -> Result<Vec<MemberInfo>, EtcdError> {
     let urls = peer_urls(urls)?;
     let update = MemberUpdate {
         id,
         peer_urls: urls,
     };
-    m.propose(update, None).await
+    m.writes.propose(update, None).await
 }
 
 /// Promotes the learner `id`, here when this member leads (only the leader knows
 /// whether the learner has caught up); Err(NotLeader) otherwise.
-pub async fn promote_here(m: &Member, id: u64) -> Result<Vec<MemberInfo>, EtcdError> {
-    let progress = m.progress().await?;
-    reconfig::learner_ready(&progress, m.id.member_id, id)?;
+pub async fn promote_here(m: &MembershipHandles, id: u64) -> Result<Vec<MemberInfo>, EtcdError> {
+    let progress = m.role.progress().await?;
+    reconfig::learner_ready(&progress, m.role.me(), id)?;
     strict(m, reconfig::may_promote)?;
     let ctx = ConfChangeContext {
         member: Some(MemberInfo {
@@ -132,27 +140,29 @@ pub async fn promote_here(m: &Member, id: u64) -> Result<Vec<MemberInfo>, EtcdEr
         is_promote: true,
         ..Default::default()
     };
-    m.propose_conf_change(ConfChangeType::AddNode, id, ctx)
+    m.writes
+        .propose_conf_change(ConfChangeType::AddNode, id, ctx)
         .await
 }
 
 /// Promotes the learner `id`: here when this member leads, else on the leader, retried
 /// (a leader that changes meanwhile) until the request timeout.
-pub async fn promote(m: &Member, id: u64) -> Result<Vec<MemberInfo>, EtcdError> {
+pub async fn promote(m: &MembershipHandles, id: u64) -> Result<Vec<MemberInfo>, EtcdError> {
     match promote_here(m, id).await {
         Err(EtcdError::NotLeader) => {}
         other => return other,
     }
-    let deadline = tokio::time::Instant::now() + m.limits.request_timeout;
+    let deadline = tokio::time::Instant::now() + m.request_timeout;
     while tokio::time::Instant::now() < deadline {
-        let leader = m.raft.status().leader();
-        if leader == m.id.member_id {
+        let leader = m.role.leader();
+        if leader == m.role.me() {
             match promote_here(m, id).await {
                 Err(EtcdError::NotLeader) => {}
                 other => return other,
             }
         }
         let urls = m
+            .roster
             .members()
             .into_iter()
             .find(|x| x.id == leader)
@@ -172,10 +182,14 @@ pub async fn promote(m: &Member, id: u64) -> Result<Vec<MemberInfo>, EtcdError> 
 
 /// Asks the member at `url` to promote `id`: Err(Some) is its final answer, Err(None)
 /// an answer worth retrying (it no longer leads, it could not be reached).
-async fn promote_on(m: &Member, url: &str, id: u64) -> Result<Vec<MemberInfo>, Option<EtcdError>> {
+async fn promote_on(
+    m: &MembershipHandles,
+    url: &str,
+    id: u64,
+) -> Result<Vec<MemberInfo>, Option<EtcdError>> {
     let link = Link {
-        me: m.id.member_id,
-        cluster_id: m.id.cluster_id,
+        me: m.reads.ids().member_id,
+        cluster_id: m.reads.ids().cluster_id,
         url: url.to_string(),
         dialer: m.reconfig.dialer.clone(),
     };
@@ -199,7 +213,7 @@ async fn promote_on(m: &Member, url: &str, id: u64) -> Result<Vec<MemberInfo>, O
                 }
             })
     };
-    tokio::time::timeout(m.limits.request_timeout, call)
+    tokio::time::timeout(m.request_timeout, call)
         .await
         .map_err(|_| None)?
 }

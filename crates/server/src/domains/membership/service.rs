@@ -13,42 +13,44 @@ use oxcd_api::etcdserverpb::{
 use oxcd_api::oxcdpb::MemberInfo;
 use tonic::{Request, Response, Status};
 
-use crate::domains::auth::caller::{caller, name};
+use crate::domains::auth::caller::name;
+use crate::domains::membership::MembershipHandles;
 use crate::domains::membership::requests;
-use crate::machine::member::Member;
 
 /// The Cluster service.
 pub struct ClusterService {
-    member: Arc<Member>,
+    membership: Arc<MembershipHandles>,
 }
 
 impl ClusterService {
-    /// A Cluster service for `member`.
-    pub fn new(member: Arc<Member>) -> ClusterService {
-        ClusterService { member }
+    /// A Cluster service over `membership`.
+    pub fn new(membership: Arc<MembershipHandles>) -> ClusterService {
+        ClusterService { membership }
     }
 
     /// etcd's `checkMembershipOperationPermission`: root, while auth is on.
     async fn admin<T>(&self, req: &Request<T>) -> Result<(), Status> {
-        let caller = caller(&self.member, req).await?;
-        self.member.auth.state().check_admin(name(&caller))?;
+        let callers = &self.membership.callers;
+        let caller = callers.of(req).await?;
+        callers.auth().state().check_admin(name(&caller))?;
         Ok(())
     }
 
     fn header(&self) -> Option<ResponseHeader> {
-        Some(self.member.header(0))
+        Some(self.membership.reads.header(0))
     }
 }
 
 /// `members` as etcd lists them: with the names and client URLs they published.
-pub fn listed(m: &Member, members: &[MemberInfo]) -> Vec<PbMember> {
-    let published = crate::domains::membership::published(&m.store);
+pub fn listed(m: &MembershipHandles, members: &[MemberInfo]) -> Vec<PbMember> {
+    let published = crate::domains::membership::published(m.reads.store());
+    let me = m.reads.ids().member_id;
     members
         .iter()
         .map(|x| {
             let attrs = published.get(&x.id);
-            let client_ur_ls = if x.id == m.id.member_id {
-                m.id.client_urls.clone()
+            let client_ur_ls = if x.id == me {
+                m.client_urls.clone()
             } else {
                 attrs
                     .map(|a| a.client_urls.clone())
@@ -75,7 +77,7 @@ impl Cluster for ClusterService {
     ) -> Result<Response<MemberAddResponse>, Status> {
         self.admin(&req).await?;
         let r = req.into_inner();
-        let (added, members) = requests::add(&self.member, &r.peer_ur_ls, r.is_learner).await?;
+        let (added, members) = requests::add(&self.membership, &r.peer_ur_ls, r.is_learner).await?;
         Ok(Response::new(MemberAddResponse {
             header: self.header(),
             member: Some(PbMember {
@@ -84,7 +86,7 @@ impl Cluster for ClusterService {
                 is_learner: added.is_learner,
                 ..Default::default()
             }),
-            members: listed(&self.member, &members),
+            members: listed(&self.membership, &members),
         }))
     }
 
@@ -93,10 +95,10 @@ impl Cluster for ClusterService {
         req: Request<MemberRemoveRequest>,
     ) -> Result<Response<MemberRemoveResponse>, Status> {
         self.admin(&req).await?;
-        let members = requests::remove(&self.member, req.get_ref().id).await?;
+        let members = requests::remove(&self.membership, req.get_ref().id).await?;
         Ok(Response::new(MemberRemoveResponse {
             header: self.header(),
-            members: listed(&self.member, &members),
+            members: listed(&self.membership, &members),
         }))
     }
 
@@ -106,10 +108,10 @@ impl Cluster for ClusterService {
     ) -> Result<Response<MemberUpdateResponse>, Status> {
         self.admin(&req).await?;
         let r = req.into_inner();
-        let members = requests::update(&self.member, r.id, &r.peer_ur_ls).await?;
+        let members = requests::update(&self.membership, r.id, &r.peer_ur_ls).await?;
         Ok(Response::new(MemberUpdateResponse {
             header: self.header(),
-            members: listed(&self.member, &members),
+            members: listed(&self.membership, &members),
         }))
     }
 
@@ -117,13 +119,13 @@ impl Cluster for ClusterService {
         &self,
         req: Request<MemberListRequest>,
     ) -> Result<Response<MemberListResponse>, Status> {
-        let m = &self.member;
+        let m = &self.membership;
         if req.get_ref().linearizable {
-            m.read_barrier().await?;
+            m.reads.barrier().await?;
         }
         Ok(Response::new(MemberListResponse {
             header: self.header(),
-            members: listed(m, &m.members()),
+            members: listed(m, &m.roster.members()),
         }))
     }
 
@@ -132,10 +134,10 @@ impl Cluster for ClusterService {
         req: Request<MemberPromoteRequest>,
     ) -> Result<Response<MemberPromoteResponse>, Status> {
         self.admin(&req).await?;
-        let members = requests::promote(&self.member, req.get_ref().id).await?;
+        let members = requests::promote(&self.membership, req.get_ref().id).await?;
         Ok(Response::new(MemberPromoteResponse {
             header: self.header(),
-            members: listed(&self.member, &members),
+            members: listed(&self.membership, &members),
         }))
     }
 }

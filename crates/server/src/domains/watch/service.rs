@@ -12,10 +12,10 @@ use tonic::server::{Grpc, NamedService, StreamingService};
 use tonic::{Request, Response, Status, Streaming};
 use tonic_prost::ProstCodec;
 
+use crate::domains::watch::WatchHandles;
 use crate::domains::watch::outbox::{Outgoing, outbox};
 use crate::domains::watch::stream::WatchStream;
 use crate::domains::watch::wire::WatchOut;
-use crate::machine::member::Member;
 
 /// etcd's Watch service and method path.
 const SERVICE: &str = "etcdserverpb.Watch";
@@ -26,13 +26,13 @@ const METHOD_PATH: &str = "/etcdserverpb.Watch/Watch";
 /// generated server would (the same path, codec and Unimplemented for other methods).
 #[derive(Clone)]
 pub struct WatchService {
-    member: Arc<Member>,
+    watch: Arc<WatchHandles>,
 }
 
 impl WatchService {
-    /// A Watch service for `member`.
-    pub fn new(member: Arc<Member>) -> WatchService {
-        WatchService { member }
+    /// A Watch service over `watch`.
+    pub fn new(watch: Arc<WatchHandles>) -> WatchService {
+        WatchService { watch }
     }
 }
 
@@ -57,7 +57,7 @@ where
         if req.uri().path() != METHOD_PATH {
             return Box::pin(async { Ok(Status::unimplemented("").into_http()) });
         }
-        let streams = Streams(self.member.clone());
+        let streams = Streams(self.watch.clone());
         Box::pin(async move {
             let codec = ProstCodec::<WatchOut, WatchRequest>::default();
             Ok(Grpc::new(codec).streaming(streams, req).await)
@@ -66,7 +66,7 @@ where
 }
 
 /// Opens one stream task per call.
-struct Streams(Arc<Member>);
+struct Streams(Arc<WatchHandles>);
 
 impl StreamingService<WatchRequest> for Streams {
     type Response = WatchOut;
@@ -76,7 +76,7 @@ impl StreamingService<WatchRequest> for Streams {
     fn call(&mut self, req: Request<Streaming<WatchRequest>>) -> Self::Future {
         let (out, outgoing) = outbox();
         let creds = crate::domains::auth::caller::credentials(&req);
-        let stream = WatchStream::new(self.0.clone(), self.0.watch_hub.clone(), out, creds);
+        let stream = WatchStream::new(self.0.clone(), out, creds);
         tokio::spawn(stream.run(req.into_inner()));
         ready(Ok(Response::new(outgoing)))
     }

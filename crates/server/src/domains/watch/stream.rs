@@ -28,13 +28,13 @@ use oxcd_mvcc::{KeyRange, MvccError, RangeOptions, Store};
 use prost::bytes::{Bytes, BytesMut};
 use tonic::Status;
 
+use super::WatchHandles;
 use super::outbox::{Gone, Outbox};
 use super::routes::Routes;
 use super::watcher::{DUPLICATE_ID, Watcher, fragments};
 use super::wire::WatchOut;
 use super::{Feed, Subscription, WatchHub};
-use crate::domains::auth::caller::{Credentials, caller_of};
-use crate::machine::member::Member;
+use crate::domains::auth::caller::Credentials;
 use oxcd_auth::Access;
 
 /// The id etcd answers with when no watcher was created (and for stream-wide progress).
@@ -42,7 +42,7 @@ const NO_WATCH: i64 = -1;
 
 /// One stream's state.
 pub struct WatchStream {
-    member: Arc<Member>,
+    handles: Arc<WatchHandles>,
     hub: Arc<WatchHub>,
     watchers: BTreeMap<i64, Watcher>,
     /// The same watchers' ranges, to find those a batch's keys are for.
@@ -55,16 +55,12 @@ pub struct WatchStream {
 }
 
 impl WatchStream {
-    /// A stream of `member` opened with `creds`, answering through `out`.
-    pub fn new(
-        member: Arc<Member>,
-        hub: Arc<WatchHub>,
-        out: Outbox,
-        creds: Credentials,
-    ) -> WatchStream {
+    /// A stream over `handles` opened with `creds`, answering through `out`.
+    pub fn new(handles: Arc<WatchHandles>, out: Outbox, creds: Credentials) -> WatchStream {
+        let hub = handles.hub.clone();
         let feed = hub.subscribe();
         WatchStream {
-            member,
+            handles,
             hub,
             watchers: BTreeMap::new(),
             routes: Routes::default(),
@@ -134,7 +130,7 @@ impl WatchStream {
 
     fn response(&self, rev: i64, watch_id: i64) -> WatchResponse {
         WatchResponse {
-            header: Some(self.member.header(rev)),
+            header: Some(self.handles.reads.header(rev)),
             watch_id,
             ..Default::default()
         }
@@ -222,12 +218,13 @@ impl WatchStream {
 
     /// Whether the stream's caller may read the range `c` watches (always, auth off).
     async fn permitted(&self, c: &WatchCreateRequest) -> Result<(), EtcdError> {
-        if !self.member.auth.enabled() {
+        let callers = &self.handles.callers;
+        if !callers.auth().enabled() {
             return Ok(());
         }
-        let caller = caller_of(&self.member, &self.creds).await?;
-        self.member
-            .auth
+        let caller = callers.presenting(&self.creds).await?;
+        callers
+            .auth()
             .check(caller.as_ref(), &c.key, &c.range_end, Access::Read)
     }
 
@@ -395,7 +392,7 @@ impl WatchStream {
     /// Sends watcher `id` its events up to revision `to` from the history, in chunks of
     /// whole revisions; cancels it, as etcd, when its next revision was compacted.
     async fn catch_up(&mut self, id: i64, to: i64) -> Result<(), Gone> {
-        let max_bytes = self.member.limits.max_request_bytes;
+        let max_bytes = self.handles.max_request_bytes;
         loop {
             let Some(from) = self
                 .watchers
@@ -459,7 +456,7 @@ impl WatchStream {
         resp.events = events;
         let pieces = if fragment {
             // etcd's threshold: the request limit plus gRPC's overhead allowance.
-            let limit = self.member.limits.max_grpc_message();
+            let limit = self.handles.max_grpc_message;
             fragments(resp, limit)
         } else {
             vec![resp]

@@ -37,8 +37,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::metadata::{MetadataKey, MetadataValue};
 use tonic::{Code, Request, Status};
 
+use crate::domains::membership::Membership;
+use crate::domains::watch::WatchHandles;
+use crate::edge::services::Services;
 use crate::edge::services::learner_gate;
-use crate::machine::member::Member;
 use crate::start::listeners::ClientAddr;
 
 pub use routes::routes;
@@ -60,7 +62,10 @@ const CN_IGNORED: &str = "CommonName of client sending a request against gateway
 
 /// What every gateway route shares.
 pub struct Gateway {
-    member: Arc<Member>,
+    /// Watch streams (and the auth store: a certificate's CN is refused while on).
+    watch: Arc<WatchHandles>,
+    /// Whether this member is a learner.
+    membership: Arc<Membership>,
     /// The largest request message gRPC accepts (`--max-request-bytes` and gRPC's slack).
     max_message: usize,
     /// The largest body read: a message's JSON is at most 4/3 of it (base64) and some.
@@ -72,14 +77,15 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// The gateway of `member`, with at most `max_streams` calls in flight.
-    pub fn new(member: Arc<Member>, max_streams: u32) -> Gateway {
-        let max_message = member.limits.max_grpc_message();
+    /// The gateway in front of `services`, with at most `max_streams` calls in flight.
+    pub fn new(services: &Services, max_streams: u32) -> Gateway {
+        let max_message = services.max_grpc_message;
         let permits = usize::try_from(max_streams)
             .unwrap_or(usize::MAX)
             .min(Semaphore::MAX_PERMITS);
         Gateway {
-            member,
+            watch: services.watch.clone(),
+            membership: services.kv.membership.clone(),
             max_message,
             max_body: 2 * max_message + (1 << 20),
             streams: Arc::new(Semaphore::new(permits)),
@@ -156,14 +162,14 @@ impl Gateway {
     /// The answer refusing what etcd refuses before any handler runs: a method a learner
     /// does not serve, a certificate's CN while auth is on.
     pub(crate) fn refusal(&self, grpc: &str, req: &HttpRequest) -> Option<Response> {
-        if learner_gate::refuses(&self.member, grpc) {
+        if learner_gate::refuses(&self.membership, grpc) {
             return Some(reply::status(&EtcdError::LearnerNotSupported.into()));
         }
         let common_name = req
             .extensions()
             .get::<axum::extract::ConnectInfo<ClientAddr>>()
             .and_then(|c| c.0.common_name.as_ref());
-        if common_name.is_some() && self.member.auth.enabled() {
+        if common_name.is_some() && self.watch.callers.auth().enabled() {
             return Some(crate::edge::go_http::go_text(
                 StatusCode::BAD_REQUEST,
                 CN_IGNORED,

@@ -18,15 +18,7 @@ use serde::de::DeserializeOwned;
 use tonic::Request;
 
 use super::{Answer, Gateway, reply, streams};
-use crate::domains::auth::service::AuthService;
-use crate::domains::kv::service::KvService;
-use crate::domains::lease::renewals::Renewals;
-use crate::domains::lease::service::LeaseService;
-use crate::domains::membership::service::ClusterService;
-use crate::edge::services::{
-    election::ElectionService, lock::LockService, maintenance::MaintenanceService,
-};
-use crate::machine::member::Member;
+use crate::edge::services::Services;
 
 /// A POST route of a unary method: `call` of `service`, as gRPC's `grpc` method.
 fn unary<S, Req, Resp, F>(
@@ -60,15 +52,15 @@ where
 
 /// The gateway's routes under `/v3/` and `/v3beta/`, with at most `max_streams` calls
 /// in flight.
-pub fn routes(member: Arc<Member>, renewals: Arc<Renewals>, max_streams: u32) -> Router {
-    let gw = Arc::new(Gateway::new(member.clone(), max_streams));
-    let kv = Arc::new(KvService::new(member.clone()));
-    let lease = Arc::new(LeaseService::new(member.clone(), renewals));
-    let cluster = Arc::new(ClusterService::new(member.clone()));
-    let mt = Arc::new(MaintenanceService::new(member.clone()));
-    let auth = Arc::new(AuthService::new(member.clone()));
-    let lock = Arc::new(LockService::new(member.clone()));
-    let election = Arc::new(ElectionService::new(member));
+pub fn routes(services: &Services, max_streams: u32) -> Router {
+    let gw = Arc::new(Gateway::new(services, max_streams));
+    let kv = services.kv_service.clone();
+    let lease = services.lease.clone();
+    let cluster = services.cluster.clone();
+    let mt = services.maintenance.clone();
+    let auth = services.auth.clone();
+    let lock = services.lock.clone();
+    let election = services.election.clone();
 
     let revoke = unary(&gw, &lease, "/etcdserverpb.Lease/LeaseRevoke", |s, r| {
         s.lease_revoke(r)

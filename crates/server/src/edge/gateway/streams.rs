@@ -91,9 +91,8 @@ pub async fn watch(gw: Arc<Gateway>, req: HttpRequest) -> Response {
     let slot = gw.stream_slot().await;
     let (parts, body) = req.into_parts();
     let creds = credentials(&grpc_request(&parts.headers, ()));
-    let member = gw.member.clone();
     let (out, outgoing) = outbox();
-    let stream = WatchStream::new(member.clone(), member.watch_hub.clone(), out, creds);
+    let stream = WatchStream::new(gw.watch.clone(), out, creds);
     let requests = body::requests::<WatchRequest>(body, gw.max_body);
     tokio::spawn(stream.run(requests));
     // Events may travel encoded once for many watchers: decoded back for the JSON.

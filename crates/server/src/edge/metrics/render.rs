@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::process;
 use super::text::{Exposition, Family, Kind};
-use crate::machine::member::Member;
+use crate::edge::http::HttpHandles;
 
 /// The cluster version as etcd labels it: major.minor.
 fn cluster_minor() -> &'static str {
@@ -18,12 +18,12 @@ fn cluster_minor() -> &'static str {
     }
 }
 
-/// The scrape of `member`: every family, as etcd's text exposition.
-pub fn render(member: &Member) -> String {
+/// The scrape of what `handles` reach: every family, as etcd's text exposition.
+pub fn render(handles: &HttpHandles) -> String {
     let mut e = Exposition::default();
-    let st = member.raft.status();
+    let st = handles.role.status();
     let leader = st.leader();
-    let id = member.id.member_id;
+    let id = handles.role.me();
     let mut f = Family::new(
         "etcd_server_version",
         Kind::Gauge,
@@ -41,7 +41,7 @@ pub fn render(member: &Member) -> String {
     let mut f = Family::new(
         "etcd_server_id",
         Kind::Gauge,
-        "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.",
+        "Server or handles ID in hexadecimal format. 1 for 'server_id' label with current ID.",
     );
     f.sample(&[("server_id", &format!("{id:x}"))], 1.0);
     e.add(f);
@@ -55,14 +55,14 @@ pub fn render(member: &Member) -> String {
     e.single(
         "etcd_server_is_leader",
         Kind::Gauge,
-        "Whether or not this member is a leader. 1 if is, 0 otherwise.",
+        "Whether or not this handles is a leader. 1 if is, 0 otherwise.",
         flag(leader == id),
     );
     e.single(
         "etcd_server_is_learner",
         Kind::Gauge,
-        "Whether or not this member is a learner. 1 if is, 0 otherwise.",
-        flag(member.membership.is_learner()),
+        "Whether or not this handles is a learner. 1 if is, 0 otherwise.",
+        flag(handles.membership.is_learner()),
     );
     e.single(
         "etcd_server_leader_changes_seen_total",
@@ -80,27 +80,27 @@ pub fn render(member: &Member) -> String {
         "etcd_server_proposals_applied_total",
         Kind::Gauge,
         "The total number of consensus proposals applied.",
-        member.applied_index() as f64,
+        handles.reads.applied_index() as f64,
     );
     e.single(
         "etcd_server_proposals_pending",
         Kind::Gauge,
         "The current number of pending proposals to commit.",
-        member.pending_proposals() as f64,
+        handles.writes.pending() as f64,
     );
     e.single(
         "etcd_server_proposals_failed_total",
         Kind::Counter,
         "The total number of failed proposals seen.",
-        member.metrics.proposals_failed.load(Ordering::Relaxed) as f64,
+        handles.metrics.proposals_failed.load(Ordering::Relaxed) as f64,
     );
     e.single(
         "etcd_server_quota_backend_bytes",
         Kind::Gauge,
         "Current backend storage quota size in bytes.",
-        member.limits.quota.gauge() as f64,
+        handles.quota.gauge() as f64,
     );
-    let backend = member.store.backend();
+    let backend = handles.reads.store().backend();
     let size = backend.size() as f64;
     e.single(
         "etcd_mvcc_db_total_size_in_bytes",
@@ -118,13 +118,13 @@ pub fn render(member: &Member) -> String {
         "etcd_debugging_mvcc_current_revision",
         Kind::Gauge,
         "The current revision of store.",
-        member.store.current_rev() as f64,
+        handles.reads.store().current_rev() as f64,
     );
     e.single(
         "etcd_debugging_mvcc_compact_revision",
         Kind::Gauge,
         "The revision of the last compaction in store.",
-        member.store.compact_rev() as f64,
+        handles.reads.store().compact_rev() as f64,
     );
     let mut f = Family::new(
         "etcd_disk_wal_fsync_duration_seconds",
@@ -149,9 +149,9 @@ pub fn render(member: &Member) -> String {
     e.single(
         "etcd_disk_defrag_inflight",
         Kind::Gauge,
-        "Whether or not defrag is active on the member. 1 means active, 0 means not.",
+        "Whether or not defrag is active on the handles. 1 means active, 0 means not.",
         f64::from(u8::from(
-            member.metrics.defrags_running.load(Ordering::Relaxed) > 0,
+            handles.metrics.defrags_running.load(Ordering::Relaxed) > 0,
         )),
     );
     let mut f = Family::new(
@@ -159,12 +159,12 @@ pub fn render(member: &Member) -> String {
         Kind::Histogram,
         "The latency distribution of backend defragmentation.",
     );
-    f.histogram(&[], &member.metrics.defrag_timing.0.snapshot());
+    f.histogram(&[], &handles.metrics.defrag_timing.0.snapshot());
     e.add(f);
-    member.metrics.add_health(&mut e);
-    member.metrics.grpc.add(&mut e);
-    member.metrics.peers.add(&mut e);
-    member.metrics.client_bytes.add(&mut e);
+    handles.metrics.add_health(&mut e);
+    handles.metrics.grpc.add(&mut e);
+    handles.metrics.peers.add(&mut e);
+    handles.metrics.client_bytes.add(&mut e);
     process::add(&mut e);
     e.finish()
 }

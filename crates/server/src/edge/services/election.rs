@@ -20,8 +20,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::recipes::{self, Caller, Cleanup, Undo, client_error, unknown};
-use crate::domains::auth::caller::caller;
-use crate::machine::member::Member;
+use crate::edge::services::recipes::RecipeHandles;
 
 /// concurrency's `ErrElectionNotLeader`.
 const NOT_LEADER: &str = "election: not leader";
@@ -38,13 +37,13 @@ type Leaders = Pin<Box<dyn Stream<Item = Result<LeaderResponse, Status>> + Send 
 
 /// The Election service.
 pub struct ElectionService {
-    member: Arc<Member>,
+    handles: Arc<RecipeHandles>,
 }
 
 impl ElectionService {
     /// An Election service for `member`.
-    pub fn new(member: Arc<Member>) -> ElectionService {
-        ElectionService { member }
+    pub fn new(handles: Arc<RecipeHandles>) -> ElectionService {
+        ElectionService { handles }
     }
 }
 
@@ -60,7 +59,7 @@ fn resign_txn(key: &[u8], rev: i64) -> TxnRequest {
 /// Puts `value` at the leader's key with `lease` if the key still has create revision
 /// `rev`; Err "election: not leader" otherwise.
 async fn proclaim(
-    member: &Member,
+    handles: &RecipeHandles,
     caller: &Caller,
     key: &[u8],
     rev: i64,
@@ -72,7 +71,7 @@ async fn proclaim(
         success: vec![recipes::put_op(key, value, lease)],
         failure: Vec::new(),
     };
-    let resp = recipes::txn(member, caller, txn)
+    let resp = recipes::txn(handles, caller, txn)
         .await
         .map_err(client_error)?;
     if !resp.succeeded {
@@ -87,10 +86,10 @@ impl Election for ElectionService {
         &self,
         req: Request<CampaignRequest>,
     ) -> Result<Response<CampaignResponse>, Status> {
-        let caller = caller(&self.member, &req).await.map_err(client_error)?;
+        let caller = self.handles.callers.of(&req).await.map_err(client_error)?;
         let r = req.into_inner();
-        let member = &*self.member;
-        let lease = recipes::session_lease(member, &caller, r.lease)
+        let handles = &*self.handles;
+        let lease = recipes::session_lease(handles, &caller, r.lease)
             .await
             .map_err(client_error)?;
         let prefix = recipes::prefix(&r.name);
@@ -100,7 +99,7 @@ impl Election for ElectionService {
             success: vec![recipes::put_op(&key, &r.value, lease)],
             failure: vec![recipes::range_op(recipes::get_key(&key))],
         };
-        let resp = recipes::txn(member, &caller, enter)
+        let resp = recipes::txn(handles, &caller, enter)
             .await
             .map_err(client_error)?;
         let mut rev = recipes::rev_of(&resp.header);
@@ -112,10 +111,10 @@ impl Election for ElectionService {
             .ok_or_else(|| Status::internal("oxcd: campaign key missing from its txn"))?;
             rev = kv.create_revision;
             if kv.value != r.value
-                && let Err(e) = proclaim(member, &caller, &key, rev, lease, &r.value).await
+                && let Err(e) = proclaim(handles, &caller, &key, rev, lease, &r.value).await
             {
                 Cleanup::new(
-                    self.member.clone(),
+                    self.handles.clone(),
                     &caller,
                     Undo::Txn(resign_txn(&key, rev)),
                 )
@@ -127,11 +126,11 @@ impl Election for ElectionService {
         // A campaign abandoned by its client resigns; one that fails otherwise leaves
         // its key (as etcd).
         let resign = Cleanup::new(
-            self.member.clone(),
+            self.handles.clone(),
             &caller,
             Undo::Txn(resign_txn(&key, rev)),
         );
-        let waited = recipes::wait_deletes(member, &caller, &prefix, rev - 1).await;
+        let waited = recipes::wait_deletes(handles, &caller, &prefix, rev - 1).await;
         resign.disarm();
         waited.map_err(client_error)?;
         Ok(Response::new(CampaignResponse {
@@ -149,14 +148,14 @@ impl Election for ElectionService {
         &self,
         req: Request<ProclaimRequest>,
     ) -> Result<Response<ProclaimResponse>, Status> {
-        let caller = caller(&self.member, &req).await.map_err(client_error)?;
+        let caller = self.handles.callers.of(&req).await.map_err(client_error)?;
         let r = req.into_inner();
         let leader = r.leader.ok_or_else(|| unknown(MISSING_LEADER_KEY))?;
-        let lease = recipes::session_lease(&self.member, &caller, leader.lease)
+        let lease = recipes::session_lease(&self.handles, &caller, leader.lease)
             .await
             .map_err(client_error)?;
         let (key, rev) = (&leader.key, leader.rev);
-        let header = proclaim(&self.member, &caller, key, rev, lease, &r.value).await?;
+        let header = proclaim(&self.handles, &caller, key, rev, lease, &r.value).await?;
         Ok(Response::new(ProclaimResponse { header }))
     }
 
@@ -164,9 +163,9 @@ impl Election for ElectionService {
         &self,
         req: Request<LeaderRequest>,
     ) -> Result<Response<LeaderResponse>, Status> {
-        let caller = caller(&self.member, &req).await.map_err(client_error)?;
+        let caller = self.handles.callers.of(&req).await.map_err(client_error)?;
         let prefix = recipes::prefix(&req.into_inner().name);
-        let mut resp = recipes::get(&self.member, &caller, &recipes::first_created(&prefix))
+        let mut resp = recipes::get(&self.handles, &caller, &recipes::first_created(&prefix))
             .await
             .map_err(client_error)?;
         if resp.kvs.is_empty() {
@@ -179,10 +178,15 @@ impl Election for ElectionService {
     }
 
     async fn observe(&self, req: Request<LeaderRequest>) -> Result<Response<Leaders>, Status> {
-        let caller = caller(&self.member, &req).await.map_err(client_error)?;
+        let caller = self.handles.callers.of(&req).await.map_err(client_error)?;
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_LEADERS);
         let prefix = recipes::prefix(&req.into_inner().name);
-        tokio::spawn(super::observe::run(self.member.clone(), caller, prefix, tx));
+        tokio::spawn(super::observe::run(
+            self.handles.clone(),
+            caller,
+            prefix,
+            tx,
+        ));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -190,14 +194,14 @@ impl Election for ElectionService {
         &self,
         req: Request<ResignRequest>,
     ) -> Result<Response<ResignResponse>, Status> {
-        let caller = caller(&self.member, &req).await.map_err(client_error)?;
+        let caller = self.handles.callers.of(&req).await.map_err(client_error)?;
         let r = req.into_inner();
         let leader = r.leader.ok_or_else(|| unknown(MISSING_LEADER_KEY))?;
         // The session concurrency's Resign runs in grants a lease when given none.
-        recipes::session_lease(&self.member, &caller, leader.lease)
+        recipes::session_lease(&self.handles, &caller, leader.lease)
             .await
             .map_err(client_error)?;
-        let resp = recipes::txn(&self.member, &caller, resign_txn(&leader.key, leader.rev))
+        let resp = recipes::txn(&self.handles, &caller, resign_txn(&leader.key, leader.rev))
             .await
             .map_err(client_error)?;
         Ok(Response::new(ResignResponse {

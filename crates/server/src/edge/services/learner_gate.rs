@@ -11,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use oxcd_api::errors::EtcdError;
 
-use crate::machine::member::Member;
+use crate::domains::membership::Membership;
 
 /// The gRPC methods a learner serves.
 const FOR_LEARNERS: [&str; 2] = ["/etcdserverpb.KV/Range", "/etcdserverpb.Maintenance/Status"];
@@ -23,16 +23,21 @@ fn is_grpc(path: &str) -> bool {
         .any(|p| path.starts_with(p))
 }
 
-/// Whether `member` refuses the gRPC method at `path` (`/etcdserverpb.KV/Put`) because it
-/// is a learner; the gateway asks it of the method a path stands for.
-pub fn refuses(member: &Member, path: &str) -> bool {
-    member.membership.is_learner() && is_grpc(path) && !FOR_LEARNERS.contains(&path)
+/// Whether this member (its `membership`) refuses the gRPC method at `path`
+/// (`/etcdserverpb.KV/Put`) because it is a learner; the gateway asks it of the method a
+/// path stands for.
+pub fn refuses(membership: &Membership, path: &str) -> bool {
+    membership.is_learner() && is_grpc(path) && !FOR_LEARNERS.contains(&path)
 }
 
 /// The middleware: passes the request on unless this member is a learner and the RPC
 /// is not one a learner serves.
-pub async fn gate(State(member): State<Arc<Member>>, req: Request<Body>, next: Next) -> Response {
-    if refuses(&member, req.uri().path()) {
+pub async fn gate(
+    State(membership): State<Arc<Membership>>,
+    req: Request<Body>,
+    next: Next,
+) -> Response {
+    if refuses(&membership, req.uri().path()) {
         let status: tonic::Status = EtcdError::LearnerNotSupported.into();
         return status.into_http::<Body>().into_response();
     }

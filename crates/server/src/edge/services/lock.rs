@@ -12,21 +12,20 @@ use oxcd_api::v3lockpb::{LockRequest, LockResponse, UnlockRequest, UnlockRespons
 use tonic::{Request, Response, Status};
 
 use super::recipes::{self, Cleanup, Undo, client_error};
-use crate::domains::auth::caller::caller;
-use crate::machine::member::Member;
+use crate::edge::services::recipes::RecipeHandles;
 
 /// What concurrency's Mutex answers when its session's key vanished while it waited.
 const SESSION_EXPIRED: &str = "mutex: session is expired";
 
 /// The Lock service.
 pub struct LockService {
-    member: Arc<Member>,
+    handles: Arc<RecipeHandles>,
 }
 
 impl LockService {
     /// A Lock service for `member`.
-    pub fn new(member: Arc<Member>) -> LockService {
-        LockService { member }
+    pub fn new(handles: Arc<RecipeHandles>) -> LockService {
+        LockService { handles }
     }
 }
 
@@ -42,10 +41,10 @@ fn first_created_rev(responses: &[oxcd_api::etcdserverpb::ResponseOp], i: usize)
 #[tonic::async_trait]
 impl Lock for LockService {
     async fn lock(&self, req: Request<LockRequest>) -> Result<Response<LockResponse>, Status> {
-        let caller = caller(&self.member, &req).await.map_err(client_error)?;
+        let caller = self.handles.callers.of(&req).await.map_err(client_error)?;
         let r = req.into_inner();
-        let member = &*self.member;
-        let lease = recipes::session_lease(member, &caller, r.lease)
+        let handles = &*self.handles;
+        let lease = recipes::session_lease(handles, &caller, r.lease)
             .await
             .map_err(client_error)?;
         let prefix = recipes::prefix(&r.name);
@@ -62,7 +61,7 @@ impl Lock for LockService {
                 recipes::range_op(recipes::first_created(&prefix)),
             ],
         };
-        let resp = recipes::txn(member, &caller, acquire)
+        let resp = recipes::txn(handles, &caller, acquire)
             .await
             .map_err(client_error)?;
         let my_rev = if resp.succeeded {
@@ -81,15 +80,15 @@ impl Lock for LockService {
         // Wait for the earlier holders; whoever gives up (the client, or a failure)
         // deletes the key, as the Mutex unlocks.
         let unlock = Cleanup::new(
-            self.member.clone(),
+            self.handles.clone(),
             &caller,
             Undo::Delete(delete_request(&key)),
         );
-        if let Err(e) = recipes::wait_deletes(member, &caller, &prefix, my_rev - 1).await {
+        if let Err(e) = recipes::wait_deletes(handles, &caller, &prefix, my_rev - 1).await {
             unlock.run().await;
             return Err(client_error(e));
         }
-        let mine = match recipes::get(member, &caller, &recipes::get_key(&key)).await {
+        let mine = match recipes::get(handles, &caller, &recipes::get_key(&key)).await {
             Ok(mine) => mine,
             Err(e) => {
                 unlock.run().await;
@@ -110,9 +109,9 @@ impl Lock for LockService {
         &self,
         req: Request<UnlockRequest>,
     ) -> Result<Response<UnlockResponse>, Status> {
-        let caller = caller(&self.member, &req).await.map_err(client_error)?;
+        let caller = self.handles.callers.of(&req).await.map_err(client_error)?;
         let r = req.into_inner();
-        let resp = recipes::delete(&self.member, &caller, &r.key)
+        let resp = recipes::delete(&self.handles, &caller, &r.key)
             .await
             .map_err(client_error)?;
         Ok(Response::new(UnlockResponse {

@@ -15,9 +15,14 @@ use oxcd_api::etcdserverpb::{MoveLeaderRequest, MoveLeaderResponse};
 use tonic::{Request, Response, Status};
 
 use crate::backup::stream::{SnapshotStream, snapshot_stream};
-use crate::domains::auth::caller::{caller, name};
+use crate::domains::auth::caller::Callers;
+use crate::domains::auth::caller::name;
+use crate::domains::membership::roster::Roster;
+use crate::edge::metrics::Metrics;
 use crate::machine::alarms;
-use crate::machine::member::Member;
+use crate::machine::reads::Reads;
+use crate::machine::role::Role;
+use crate::machine::writes::Writes;
 use oxcd_api::etcdserverpb::AlarmType;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 
@@ -26,14 +31,20 @@ const COMPACTION_WAIT: std::time::Duration = std::time::Duration::from_secs(600)
 
 /// The Maintenance service.
 pub struct MaintenanceService {
-    member: Arc<Member>,
-}
-
-impl MaintenanceService {
-    /// A Maintenance service for `member`.
-    pub fn new(member: Arc<Member>) -> MaintenanceService {
-        MaintenanceService { member }
-    }
+    /// Who makes a request (hashes, snapshots and defragmentation need root).
+    pub callers: Callers,
+    /// The store, its hashes and the barrier.
+    pub reads: Reads,
+    /// Alarm changes.
+    pub writes: Writes,
+    /// Who leads, raft's indexes, leadership's hand-over.
+    pub role: Role,
+    /// The voters a leader may move to.
+    pub roster: Roster,
+    /// The defragmentation metrics.
+    pub metrics: Arc<Metrics>,
+    /// How long MoveLeader waits for the new leader.
+    pub request_timeout: std::time::Duration,
 }
 
 #[tonic::async_trait]
@@ -42,18 +53,17 @@ impl Maintenance for MaintenanceService {
         &self,
         _req: Request<StatusRequest>,
     ) -> Result<Response<StatusResponse>, Status> {
-        let m = &self.member;
-        let st = m.raft.status();
-        let db_size = m.store.backend().size() as i64;
+        let m = self;
+        let db_size = m.reads.store().backend().size() as i64;
         Ok(Response::new(StatusResponse {
-            header: Some(m.header(m.store.current_rev())),
+            header: Some(m.reads.header_now()),
             version: oxcd_api::ETCD_API_VERSION.to_string(),
             db_size,
-            leader: st.leader(),
-            raft_index: st.commit(),
-            raft_term: st.term(),
-            raft_applied_index: m.applied_index(),
-            errors: alarms::raised(&m.store)
+            leader: m.role.leader(),
+            raft_index: m.role.commit(),
+            raft_term: m.role.term(),
+            raft_applied_index: m.reads.applied_index(),
+            errors: alarms::raised(m.reads.store())
                 .unwrap_or_default()
                 .iter()
                 .map(alarms::describe)
@@ -67,29 +77,31 @@ impl Maintenance for MaintenanceService {
         &self,
         req: Request<HashKvRequest>,
     ) -> Result<Response<HashKvResponse>, Status> {
-        let m = &self.member;
-        admin(m, &req).await?;
+        let m = self;
+        admin(&m.callers, &req).await?;
         let rev = req.into_inner().revision;
         let (hash, compact_revision, _) = m
-            .read_blocking(move |store| store.hash_kv(rev))
+            .reads
+            .blocking(move |store| store.hash_kv(rev))
             .await?
             .map_err(crate::machine::applier::mvcc_err)?;
         Ok(Response::new(HashKvResponse {
-            header: Some(m.header(m.store.current_rev())),
+            header: Some(m.reads.header_now()),
             hash,
             compact_revision,
         }))
     }
 
     async fn hash(&self, req: Request<HashRequest>) -> Result<Response<HashResponse>, Status> {
-        let m = &self.member;
-        admin(m, &req).await?;
+        let m = self;
+        admin(&m.callers, &req).await?;
         let hash = m
-            .read_blocking(|store| store.hash_all())
+            .reads
+            .blocking(|store| store.hash_all())
             .await?
             .map_err(crate::machine::applier::mvcc_err)?;
         Ok(Response::new(HashResponse {
-            header: Some(m.header(m.store.current_rev())),
+            header: Some(m.reads.header_now()),
             hash,
         }))
     }
@@ -98,9 +110,11 @@ impl Maintenance for MaintenanceService {
         &self,
         req: Request<SnapshotRequest>,
     ) -> Result<Response<SnapshotStream>, Status> {
-        let m = &self.member;
-        admin(m, &req).await?;
-        Ok(Response::new(snapshot_stream(m.store.backend().clone())))
+        let m = self;
+        admin(&m.callers, &req).await?;
+        Ok(Response::new(snapshot_stream(
+            m.reads.store().backend().clone(),
+        )))
     }
 
     /// Member-local, as etcd's: rewrites this member's backend file compactly. Unlike
@@ -110,9 +124,9 @@ impl Maintenance for MaintenanceService {
         &self,
         req: Request<DefragmentRequest>,
     ) -> Result<Response<DefragmentResponse>, Status> {
-        let m = &self.member;
-        admin(m, &req).await?;
-        let store = m.store.clone();
+        let m = self;
+        admin(&m.callers, &req).await?;
+        let store = m.reads.store().clone();
         tracing::info!(path = %store.backend().path().display(), "starting defragment");
         let timed = m.metrics.defrag_started();
         let report = tokio::task::spawn_blocking(move || {
@@ -153,46 +167,45 @@ impl Maintenance for MaintenanceService {
         &self,
         req: Request<MoveLeaderRequest>,
     ) -> Result<Response<MoveLeaderResponse>, Status> {
-        let m = &self.member;
+        let m = self;
         let target = req.into_inner().target_id;
-        if !m.is_leader() {
+        if !m.role.is_leader() {
             return Err(EtcdError::NotLeader.into());
         }
-        if !m.voters().contains(&target) {
+        if !m.roster.voters().contains(&target) {
             return Err(EtcdError::BadLeaderTransferee.into());
         }
-        if target != m.id.member_id {
-            m.raft
-                .transfer_leader(target)
-                .map_err(|_| Status::from(EtcdError::Stopped))?;
+        if target != m.role.me() {
+            m.role.transfer_leader(target)?;
             if !m
-                .wait_for_leader(m.limits.request_timeout, |leader| leader == target)
+                .role
+                .wait_for_leader(m.request_timeout, |leader| leader == target)
                 .await
             {
                 return Err(EtcdError::Timeout.into());
             }
         }
         Ok(Response::new(MoveLeaderResponse {
-            header: Some(m.header(m.store.current_rev())),
+            header: Some(m.reads.header_now()),
         }))
     }
 
     async fn alarm(&self, req: Request<AlarmRequest>) -> Result<Response<AlarmResponse>, Status> {
-        let m = &self.member;
+        let m = self;
         let req = req.into_inner();
         let alarms = if req.action() == AlarmAction::Get {
-            m.read_barrier().await?;
+            m.reads.barrier().await?;
             // As etcd: every alarm, or those of the type asked for.
-            let mut raised = alarms::raised(&m.store)?;
+            let mut raised = alarms::raised(m.reads.store())?;
             if req.alarm() != AlarmType::None {
                 raised.retain(|a| a.alarm == req.alarm);
             }
             raised
         } else {
-            m.propose(req, None).await?
+            m.writes.propose(req, None).await?
         };
         Ok(Response::new(AlarmResponse {
-            header: Some(m.header(m.store.current_rev())),
+            header: Some(m.reads.header_now()),
             alarms,
         }))
     }
@@ -201,10 +214,10 @@ impl Maintenance for MaintenanceService {
 /// etcd's rule for Hash, HashKV (and Snapshot, Defragment): a user with the root role
 /// while auth is on.
 /// etcd answers these refusals with its auth store's own errors, unconverted.
-async fn admin<T>(member: &Member, req: &Request<T>) -> Result<(), Status> {
-    let caller = caller(member, req).await.map_err(EtcdError::unconverted)?;
-    member
-        .auth
+async fn admin<T>(callers: &Callers, req: &Request<T>) -> Result<(), Status> {
+    let caller = callers.of(req).await.map_err(EtcdError::unconverted)?;
+    callers
+        .auth()
         .state()
         .check_admin(name(&caller))
         .map_err(EtcdError::unconverted)?;

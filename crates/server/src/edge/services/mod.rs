@@ -21,27 +21,52 @@ use oxcd_api::v3lockpb::lock_server::LockServer;
 use tonic::service::Routes;
 
 use crate::domains::auth::service::AuthService;
+use crate::domains::kv::KvHandles;
 use crate::domains::kv::routes::KvRoutes;
-use crate::domains::lease::renewals::Renewals;
+use crate::domains::kv::service::KvService;
 use crate::domains::lease::service::LeaseService;
 use crate::domains::membership::service::ClusterService;
+use crate::domains::watch::WatchHandles;
 use crate::domains::watch::service::WatchService;
-use crate::machine::member::Member;
+
+/// Every client-facing service, each over the handles it needs (start-up builds them
+/// from the member); gRPC and the JSON gateway serve the same ones.
+pub struct Services {
+    /// KV: served by hand for Range, by [`KvService`] for the rest.
+    pub kv: Arc<KvHandles>,
+    /// KV's writes and compaction.
+    pub kv_service: Arc<KvService>,
+    /// Watch streams.
+    pub watch: Arc<WatchHandles>,
+    /// Leases.
+    pub lease: Arc<LeaseService>,
+    /// Membership.
+    pub cluster: Arc<ClusterService>,
+    /// Maintenance.
+    pub maintenance: Arc<maintenance::MaintenanceService>,
+    /// Users, roles, tokens.
+    pub auth: Arc<AuthService>,
+    /// Lock.
+    pub lock: Arc<lock::LockService>,
+    /// Election.
+    pub election: Arc<election::ElectionService>,
+    /// The largest gRPC message a client may send or be sent.
+    pub max_grpc_message: usize,
+}
 
 /// Every etcd service, ready to serve.
-pub fn routes(member: Arc<Member>, renewals: Arc<Renewals>) -> Routes {
-    let max = member.limits.max_grpc_message();
-    Routes::new(KvRoutes::new(member.clone(), max))
-        .add_service(MaintenanceServer::new(
-            maintenance::MaintenanceService::new(member.clone()),
-        ))
-        .add_service(ClusterServer::new(ClusterService::new(member.clone())))
-        .add_service(WatchService::new(member.clone()))
-        .add_service(LeaseServer::new(LeaseService::new(
-            member.clone(),
-            renewals,
-        )))
-        .add_service(AuthServer::new(AuthService::new(member.clone())))
-        .add_service(LockServer::new(lock::LockService::new(member.clone())))
-        .add_service(ElectionServer::new(election::ElectionService::new(member)))
+pub fn routes(services: &Services) -> Routes {
+    let max = services.max_grpc_message;
+    Routes::new(KvRoutes::new(
+        services.kv.clone(),
+        services.kv_service.clone(),
+        max,
+    ))
+    .add_service(MaintenanceServer::from_arc(services.maintenance.clone()))
+    .add_service(ClusterServer::from_arc(services.cluster.clone()))
+    .add_service(WatchService::new(services.watch.clone()))
+    .add_service(LeaseServer::from_arc(services.lease.clone()))
+    .add_service(AuthServer::from_arc(services.auth.clone()))
+    .add_service(LockServer::from_arc(services.lock.clone()))
+    .add_service(ElectionServer::from_arc(services.election.clone()))
 }

@@ -15,13 +15,13 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::recipes::{self, Caller, Change, Changes};
-use crate::machine::member::Member;
+use crate::edge::services::recipes::RecipeHandles;
 
 /// The observer went away, or the member cannot answer: the stream ends.
 struct End;
 
 struct Observer {
-    member: Arc<Member>,
+    handles: Arc<RecipeHandles>,
     caller: Caller,
     prefix: Vec<u8>,
     changes: Changes,
@@ -31,14 +31,14 @@ struct Observer {
 /// Serves one Observe stream of the election whose keys live under `prefix`.
 /// Reads are checked as `caller`'s (a refusal ends the stream, as any failure).
 pub async fn run(
-    member: Arc<Member>,
+    handles: Arc<RecipeHandles>,
     caller: Caller,
     prefix: Vec<u8>,
     out: mpsc::Sender<Result<LeaderResponse, Status>>,
 ) {
     let mut o = Observer {
-        changes: Changes::subscribe(&member, &prefix),
-        member,
+        changes: Changes::subscribe(&handles, &prefix),
+        handles,
         caller,
         prefix,
         out,
@@ -50,7 +50,7 @@ impl Observer {
     async fn serve(&mut self) -> Result<(), End> {
         loop {
             let first = recipes::first_created(&self.prefix);
-            let resp = recipes::get(&self.member, &self.caller, &first)
+            let resp = recipes::get(&self.handles, &self.caller, &first)
                 .await
                 .map_err(|_| End)?;
             let (rev, kv) = match resp.kvs.into_iter().next() {
@@ -64,7 +64,7 @@ impl Observer {
 
     async fn send(&self, rev: i64, kv: KeyValue) -> Result<(), End> {
         let resp = LeaderResponse {
-            header: Some(self.member.header(rev)),
+            header: Some(self.handles.reads.header(rev)),
             kv: Some(kv),
         };
         self.out.send(Ok(resp)).await.map_err(|_| End)
@@ -96,7 +96,7 @@ impl Observer {
                 }
                 Change::Missed => {
                     let first = recipes::first_created(&self.prefix);
-                    let resp = recipes::get(&self.member, &self.caller, &first)
+                    let resp = recipes::get(&self.handles, &self.caller, &first)
                         .await
                         .map_err(|_| End)?;
                     if let Some(kv) = resp.kvs.into_iter().next() {
@@ -126,7 +126,7 @@ impl Observer {
                 }
                 Change::Missed => {
                     let now =
-                        recipes::get(&self.member, &self.caller, &recipes::get_key(&leader.key))
+                        recipes::get(&self.handles, &self.caller, &recipes::get_key(&leader.key))
                             .await
                             .map_err(|_| End)?;
                     match now.kvs.into_iter().next() {

@@ -29,12 +29,28 @@ use tonic::{Code, Status};
 use crate::domains::kv::read as range;
 use crate::domains::kv::validate;
 use crate::domains::watch::{Feed, Subscription};
-use crate::machine::member::Member;
+
 use crate::machine::quota;
 use oxcd_auth::Access;
 
 /// The TTL of the lease a request without one gets (concurrency's default session TTL).
 const SESSION_TTL: i64 = 60;
+
+/// What the recipes work with: the member's own primitives.
+pub struct RecipeHandles {
+    /// Who makes a request, and the permission checks.
+    pub callers: crate::domains::auth::caller::Callers,
+    /// Linearizable reads and headers.
+    pub reads: crate::machine::reads::Reads,
+    /// Txns, deletes and lease grants.
+    pub writes: crate::machine::writes::Writes,
+    /// The leases (a session lease's id and shortest TTL).
+    pub leases: Arc<crate::domains::lease::Lessor>,
+    /// The watch feed the waits follow.
+    pub hub: Arc<crate::domains::watch::WatchHub>,
+    /// `--max-txn-ops`.
+    pub max_txn_ops: usize,
+}
 
 /// Leases granted for requests without one, to vary the ids chosen.
 static GRANTS: AtomicU64 = AtomicU64::new(0);
@@ -168,18 +184,21 @@ pub type Caller = Option<RequestAuth>;
 
 /// A txn through raft, answered with this member's header.
 pub async fn txn(
-    member: &Member,
+    handles: &RecipeHandles,
     caller: &Caller,
     r: TxnRequest,
 ) -> Result<TxnResponse, EtcdError> {
-    let admitted = member.admit(quota::txn_cost(&r)).await?;
-    validate::txn(&r, member.limits.max_txn_ops)?;
-    member.propose_admitted(r, caller.clone(), admitted).await
+    let admitted = handles.writes.admit(quota::txn_cost(&r)).await?;
+    validate::txn(&r, handles.max_txn_ops)?;
+    handles
+        .writes
+        .propose_admitted(r, caller.clone(), admitted)
+        .await
 }
 
 /// A delete of one key through raft.
 pub async fn delete(
-    member: &Member,
+    handles: &RecipeHandles,
     caller: &Caller,
     key: &[u8],
 ) -> Result<DeleteRangeResponse, EtcdError> {
@@ -188,46 +207,60 @@ pub async fn delete(
         ..Default::default()
     };
     validate::delete_range(&r)?;
-    member.propose(r, caller.clone()).await
+    handles.writes.propose(r, caller.clone()).await
 }
 
 /// A linearizable read.
 pub async fn get(
-    member: &Member,
+    handles: &RecipeHandles,
     caller: &Caller,
     r: &RangeRequest,
 ) -> Result<RangeResponse, EtcdError> {
-    member.read_barrier().await?;
-    read(member, caller, r)
+    handles.reads.barrier().await?;
+    read(handles, caller, r)
 }
 
 /// A read of what this member has applied.
-fn read(member: &Member, caller: &Caller, r: &RangeRequest) -> Result<RangeResponse, EtcdError> {
+fn read(
+    handles: &RecipeHandles,
+    caller: &Caller,
+    r: &RangeRequest,
+) -> Result<RangeResponse, EtcdError> {
     validate::range(r)?;
-    member
-        .auth
+    handles
+        .callers
+        .auth()
         .check(caller.as_ref(), &r.key, &r.range_end, Access::Read)?;
-    let mut resp = range::range(&*member.store, r)
+    let mut resp = range::range(&**handles.reads.store(), r)
         .map_err(crate::machine::applier::ApplyError::into_read_error)?;
-    resp.header = Some(member.header(rev_of(&resp.header)));
+    resp.header = Some(handles.reads.header(rev_of(&resp.header)));
     Ok(resp)
 }
 
 /// The lease a request names, or for 0 a new one of concurrency's session TTL (what
 /// etcd's `NewSession` grants when given no lease).
-pub async fn session_lease(member: &Member, caller: &Caller, lease: i64) -> Result<i64, EtcdError> {
+pub async fn session_lease(
+    handles: &RecipeHandles,
+    caller: &Caller,
+    lease: i64,
+) -> Result<i64, EtcdError> {
     if lease != 0 {
         return Ok(lease);
     }
     // A counter of its own, apart from the Lease service's: mark it so the seeds differ.
     let n = GRANTS.fetch_add(1, Ordering::Relaxed) | 1 << 24;
-    let id = crate::domains::lease::service::new_lease_id(member, n);
+    let id = crate::domains::lease::service::new_lease_id(
+        &handles.leases,
+        handles.reads.ids().member_id,
+        n,
+    );
     let grant = LeaseGrantRequest {
-        ttl: SESSION_TTL.max(member.leases.min_ttl()),
+        ttl: SESSION_TTL.max(handles.leases.min_ttl()),
         id,
     };
-    let admitted = member.admit(quota::LEASE_OVERHEAD).await?;
-    let resp = member
+    let admitted = handles.writes.admit(quota::LEASE_OVERHEAD).await?;
+    let resp = handles
+        .writes
         .propose_admitted(grant, caller.clone(), admitted)
         .await?;
     Ok(resp.id)
@@ -251,12 +284,12 @@ pub enum Change {
 impl Changes {
     /// Starts listening to the keys under `prefix`: every change to them made visible
     /// after this call will be seen.
-    pub fn subscribe(member: &Member, prefix: &[u8]) -> Changes {
-        let feed = member.watch_hub.subscribe();
+    pub fn subscribe(handles: &RecipeHandles, prefix: &[u8]) -> Changes {
+        let feed = handles.hub.subscribe();
         feed.add_interest(prefix, &prefix_end(prefix));
         Changes {
             feed,
-            closed: member.watch_hub.closed(),
+            closed: handles.hub.closed(),
         }
     }
 
@@ -279,15 +312,15 @@ impl Changes {
 /// again and again; re-reading after each deletion under the prefix, or after changes
 /// were missed, comes to the same).
 pub async fn wait_deletes(
-    member: &Member,
+    handles: &RecipeHandles,
     caller: &Caller,
     prefix: &[u8],
     max_create_rev: i64,
 ) -> Result<(), EtcdError> {
-    let mut changes = Changes::subscribe(member, prefix);
-    member.read_barrier().await?;
+    let mut changes = Changes::subscribe(handles, prefix);
+    handles.reads.barrier().await?;
     let below = last_created(prefix, max_create_rev);
-    while !read(member, caller, &below)?.kvs.is_empty() {
+    while !read(handles, caller, &below)?.kvs.is_empty() {
         // Only a deletion under the prefix can end the wait: skip other batches.
         while let Change::Batch(feed) = changes.next().await?
             && !deletes_under(&feed, prefix)
@@ -314,12 +347,16 @@ pub enum Undo {
 
 impl Undo {
     /// Proposes it for `caller`.
-    async fn propose(self, member: &Member, caller: Caller) -> Result<(), EtcdError> {
+    async fn propose(self, handles: &RecipeHandles, caller: Caller) -> Result<(), EtcdError> {
         match self {
-            Undo::Delete(d) => member.propose(d, caller).await.map(drop),
+            Undo::Delete(d) => handles.writes.propose(d, caller).await.map(drop),
             Undo::Txn(t) => {
-                let admitted = member.admit(quota::txn_cost(&t)).await?;
-                member.propose_admitted(t, caller, admitted).await.map(drop)
+                let admitted = handles.writes.admit(quota::txn_cost(&t)).await?;
+                handles
+                    .writes
+                    .propose_admitted(t, caller, admitted)
+                    .await
+                    .map(drop)
             }
         }
     }
@@ -328,16 +365,16 @@ impl Undo {
 /// A cleanup proposal made if the request waiting for it is abandoned (the client went
 /// away): etcd's services unlock or resign then.
 pub struct Cleanup {
-    member: Arc<Member>,
+    handles: Arc<RecipeHandles>,
     caller: Caller,
     op: Option<Undo>,
 }
 
 impl Cleanup {
     /// Will propose `op` for `caller` unless disarmed or run first.
-    pub fn new(member: Arc<Member>, caller: &Caller, op: Undo) -> Cleanup {
+    pub fn new(handles: Arc<RecipeHandles>, caller: &Caller, op: Undo) -> Cleanup {
         Cleanup {
-            member,
+            handles,
             caller: caller.clone(),
             op: Some(op),
         }
@@ -351,7 +388,7 @@ impl Cleanup {
     /// Proposes the cleanup now; its own failure is only logged (etcd ignores it too).
     pub async fn run(mut self) {
         if let Some(op) = self.op.take()
-            && let Err(e) = op.propose(&self.member, self.caller.take()).await
+            && let Err(e) = op.propose(&self.handles, self.caller.take()).await
         {
             tracing::warn!("lock or election cleanup failed: {e}");
         }
@@ -361,11 +398,11 @@ impl Cleanup {
 impl Drop for Cleanup {
     fn drop(&mut self) {
         let Some(op) = self.op.take() else { return };
-        let member = self.member.clone();
+        let handles = self.handles.clone();
         let caller = self.caller.take();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                if let Err(e) = op.propose(&member, caller).await {
+                if let Err(e) = op.propose(&handles, caller).await {
                     tracing::warn!("lock or election cleanup failed: {e}");
                 }
             });

@@ -25,12 +25,12 @@ use tokio::sync::watch;
 
 use oxcd_config::auto_compaction::AutoCompaction;
 
-use crate::machine::member::Member;
+use crate::jobs::JobHandles;
 
 /// Runs auto-compaction `mode` for `member` until `stop`; `revision_interval` is how
 /// often revision mode looks ([`oxcd_config::auto_compaction::REVISION_INTERVAL`] but in tests).
 pub async fn run(
-    member: Arc<Member>,
+    member: Arc<JobHandles>,
     mode: AutoCompaction,
     revision_interval: Duration,
     stop: watch::Receiver<bool>,
@@ -54,7 +54,7 @@ async fn wait(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
 /// Compacts to `rev` through raft (an already compacted revision counts as done);
 /// None when the member stops first.
 async fn compact(
-    member: &Member,
+    member: &JobHandles,
     rev: i64,
     stop: &mut watch::Receiver<bool>,
 ) -> Option<Result<(), EtcdError>> {
@@ -63,7 +63,7 @@ async fn compact(
         physical: false,
     };
     tokio::select! {
-        r = member.propose(compaction, None) => Some(match r {
+        r = member.writes.propose(compaction, None) => Some(match r {
             Ok(_) | Err(EtcdError::Compacted) => Ok(()),
             Err(e) => Err(e),
         }),

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{compact, go_text, wait};
-use crate::machine::member::Member;
+use crate::jobs::JobHandles;
 
 /// The intervals etcd derives from the retention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +70,7 @@ impl Samples {
 
 /// Runs until `stop`: compacts, while this member leads, to the revision of about
 /// `period` ago.
-pub async fn run(member: Arc<Member>, period: Duration, mut stop: watch::Receiver<bool>) {
+pub async fn run(member: Arc<JobHandles>, period: Duration, mut stop: watch::Receiver<bool>) {
     let schedule = Schedule::new(period);
     let mut samples = Samples {
         revs: VecDeque::new(),
@@ -80,11 +80,11 @@ pub async fn run(member: Arc<Member>, period: Duration, mut stop: watch::Receive
     // The first compaction waits the whole retention; later ones the compact interval.
     let mut due_after = schedule.period;
     loop {
-        samples.push(member.store.current_rev());
+        samples.push(member.reads.store().current_rev());
         if !wait(schedule.sample_interval, &mut stop).await {
             return;
         }
-        if !member.is_leader() || last_success.elapsed() < due_after {
+        if !member.role.is_leader() || last_success.elapsed() < due_after {
             continue;
         }
         due_after = schedule.compact_interval;

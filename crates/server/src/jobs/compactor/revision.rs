@@ -10,11 +10,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{compact, go_text, wait};
-use crate::machine::member::Member;
+use crate::jobs::JobHandles;
 
 /// Runs until `stop`: keeps `retention` revisions below the current one.
 pub async fn run(
-    member: Arc<Member>,
+    member: Arc<JobHandles>,
     retention: i64,
     interval: Duration,
     mut stop: watch::Receiver<bool>,
@@ -24,10 +24,10 @@ pub async fn run(
         if !wait(interval, &mut stop).await {
             return;
         }
-        if !member.is_leader() {
+        if !member.role.is_leader() {
             continue;
         }
-        let rev = member.store.current_rev().saturating_sub(retention);
+        let rev = member.reads.store().current_rev().saturating_sub(retention);
         if rev <= 0 || rev == prev {
             continue;
         }

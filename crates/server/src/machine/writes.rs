@@ -1,0 +1,244 @@
+//! The write handle: what a handler needs to change the replicated state. A typed
+//! request ([`crate::machine::proposal`]) is proposed through raft, waited for until it
+//! is applied here, and answered with its header completed; a request that stores
+//! something new meets the space quota first ([`Writes::admit`]), which raises the
+//! NOSPACE alarm when it refuses.
+//!
+//! Invariants:
+//! - A proposal is answered only after it is applied here, or refused; its waiter is
+//!   removed however the wait ends, the caller going away included.
+//! - A put, a txn or a lease grant is proposed only with an [`Admitted`] token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxcd_api::errors::EtcdError;
+use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
+use oxcd_api::etcdserverpb::{AlarmRequest, AlarmType};
+use oxcd_api::oxcdpb::internal_request::Op;
+use oxcd_api::oxcdpb::{ConfChangeContext, InternalRequest, MemberInfo, RequestAuth};
+use oxcd_config::quota::Quota;
+use oxcd_raft::node::RaftHandle;
+use oxcd_raft::{ConfChange, ConfChangeType, RaftError};
+use prost::Message as _;
+use tokio::sync::{Mutex, oneshot};
+
+use crate::edge::metrics::Metrics;
+use crate::machine::alarms;
+use crate::machine::applied::{Applied, Outcome};
+use crate::machine::proposal::{Admitted, Free, Proposal};
+use crate::machine::reads::{Reads, raft_err};
+use crate::machine::waiters::{Registration, Waiters};
+
+/// How proposals are bounded.
+#[derive(Debug, Clone)]
+pub struct WriteLimits {
+    /// `--max-request-bytes`: the largest proposal.
+    pub max_request_bytes: usize,
+    /// How long a proposal may wait for raft and the apply thread.
+    pub request_timeout: Duration,
+    /// The space quota (`--quota-backend-bytes`).
+    pub quota: Quota,
+}
+
+/// Proposes requests and waits for their answers. Cheap to clone (shared parts).
+#[derive(Clone)]
+pub struct Writes {
+    reads: Reads,
+    raft: RaftHandle,
+    waiters: Arc<Waiters>,
+    limits: WriteLimits,
+    /// Held while this member raises its NOSPACE alarm: requests refused together
+    /// propose it once.
+    raising_nospace: Arc<Mutex<()>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Writes {
+    /// Writes through `raft`, answered through `waiters` (completed by the apply
+    /// thread) with headers from `reads`; failures counted in `metrics`.
+    pub fn new(
+        reads: Reads,
+        raft: RaftHandle,
+        waiters: Arc<Waiters>,
+        limits: WriteLimits,
+        metrics: Arc<Metrics>,
+    ) -> Writes {
+        Writes {
+            reads,
+            raft,
+            waiters,
+            limits,
+            raising_nospace: Arc::new(Mutex::new(())),
+            metrics,
+        }
+    }
+
+    /// etcd's space check before a request that stores something new is proposed, the
+    /// one check such a request meets: one costing `cost` (see [`crate::machine::quota`])
+    /// must leave this member's backend below the quota. When it would not, this member's
+    /// NOSPACE alarm is raised through raft (unless already raised here) before the
+    /// refusal is returned, so that whoever saw the refusal finds the alarm listed; the
+    /// alarm then refuses such requests on every member until an operator disarms it.
+    pub async fn admit(&self, cost: u64) -> Result<Admitted, EtcdError> {
+        let store = self.reads.store();
+        if self.limits.quota.admits(cost, || store.backend().size()) {
+            return Ok(Admitted(()));
+        }
+        self.raise_nospace().await;
+        Err(EtcdError::NoSpace)
+    }
+
+    /// Proposes this member's NOSPACE alarm and waits for it, unless this member has
+    /// applied it already. Refused requests racing each other wait for the one proposal
+    /// in flight instead of each sending one (etcd sends one per refused request). A
+    /// failure is only logged: the request is refused either way, and the next refusal
+    /// tries again.
+    async fn raise_nospace(&self) {
+        let Ok(_raising) = self.raising_nospace.try_lock() else {
+            // Another refusal is raising it: wait for that attempt's end.
+            let _ = self.raising_nospace.lock().await;
+            return;
+        };
+        let me = self.reads.ids().member_id;
+        let raised = alarms::raised(self.reads.store()).is_ok_and(|all| {
+            all.iter()
+                .any(|a| a.member_id == me && a.alarm() == AlarmType::Nospace)
+        });
+        if raised {
+            return;
+        }
+        let alarm = AlarmRequest {
+            action: AlarmAction::Activate as i32,
+            member_id: me,
+            alarm: AlarmType::Nospace as i32,
+        };
+        if let Err(e) = self.submit(alarm.into_op(), None).await {
+            tracing::warn!(error = %e, "failed to raise the NOSPACE alarm");
+        }
+    }
+
+    /// Proposes `request` for the user `caller` names (checked when it is applied; None:
+    /// no user, or auth is off), waits until it is applied here and gives its answer.
+    pub async fn propose<P: Free>(
+        &self,
+        request: P,
+        caller: Option<RequestAuth>,
+    ) -> Result<P::Answer, EtcdError> {
+        let applied = self.submit(request.into_op(), caller).await?;
+        self.answer::<P>(applied)
+    }
+
+    /// As [`Writes::propose`], for a request that stores something new, which the space
+    /// quota admitted ([`Writes::admit`]).
+    pub async fn propose_admitted<P: Proposal>(
+        &self,
+        request: P,
+        caller: Option<RequestAuth>,
+        _admitted: Admitted,
+    ) -> Result<P::Answer, EtcdError> {
+        let applied = self.submit(request.into_op(), caller).await?;
+        self.answer::<P>(applied)
+    }
+
+    /// `P`'s answer in what applying it gave.
+    fn answer<P: Proposal>(&self, applied: Applied) -> Result<P::Answer, EtcdError> {
+        P::answer(applied, &self.reads.headers()).map_err(|other| {
+            // The one dispatch answers each kind with its own variant: this member's
+            // apply path disagrees with its proposer.
+            tracing::error!(
+                proposal = std::any::type_name::<P>(),
+                applied = ?other,
+                "a proposal was answered with another kind's result"
+            );
+            EtcdError::Corrupt
+        })
+    }
+
+    /// Proposes `op` and waits until it is applied here.
+    async fn submit(&self, op: Op, auth: Option<RequestAuth>) -> Result<Applied, EtcdError> {
+        let (waiter, done) = self.waiters.register();
+        let data = InternalRequest {
+            id: waiter.id(),
+            op: Some(op),
+            auth,
+        }
+        .encode_to_vec();
+        if data.len() > self.limits.max_request_bytes {
+            return Err(EtcdError::RequestTooLarge);
+        }
+        let (tx, accepted) = oneshot::channel();
+        self.raft.propose(data, move |r| {
+            let _ = tx.send(r);
+        });
+        self.settle(waiter, accepted, done).await
+    }
+
+    /// Proposes a membership change of `change_type` for member `id`, its context
+    /// `ctx` completed with the waiter, and waits until it is applied here.
+    pub async fn propose_conf_change(
+        &self,
+        change_type: ConfChangeType,
+        id: u64,
+        mut ctx: ConfChangeContext,
+    ) -> Result<Vec<MemberInfo>, EtcdError> {
+        let (waiter, done) = self.waiters.register();
+        ctx.request_id = waiter.id();
+        let mut cc = ConfChange::default();
+        cc.set_change_type(change_type);
+        cc.node_id = id;
+        cc.context = ctx.encode_to_vec().into();
+        let (tx, accepted) = oneshot::channel();
+        self.raft.propose_conf_change(cc, move |r| {
+            let _ = tx.send(r);
+        });
+        match self.settle(waiter, accepted, done).await? {
+            Applied::Membership(members) => Ok(members),
+            other => {
+                tracing::error!(applied = ?other, "a conf change was answered with another kind's result");
+                Err(EtcdError::Corrupt)
+            }
+        }
+    }
+
+    /// Waits for raft to take the proposal into its log, then for its outcome. The
+    /// waiter is removed however this ends, the caller going away included (the
+    /// registration's drop).
+    async fn settle(
+        &self,
+        waiter: Registration<'_>,
+        accepted: oneshot::Receiver<Result<(), RaftError>>,
+        done: oneshot::Receiver<Outcome>,
+    ) -> Result<Applied, EtcdError> {
+        match accepted.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                self.metrics.proposal_failed();
+                return Err(raft_err(e));
+            }
+            Err(_) => {
+                self.metrics.proposal_failed();
+                return Err(EtcdError::Stopped);
+            }
+        }
+        match tokio::time::timeout(self.limits.request_timeout, done).await {
+            Ok(Ok(outcome)) => {
+                waiter.settled();
+                outcome
+            }
+            Ok(Err(_)) => {
+                self.metrics.proposal_failed();
+                Err(EtcdError::Stopped)
+            }
+            Err(_) => {
+                self.metrics.proposal_failed();
+                Err(EtcdError::Timeout)
+            }
+        }
+    }
+
+    /// Proposals waiting to be applied.
+    pub fn pending(&self) -> usize {
+        self.waiters.len()
+    }
+}
