@@ -1,7 +1,9 @@
 //! The replicated state machine: how a request is proposed, and how a committed entry
 //! is applied.
 //!
-//! Proposing: the [`member::Member`] handle takes a typed request ([`proposal`]: what
+//! The [`member::Member`] start-up assembles gives out narrow handles: [`reads`] (the
+//! store, the ReadIndex barrier, headers), [`writes`] and [`role`] (who leads).
+//! Proposing: the [`writes::Writes`] handle takes a typed request ([`proposal`]: what
 //! it travels as and what it answers), admitted by the space [`quota`] when it stores
 //! something new, registers a waiter ([`waiters`]) and hands the bytes to raft. Applying: the
 //! [`apply_thread`] takes committed entries from raft, runs each through [`apply`] (the

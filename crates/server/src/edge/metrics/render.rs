@@ -41,7 +41,7 @@ pub fn render(handles: &HttpHandles) -> String {
     let mut f = Family::new(
         "etcd_server_id",
         Kind::Gauge,
-        "Server or handles ID in hexadecimal format. 1 for 'server_id' label with current ID.",
+        "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.",
     );
     f.sample(&[("server_id", &format!("{id:x}"))], 1.0);
     e.add(f);
@@ -55,13 +55,13 @@ pub fn render(handles: &HttpHandles) -> String {
     e.single(
         "etcd_server_is_leader",
         Kind::Gauge,
-        "Whether or not this handles is a leader. 1 if is, 0 otherwise.",
+        "Whether or not this member is a leader. 1 if is, 0 otherwise.",
         flag(leader == id),
     );
     e.single(
         "etcd_server_is_learner",
         Kind::Gauge,
-        "Whether or not this handles is a learner. 1 if is, 0 otherwise.",
+        "Whether or not this member is a learner. 1 if is, 0 otherwise.",
         flag(handles.membership.is_learner()),
     );
     e.single(
@@ -149,7 +149,7 @@ pub fn render(handles: &HttpHandles) -> String {
     e.single(
         "etcd_disk_defrag_inflight",
         Kind::Gauge,
-        "Whether or not defrag is active on the handles. 1 means active, 0 means not.",
+        "Whether or not defrag is active on the member. 1 means active, 0 means not.",
         f64::from(u8::from(
             handles.metrics.defrags_running.load(Ordering::Relaxed) > 0,
         )),
