@@ -33,7 +33,7 @@ const HOUR_NANOS: i64 = 3_600_000_000_000;
 /// The auto-compaction that `mode` and `retention` ask for (None: off), or etcd's error.
 pub fn parse(mode: &str, retention: &str) -> Result<Option<AutoCompaction>, String> {
     let text = if retention.is_empty() { "0" } else { retention };
-    let nanos = match go_atoi(text) {
+    let nanos = match oxcd_go::strconv::parse_int(text, 10, 64).ok() {
         Some(n) if n >= 0 => match mode {
             "revision" => n,
             "periodic" => n.checked_mul(HOUR_NANOS).ok_or_else(|| {
@@ -61,15 +61,6 @@ pub fn parse(mode: &str, retention: &str) -> Result<Option<AutoCompaction>, Stri
         ));
     }
     Ok(Some(compaction))
-}
-
-/// Go's `strconv.Atoi`: an optional sign and decimal digits, within `int64`.
-fn go_atoi(s: &str) -> Option<i64> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.strip_prefix('+').unwrap_or(s).parse().ok()
 }
 
 #[cfg(test)]

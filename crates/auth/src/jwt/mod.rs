@@ -196,7 +196,7 @@ fn read_key_file(path: &str) -> Result<Vec<u8>, OptionsError> {
         } else {
             "open"
         };
-        OptionsError::invalid(format!("{op} {path}: {}", go_errno_text(&e)))
+        OptionsError::invalid(oxcd_go::os::path_error(op, path, &e))
     };
     let mut bytes = Vec::new();
     std::fs::File::open(path)
@@ -210,20 +210,6 @@ fn read_key_file(path: &str) -> Result<Vec<u8>, OptionsError> {
         )));
     }
     Ok(bytes)
-}
-
-/// An I/O error's text as Go's syscall errors read ("no such file or directory").
-fn go_errno_text(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    let text = match text.find(" (os error") {
-        Some(i) => &text[..i],
-        None => &text,
-    };
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 /// Go's `time.ParseDuration`, signed, in nanoseconds.

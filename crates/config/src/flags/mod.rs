@@ -184,7 +184,10 @@ fn parse_args(
         if flag.kind == Kind::Bool {
             let v = inline.unwrap_or_else(|| "true".into());
             if let Err(r) = table::check(flag, &v) {
-                return Err(err(format!("invalid boolean value {v:?} for -{name}: {r}")));
+                return Err(err(format!(
+                    "invalid boolean value {} for -{name}: {r}",
+                    q(&v)
+                )));
             }
             cfg.values.insert(flag.name, (v, Source::Flag));
             continue;
@@ -200,7 +203,10 @@ fn parse_args(
             }
         };
         if let Err(r) = table::check(flag, &v) {
-            return Err(err(format!("invalid value {v:?} for flag -{name}: {r}")));
+            return Err(err(format!(
+                "invalid value {} for flag -{name}: {r}",
+                q(&v)
+            )));
         }
         cfg.values.insert(flag.name, (v, Source::Flag));
     }
@@ -259,7 +265,7 @@ fn apply_env(
             Ok(()) => {
                 cfg.values.insert(flag.name, (v, Source::Env));
             }
-            Err(r) => bad_value = Some(err(format!("invalid value {v:?} for {key}: {r}"))),
+            Err(r) => bad_value = Some(err(format!("invalid value {} for {key}: {r}", q(&v)))),
         }
     }
     for key in env_keys {
@@ -373,7 +379,7 @@ fn validate(cfg: &Config) -> Result<(), ConfigError> {
     match cfg.get(key::LOGGER) {
         "zap" => {}
         "capnslog" => return Err(err("--logger=capnslog is removed in v3.5")),
-        other => return Err(err(format!("unknown logger option {other:?}"))),
+        other => return Err(err(format!("unknown logger option {}", q(other)))),
     }
     let outputs: Vec<&str> = cfg.get(key::LOG_OUTPUTS).split(',').collect();
     if outputs.len() > 1 && outputs.contains(&"default") {
@@ -381,8 +387,8 @@ fn validate(cfg: &Config) -> Result<(), ConfigError> {
     }
     if zap_level(cfg.get(key::LOG_LEVEL)).is_none() {
         return Err(err(format!(
-            "unrecognized level: {:?}",
-            cfg.get(key::LOG_LEVEL)
+            "unrecognized level: {}",
+            q(cfg.get(key::LOG_LEVEL))
         )));
     }
     for k in [
@@ -424,7 +430,7 @@ fn validate(cfg: &Config) -> Result<(), ConfigError> {
     }
     let state = cfg.get(key::INITIAL_CLUSTER_STATE);
     if state != "new" && state != "existing" {
-        return Err(err(format!("unexpected clusterState {state:?}")));
+        return Err(err(format!("unexpected clusterState {}", q(state))));
     }
     let bootstrap_sources = [
         !cfg.get(key::DISCOVERY).is_empty() || !cfg.get(key::DISCOVERY_ENDPOINTS).is_empty(),
@@ -855,7 +861,8 @@ pub fn verify_bootstrap(
 ) -> Result<(), String> {
     let Some((_, urls)) = members.iter().find(|(n, _)| n == name) else {
         return Err(format!(
-            "couldn't find local name {name:?} in the initial cluster configuration"
+            "couldn't find local name {} in the initial cluster configuration",
+            q(name)
         ));
     };
     if advertised != urls.as_slice() {
@@ -936,6 +943,11 @@ pub fn usage() -> String {
         out.push_str(&format!("  --{} '{}'{}\n", f.name, f.default, note));
     }
     out
+}
+
+/// Go's `%q` of `s`: how etcd's and Go's flag package's texts quote a value.
+fn q(s: &str) -> String {
+    oxcd_go::quote::quote_str(s)
 }
 
 #[cfg(test)]

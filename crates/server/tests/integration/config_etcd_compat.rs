@@ -400,6 +400,19 @@ fn number_out_of_range_like_etcd() {
 }
 
 #[test]
+fn values_in_errors_are_quoted_as_go_quotes_them() {
+    // etcd 3.5.16 binary (Go's %q: a control character as \x01, non-ASCII text as is).
+    assert_eq!(
+        fails(&["--snapshot-count=1\x01"], &[]),
+        "invalid value \"1\\x01\" for flag -snapshot-count: parse error"
+    );
+    assert_eq!(
+        fails(&["--pre-vote=\u{e9}"], &[]),
+        "invalid boolean value \"\u{e9}\" for -pre-vote: parse error"
+    );
+}
+
+#[test]
 fn go_integer_syntax() {
     assert_eq!(
         ok(&["--snapshot-count", "0x10"])

@@ -10,24 +10,7 @@ use super::TlsError;
 
 /// Reads a file, with Go's `open <path>: <reason>` on failure.
 pub(super) fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|e| TlsError(go_io_error("open", path, &e)))
-}
-
-/// Go's text for an `*os.PathError`.
-pub(crate) fn go_io_error(op: &str, path: &Path, e: &std::io::Error) -> String {
-    let why = match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-        std::io::ErrorKind::IsADirectory => "is a directory".to_string(),
-        _ => {
-            let s = e.to_string();
-            match s.find(" (os error") {
-                Some(i) => s[..i].to_lowercase(),
-                None => s,
-            }
-        }
-    };
-    format!("{op} {}: {why}", path.display())
+    std::fs::read(path).map_err(|e| TlsError(oxcd_go::os::path_error("open", path, &e)))
 }
 
 /// The certificates of a PEM file, in order; at least one.
