@@ -20,7 +20,7 @@ use oxcd_api::etcdserverpb::AlarmType;
 use oxcd_mvcc::{KeyRange, RangeOptions};
 
 use crate::edge::go_http::go_text;
-use crate::edge::http::HttpHandles;
+use crate::edge::http_handles::HttpHandles;
 use crate::machine::alarms;
 
 /// The checks of `/livez`.

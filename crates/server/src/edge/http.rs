@@ -9,31 +9,8 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::domains::membership::Membership;
 use crate::edge::go_http::go_text;
-use crate::edge::metrics::Metrics;
-use crate::machine::reads::Reads;
-use crate::machine::role::Role;
-use crate::machine::writes::Writes;
-use oxcd_config::quota::Quota;
-
-/// What `/metrics` and the health checks read of the member.
-pub struct HttpHandles {
-    /// The store, the barrier a linearizable check waits for, the applied index.
-    pub reads: Reads,
-    /// The proposals waiting.
-    pub writes: Writes,
-    /// Who leads, raft's indexes.
-    pub role: Role,
-    /// Whether this member is a learner.
-    pub membership: Arc<Membership>,
-    /// The space quota.
-    pub quota: Quota,
-    /// What `/metrics` counts that no other part keeps.
-    pub metrics: Arc<Metrics>,
-    /// How long a linearizable health check waits.
-    pub request_timeout: std::time::Duration,
-}
+use crate::edge::http_handles::HttpHandles;
 
 /// HTTP routes over `handles`.
 pub fn routes(handles: Arc<HttpHandles>) -> Router {

@@ -15,5 +15,6 @@ pub mod go_http;
 pub mod grpc_compat;
 pub mod health;
 pub mod http;
+pub mod http_handles;
 pub mod metrics;
 pub mod services;

@@ -14,6 +14,7 @@ use oxcd_raft::node::RaftHandle;
 use crate::domains::auth::caller::Callers;
 use crate::domains::lease::Lessor;
 use crate::domains::membership::Membership;
+use crate::domains::membership::reconfig::Reconfig;
 use crate::domains::membership::roster::Roster;
 use crate::domains::watch::WatchHub;
 use crate::edge::metrics::Metrics;
@@ -21,8 +22,6 @@ use crate::machine::reads::{Ids, Reads};
 use crate::machine::role::Role;
 use crate::machine::waiters::Waiters;
 use crate::machine::writes::{WriteLimits, Writes};
-use crate::peer::PeerDialer;
-use crate::peer::health::PeerHealth;
 use oxcd_auth::AuthStore;
 use oxcd_config::quota::Quota;
 
@@ -59,20 +58,6 @@ pub struct Identity {
     pub client_urls: Vec<String>,
     /// Every member of the cluster (this one included).
     pub members: Vec<oxcd_api::oxcdpb::MemberInfo>,
-}
-
-/// How membership changes are checked before they are proposed, and what the checks
-/// and a forwarded promotion need.
-#[derive(Clone)]
-pub struct Reconfig {
-    /// `--strict-reconfig-check`.
-    pub strict: bool,
-    /// `--max-learners`.
-    pub max_learners: u32,
-    /// Which peers are connected, and since when.
-    pub health: Arc<PeerHealth>,
-    /// Dials peers (a promotion is forwarded to the leader).
-    pub dialer: PeerDialer,
 }
 
 impl Limits {

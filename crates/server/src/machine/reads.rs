@@ -6,7 +6,7 @@
 //! Invariants:
 //! - After [`Reads::barrier`] returns Ok, this member has applied everything committed
 //!   when it was called (as confirmed by the leader): a read after it is linearizable.
-//! - At most [`cores`] multi-key ranges are read on the blocking pool at once
+//! - At most as many multi-key ranges as the machine has cores are read on the blocking pool at once
 //!   ([`Reads::range_turn`]).
 
 use std::sync::{Arc, OnceLock};

@@ -14,12 +14,13 @@ use tokio::sync::oneshot;
 
 use crate::domains::lease::Lessor;
 use crate::domains::membership::bootstrap::InitialCluster;
+use crate::domains::membership::reconfig::Reconfig;
 use crate::domains::membership::{self, Membership};
 use crate::domains::watch::WatchHub;
 use crate::edge::metrics::Metrics;
 use crate::machine::apply_thread::ApplyLoop;
 use crate::machine::fatal::Fatal;
-use crate::machine::member::{Identity, Limits, Member, Reconfig, Replicated};
+use crate::machine::member::{Identity, Limits, Member, Replicated};
 use crate::machine::waiters::Waiters;
 use crate::peer::PeerDialer;
 use crate::peer::health::PeerHealth;

@@ -15,7 +15,7 @@ use crate::domains::lease::service::LeaseService;
 use crate::domains::membership::MembershipHandles;
 use crate::domains::membership::service::ClusterService;
 use crate::domains::watch::WatchHandles;
-use crate::edge::http::HttpHandles;
+use crate::edge::http_handles::HttpHandles;
 use crate::edge::services::Services;
 use crate::edge::services::election::ElectionService;
 use crate::edge::services::lock::LockService;

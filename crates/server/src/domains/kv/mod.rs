@@ -8,6 +8,7 @@
 //! [`read`] a range read inside and outside the apply path.
 
 pub mod apply;
+pub mod handles;
 pub mod range;
 pub mod read;
 pub mod routes;
@@ -16,23 +17,4 @@ pub mod txn;
 pub mod validate;
 pub mod write;
 
-use std::sync::Arc;
-
-use crate::domains::auth::caller::Callers;
-use crate::domains::membership::Membership;
-use crate::machine::reads::Reads;
-use crate::machine::writes::Writes;
-
-/// What KV requests are served with, shared by the service and the routes.
-pub struct KvHandles {
-    /// Who makes a request, and the permission checks.
-    pub callers: Callers,
-    /// Reads: the barrier, the store, headers, the blocking pool.
-    pub reads: Reads,
-    /// Proposals.
-    pub writes: Writes,
-    /// Whether this member is a learner (it serves only serializable reads).
-    pub membership: Arc<Membership>,
-    /// `--max-txn-ops`.
-    pub max_txn_ops: usize,
-}
+pub use handles::KvHandles;

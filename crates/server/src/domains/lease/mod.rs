@@ -18,28 +18,12 @@
 
 pub mod apply;
 pub mod expiry;
+pub mod handles;
 pub mod renewals;
 pub mod service;
 pub(crate) mod table;
 
-/// What the lease service and the leader's lease drivers work with.
-pub struct LeaseHandles {
-    /// Every lease and its keys.
-    pub leases: std::sync::Arc<Lessor>,
-    /// Who makes a request, and the permission checks.
-    pub callers: crate::domains::auth::caller::Callers,
-    /// Reads: the barrier, headers, this member's ids.
-    pub reads: crate::machine::reads::Reads,
-    /// Proposals.
-    pub writes: crate::machine::writes::Writes,
-    /// Who leads (only the leader renews from memory and revokes).
-    pub role: crate::machine::role::Role,
-    /// The voters (a leader renews from memory only while a quorum is heard) and the
-    /// leader's peer URL (followers forward keepalives to it).
-    pub roster: crate::domains::membership::roster::Roster,
-    /// `--election-timeout`: a new leader's grace period for every lease.
-    pub election_timeout: Duration,
-}
+pub use handles::LeaseHandles;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};

@@ -17,6 +17,7 @@
 pub mod apply;
 pub mod auto_promote;
 pub mod bootstrap;
+pub mod handles;
 pub mod ids;
 pub mod reconfig;
 pub mod requests;
@@ -24,27 +25,7 @@ pub mod roster;
 pub mod service;
 pub mod table;
 
-/// What the Cluster service, the auto-promotion and forwarded promotions work with.
-pub struct MembershipHandles {
-    /// Who makes a request (changes need root while auth is on).
-    pub callers: crate::domains::auth::caller::Callers,
-    /// Reads: headers, the published member attributes, this member's ids.
-    pub reads: crate::machine::reads::Reads,
-    /// Proposals, membership changes among them.
-    pub writes: crate::machine::writes::Writes,
-    /// Who leads (only the leader knows whether a learner caught up), the followers'
-    /// progress.
-    pub role: crate::machine::role::Role,
-    /// The members.
-    pub roster: roster::Roster,
-    /// The checks made before a change is proposed, and the dialer a promotion is
-    /// forwarded to the leader with.
-    pub reconfig: crate::machine::member::Reconfig,
-    /// This member's advertised client URLs (listed before it has published them).
-    pub client_urls: Vec<String>,
-    /// How long a forwarded promotion is retried.
-    pub request_timeout: std::time::Duration,
-}
+pub use handles::MembershipHandles;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,7 +1,8 @@
 //! `--strict-reconfig-check`: etcd's rules for refusing, before it is proposed, a
 //! membership change that could cost the cluster its quorum. Pure functions of the
 //! membership, of which members have started (published their attributes) and of how
-//! long this member has been connected to each peer (etcd's `ActiveSince`).
+//! long this member has been connected to each peer (etcd's `ActiveSince`); and
+//! [`Reconfig`], the parts those checks and a forwarded promotion are given.
 //!
 //! - Adding a voter needs a quorum of the voters, counting the new one, started, and a
 //!   connection to every voter for at least [`HEALTH_INTERVAL`] (the seed-004 accident:
@@ -12,11 +13,28 @@
 //! - Learners are added and removed without these checks: they never count in a quorum.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oxcd_api::errors::EtcdError;
 
 use super::MembershipState;
+use crate::peer::PeerDialer;
+use crate::peer::health::PeerHealth;
+
+/// How membership changes are checked before they are proposed, and what the checks
+/// and a forwarded promotion need.
+#[derive(Clone)]
+pub struct Reconfig {
+    /// `--strict-reconfig-check`.
+    pub strict: bool,
+    /// `--max-learners`.
+    pub max_learners: u32,
+    /// Which peers are connected, and since when.
+    pub health: Arc<PeerHealth>,
+    /// Dials peers (a promotion is forwarded to the leader).
+    pub dialer: PeerDialer,
+}
 
 /// How long a peer must have been connected to count as healthy (etcd's).
 pub const HEALTH_INTERVAL: Duration = Duration::from_secs(5);

@@ -21,6 +21,7 @@
 //!   before that lock is released: a subscription that registers an interest (write
 //!   lock) and then reads the store's current revision gets every later batch on it.
 
+pub mod handles;
 pub mod outbox;
 pub mod routes;
 pub mod service;
@@ -39,19 +40,7 @@ use tokio::sync::mpsc;
 
 use routes::{Routes, SubId};
 
-/// What a watch stream works with.
-pub struct WatchHandles {
-    /// The live change feed and the history behind it.
-    pub hub: Arc<WatchHub>,
-    /// Who opened a stream, and the permission checks of each watch.
-    pub callers: crate::domains::auth::caller::Callers,
-    /// Response headers.
-    pub reads: crate::machine::reads::Reads,
-    /// `--max-request-bytes`: the size of one catch-up chunk.
-    pub max_request_bytes: usize,
-    /// The largest message a client is sent: a fragmented watch's piece.
-    pub max_grpc_message: usize,
-}
+pub use handles::WatchHandles;
 
 /// How many batches a subscription's queue holds before it is marked lagged.
 const QUEUE_CAPACITY: usize = 1024;

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::process;
 use super::text::{Exposition, Family, Kind};
-use crate::edge::http::HttpHandles;
+use crate::edge::http_handles::HttpHandles;
 
 /// The cluster version as etcd labels it: major.minor.
 fn cluster_minor() -> &'static str {
