@@ -25,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "etcd/api/v3electionpb/v3election.proto",
         "oxcd/internal.proto",
         "oxcd/peer.proto",
+        "grpc/health/v1/health.proto",
     ];
     let fds = protox::compile(files, [&root])?;
     println!("cargo:rerun-if-changed={}", root.display());

@@ -1,11 +1,11 @@
 //! oxcd-api: the etcd v3 wire protocol as generated Rust types, and etcd's error strings.
 //!
 //! Owns: the generated prost messages and tonic client/server stubs for `etcdserverpb`,
-//! `mvccpb`, `authpb`, `v3lockpb`, `v3electionpb` (package, message and field numbers
-//! identical to etcd's, so etcd clients interoperate), oxcd's internal log-entry message
-//! (`oxcdpb`), [`errors::EtcdError`] and the table of etcd's client-visible errors. With
-//! the `json` feature, etcd's messages also implement serde's traits with the JSON
-//! mapping etcd's gRPC gateway speaks (see `build.rs`).
+//! `mvccpb`, `authpb`, `v3lockpb`, `v3electionpb` and gRPC's `grpc.health.v1` (package,
+//! message and field numbers identical to etcd's, so etcd clients interoperate), oxcd's
+//! internal log-entry message (`oxcdpb`), [`errors::EtcdError`] and the table of etcd's
+//! client-visible errors. With the `json` feature, etcd's messages also implement serde's
+//! traits with the JSON mapping etcd's gRPC gateway speaks (see `build.rs`).
 //!
 //! Invariant: no logic lives here beyond conversions; every other crate speaks these
 //! types.
@@ -47,6 +47,11 @@ pub mod v3electionpb {
     tonic::include_proto!("v3electionpb");
     #[cfg(feature = "json")]
     include!(concat!(env!("OUT_DIR"), "/v3electionpb.serde.rs"));
+}
+
+/// gRPC's health checking protocol (`grpc.health.v1`), served as etcd serves it.
+pub mod grpc_health_v1 {
+    tonic::include_proto!("grpc.health.v1");
 }
 
 /// oxcd's internal, replicated log entries (`oxcdpb`).

@@ -47,6 +47,12 @@ pub struct Settings {
     pub election_timeout: Duration,
     /// `--pre-vote`.
     pub pre_vote: bool,
+    /// `--experimental-stop-grpc-service-on-defrag`: gRPC's health service says
+    /// NOT_SERVING while this member defragments.
+    pub stop_grpc_service_on_defrag: bool,
+    /// `--unsafe-no-fsync`: the WAL is written without fdatasync (data loss on power
+    /// loss or a kernel crash; a killed process loses nothing the kernel has).
+    pub unsafe_no_fsync: bool,
     /// `--max-wals`.
     pub max_wals: usize,
     /// `--quota-backend-bytes` (0: etcd's default of 2 GiB; negative: no quota).

@@ -703,6 +703,8 @@ impl Config {
             heartbeat: Duration::from_millis(self.get(key::HEARTBEAT_INTERVAL)),
             election_timeout: Duration::from_millis(self.get(key::ELECTION_TIMEOUT)),
             pre_vote: self.get(key::PRE_VOTE),
+            unsafe_no_fsync: self.get(key::UNSAFE_NO_FSYNC),
+            stop_grpc_service_on_defrag: self.get(key::EXPERIMENTAL_STOP_GRPC_SERVICE_ON_DEFRAG),
             max_wals: self.get(key::MAX_WALS) as usize,
             quota_backend_bytes: self.get(key::QUOTA_BACKEND_BYTES),
             initial_corrupt_check: self.get(key::EXPERIMENTAL_INITIAL_CORRUPT_CHECK),

@@ -129,7 +129,7 @@ flags! {
     GRPC_KEEPALIVE_TIMEOUT = ("grpc-keepalive-timeout", "20s", Duration, NoEffect),
     SOCKET_REUSE_PORT = ("socket-reuse-port", "false", Bool, NotYet),
     SOCKET_REUSE_ADDRESS = ("socket-reuse-address", "false", Bool, NotYet),
-    UNSAFE_NO_FSYNC = ("unsafe-no-fsync", "false", Bool, NotYet),
+    UNSAFE_NO_FSYNC = ("unsafe-no-fsync", "false", Bool, Supported),
     RAFT_READ_TIMEOUT = ("raft-read-timeout", "5s", Duration, NoEffect),
     RAFT_WRITE_TIMEOUT = ("raft-write-timeout", "5s", Duration, NoEffect),
     // Clustering
@@ -234,7 +234,7 @@ flags! {
     EXPERIMENTAL_SNAPSHOT_CATCHUP_ENTRIES = ("experimental-snapshot-catchup-entries", "5000", Uint, Supported),
     EXPERIMENTAL_MEMORY_MLOCK = ("experimental-memory-mlock", "false", Bool, NoEffect),
     EXPERIMENTAL_DOWNGRADE_CHECK_TIME = ("experimental-downgrade-check-time", "5s", Duration, NotYet),
-    EXPERIMENTAL_STOP_GRPC_SERVICE_ON_DEFRAG = ("experimental-stop-grpc-service-on-defrag", "false", Bool, NotYet),
+    EXPERIMENTAL_STOP_GRPC_SERVICE_ON_DEFRAG = ("experimental-stop-grpc-service-on-defrag", "false", Bool, Supported),
     EXPERIMENTAL_WAIT_CLUSTER_READY_TIMEOUT = ("experimental-wait-cluster-ready-timeout", "5s", Duration, NotYet),
     FEATURE_GATES = ("feature-gates", "", Str, NotYet),
     WATCH_PROGRESS_NOTIFY_INTERVAL = ("watch-progress-notify-interval", "10m0s", Duration, Supported),

@@ -72,6 +72,9 @@ pub struct NodeConfig {
     /// Tells this start of the member from its others (see [`incarnation`]); its read
     /// requests carry it.
     pub incarnation: u64,
+    /// `--unsafe-no-fsync`: the WAL is written without `fdatasync` (see
+    /// [`Wal::set_unsafe_no_fsync`]).
+    pub unsafe_no_fsync: bool,
     /// `--force-new-cluster`: with an existing WAL, start as a one-member cluster (see
     /// [`recovery::force_new_cluster`]); holds this member's conf change context, used
     /// if it must add itself.
@@ -377,6 +380,15 @@ fn create_fresh(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftEr
 
 /// Opens (or creates) the WAL and rebuilds the in-memory log from it.
 fn open_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError> {
+    let (mut wal, log, meta) = open_or_create_log(cfg)?;
+    if cfg.unsafe_no_fsync {
+        wal.set_unsafe_no_fsync();
+    }
+    Ok((wal, log, meta))
+}
+
+/// The WAL as [`open_log`] finds it, before `--unsafe-no-fsync` applies.
+fn open_or_create_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), RaftError> {
     if !Wal::exists(&cfg.wal_dir) {
         return create_fresh(cfg);
     }

@@ -16,6 +16,7 @@ fn cfg(dir: &std::path::Path, applied: u64) -> NodeConfig {
         heartbeat: Duration::from_millis(10),
         election_ticks: 10,
         pre_vote: true,
+        unsafe_no_fsync: false,
         applied,
         max_wals: 5,
         catch_up_entries: CATCH_UP_ENTRIES,

@@ -263,6 +263,7 @@ impl Sim {
             // Each start draws its own timeout: members must not time out in lockstep.
             election_ticks: 10 + self.rng.below(10) as usize,
             pre_vote: true,
+            unsafe_no_fsync: false,
             applied: durable.applied,
             max_wals: 5,
             catch_up_entries: 10,

@@ -162,6 +162,7 @@ fn node_config(s: &Settings, cluster: &InitialCluster, joins: bool) -> NodeConfi
         heartbeat: s.heartbeat,
         election_ticks: (s.election_timeout.as_millis() / ms) as usize,
         pre_vote: s.pre_vote,
+        unsafe_no_fsync: s.unsafe_no_fsync,
         applied: 0,
         max_wals: s.max_wals,
         catch_up_entries: s.snapshot_catchup_entries,

@@ -183,7 +183,14 @@ pub async fn run_with(
         .metrics
         .grpc
         .set_extensive(settings.metrics_extensive);
-    let services = wiring::services(&member, &lease, &membership, renewals);
+    let services = wiring::services(
+        &member,
+        &lease,
+        &membership,
+        renewals,
+        stop_rx.clone(),
+        settings.stop_grpc_service_on_defrag,
+    );
     let http = Arc::new(wiring::http(&member));
     let mut router = services::routes(&services)
         .into_axum_router()

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use tokio::sync::watch;
+
 use crate::domains::auth::service::AuthService;
 use crate::domains::kv::KvHandles;
 use crate::domains::kv::service::KvService;
@@ -18,6 +20,7 @@ use crate::domains::watch::WatchHandles;
 use crate::edge::http_handles::HttpHandles;
 use crate::edge::services::Services;
 use crate::edge::services::election::ElectionService;
+use crate::edge::services::grpc_health::HealthService;
 use crate::edge::services::lock::LockService;
 use crate::edge::services::maintenance::MaintenanceService;
 use crate::edge::services::recipes::RecipeHandles;
@@ -75,12 +78,16 @@ pub fn http(m: &Member) -> HttpHandles {
 }
 
 /// Every client-facing service of `m`, the lease and membership ones over the handles
-/// given (shared with their drivers), keepalives renewed by `renewals`.
+/// given (shared with their drivers), keepalives renewed by `renewals`; the gRPC health
+/// service reports SERVING until `stopped` turns true (and, with
+/// `stop_grpc_on_defrag`, NOT_SERVING while a defragmentation runs).
 pub fn services(
     m: &Member,
     lease: &Arc<LeaseHandles>,
     membership: &Arc<MembershipHandles>,
     renewals: Arc<Renewals>,
+    stopped: watch::Receiver<bool>,
+    stop_grpc_on_defrag: bool,
 ) -> Services {
     let kv = Arc::new(KvHandles {
         callers: m.callers.clone(),
@@ -98,6 +105,7 @@ pub fn services(
         max_txn_ops: m.limits.max_txn_ops,
     });
     let max_grpc_message = m.limits.max_grpc_message();
+    let (health, defrag_notice) = HealthService::new(stopped, stop_grpc_on_defrag);
     Services {
         kv_service: Arc::new(KvService::new(kv.clone())),
         kv,
@@ -118,6 +126,7 @@ pub fn services(
             roster: m.roster.clone(),
             metrics: m.metrics.clone(),
             request_timeout: m.limits.request_timeout,
+            defrag_notice,
         }),
         auth: Arc::new(AuthService::new(
             m.callers.clone(),
@@ -126,6 +135,7 @@ pub fn services(
         )),
         lock: Arc::new(LockService::new(recipes.clone())),
         election: Arc::new(ElectionService::new(recipes)),
+        health: Arc::new(health),
         max_grpc_message,
     }
 }

@@ -1252,7 +1252,6 @@ fn unbuilt_features_are_refused_from_every_source() {
     let cases: &[Case] = &[
         (&["--enable-pprof"], &[], "--enable-pprof"),
         (&["--enable-v2"], &[], "--enable-v2"),
-        (&["--unsafe-no-fsync"], &[], "--unsafe-no-fsync"),
         (&["--auth-token", &es512], &[], "--auth-token"),
         (
             &["--discovery", "https://discovery.etcd.io/x"],

@@ -92,6 +92,8 @@ pub struct Wal {
     last_index: u64,
     /// Where write-and-fdatasync times and bytes written are reported.
     stats: Arc<WalStats>,
+    /// `--unsafe-no-fsync`: records are written but never fdatasync'd.
+    no_fsync: bool,
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -157,6 +159,7 @@ impl Wal {
             pending: Vec::new(),
             metadata: metadata.to_vec(),
             stats: Arc::default(),
+            no_fsync: false,
             hard_state: None,
             snapshot: None,
             last_index: 0,
@@ -266,6 +269,7 @@ impl Wal {
             snapshot: replay.snapshot.clone(),
             last_index,
             stats: Arc::default(),
+            no_fsync: false,
         };
         Ok((wal, replay))
     }
@@ -305,6 +309,14 @@ impl Wal {
         self.last_index = self.last_index.max(index);
     }
 
+    /// `--unsafe-no-fsync`, as etcd's `SetUnsafeNoFsync`: from now on [`Wal::sync`]
+    /// writes records without `fdatasync`. They survive the process being killed (the
+    /// kernel has them) but not a power loss or a kernel crash; no fsync time is
+    /// observed.
+    pub fn set_unsafe_no_fsync(&mut self) {
+        self.no_fsync = true;
+    }
+
     /// Reports write-and-fdatasync times and bytes written to `stats` from now on.
     pub fn report_to(&mut self, stats: Arc<WalStats>) {
         self.stats = stats;
@@ -323,10 +335,17 @@ impl Wal {
         }
         let path = &self.segments[self.segments.len() - 1].path;
         let started = Instant::now();
+        let no_fsync = self.no_fsync;
         if let Err(e) = self
             .file
             .write_all_at(&self.pending, self.file_len)
-            .and_then(|_| self.file.sync_data())
+            .and_then(|_| {
+                if no_fsync {
+                    Ok(())
+                } else {
+                    self.file.sync_data()
+                }
+            })
         {
             // Leave no half-written record behind for the next write to follow: zero what
             // this one may have written (best effort; recovery would repair it anyway).
@@ -335,7 +354,9 @@ impl Wal {
             self.pending.clear();
             return Err(StorageError::io(path, e));
         }
-        self.stats.fsyncs.observe(started.elapsed());
+        if !no_fsync {
+            self.stats.fsyncs.observe(started.elapsed());
+        }
         self.stats
             .written
             .fetch_add(self.pending.len() as u64, Ordering::Relaxed);

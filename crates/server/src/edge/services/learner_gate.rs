@@ -16,11 +16,17 @@ use crate::domains::membership::Membership;
 /// The gRPC methods a learner serves.
 const FOR_LEARNERS: [&str; 2] = ["/etcdserverpb.KV/Range", "/etcdserverpb.Maintenance/Status"];
 
-/// Whether `path` names one of etcd's gRPC services.
+/// Whether `path` names one of the gRPC services etcd serves (its interceptors refuse
+/// every call a learner does not serve, gRPC's health checks included).
 fn is_grpc(path: &str) -> bool {
-    ["/etcdserverpb.", "/v3lockpb.", "/v3electionpb."]
-        .iter()
-        .any(|p| path.starts_with(p))
+    [
+        "/etcdserverpb.",
+        "/v3lockpb.",
+        "/v3electionpb.",
+        "/grpc.health.v1.",
+    ]
+    .iter()
+    .any(|p| path.starts_with(p))
 }
 
 /// Whether this member (its `membership`) refuses the gRPC method at `path`

@@ -45,6 +45,8 @@ pub struct MaintenanceService {
     pub metrics: Arc<Metrics>,
     /// How long MoveLeader waits for the new leader.
     pub request_timeout: std::time::Duration,
+    /// Tells gRPC's health service a defragmentation runs.
+    pub defrag_notice: crate::edge::services::grpc_health::DefragNotice,
 }
 
 #[tonic::async_trait]
@@ -129,6 +131,7 @@ impl Maintenance for MaintenanceService {
         let store = m.reads.store().clone();
         tracing::info!(path = %store.backend().path().display(), "starting defragment");
         let timed = m.metrics.defrag_started();
+        let notified = m.defrag_notice.started();
         let report = tokio::task::spawn_blocking(move || {
             // The rows of the last compaction go first, so that the copy is of the live
             // data (etcd's defragmentation copies whatever its compaction left so far).
@@ -144,6 +147,7 @@ impl Maintenance for MaintenanceService {
         .await
         .map_err(|e| Status::internal(e.to_string()));
         drop(timed);
+        drop(notified);
         match report? {
             Ok(r) => {
                 tracing::info!(

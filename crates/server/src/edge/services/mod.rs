@@ -1,9 +1,11 @@
 //! The gRPC routes: every etcd service on one router. The replicated domains' services
 //! live with their domain ([`crate::domains`]); here are the services that are not one
 //! domain's ([`maintenance`], and the [`lock`] and [`election`] recipes over KV, with
-//! `observe` and [`recipes`]) and the learner gate in front of them all.
+//! `observe` and [`recipes`]), gRPC's health protocol ([`grpc_health`]) and the learner
+//! gate in front of them all.
 
 pub mod election;
+pub mod grpc_health;
 pub mod learner_gate;
 pub mod lock;
 pub mod maintenance;
@@ -16,6 +18,7 @@ use oxcd_api::etcdserverpb::auth_server::AuthServer;
 use oxcd_api::etcdserverpb::cluster_server::ClusterServer;
 use oxcd_api::etcdserverpb::lease_server::LeaseServer;
 use oxcd_api::etcdserverpb::maintenance_server::MaintenanceServer;
+use oxcd_api::grpc_health_v1::health_server::HealthServer;
 use oxcd_api::v3electionpb::election_server::ElectionServer;
 use oxcd_api::v3lockpb::lock_server::LockServer;
 use tonic::service::Routes;
@@ -50,6 +53,8 @@ pub struct Services {
     pub lock: Arc<lock::LockService>,
     /// Election.
     pub election: Arc<election::ElectionService>,
+    /// gRPC's health checking protocol.
+    pub health: Arc<grpc_health::HealthService>,
     /// The largest gRPC message a client may send or be sent.
     pub max_grpc_message: usize,
 }
@@ -69,4 +74,5 @@ pub fn routes(services: &Services) -> Routes {
     .add_service(AuthServer::from_arc(services.auth.clone()))
     .add_service(LockServer::from_arc(services.lock.clone()))
     .add_service(ElectionServer::from_arc(services.election.clone()))
+    .add_service(HealthServer::from_arc(services.health.clone()))
 }
