@@ -109,6 +109,17 @@ pub(crate) fn create_database(path: &Path) -> Result<Database> {
 /// keys; reads that miss it are served from the kernel's page cache.
 const CACHE_BYTES: usize = 64 << 20;
 
+/// What a fresh member's backend takes once it has applied its bootstrap entries
+/// ([`Backend::size`]: redb's header and allocator pages, and a page for each table
+/// that holds a row: meta, members, cluster version). Measured; the server's quota test
+/// checks it on a fresh member. bbolt keeps such small buckets inline in one page,
+/// which is why etcd's fresh file is smaller ([`ETCD_EMPTY_SIZE`]).
+pub const EMPTY_SIZE: u64 = 72 * 1024;
+
+/// What etcd's empty backend takes: bbolt's meta and freelist pages and the pages of its
+/// buckets (etcd 3.5.16's `etcd_mvcc_db_total_size_in_bytes` on a fresh member).
+pub const ETCD_EMPTY_SIZE: u64 = 20 * 1024;
+
 impl Backend {
     /// Opens (or creates) the database file at `path` and makes sure every table exists.
     pub fn open(path: &Path) -> Result<Backend> {
@@ -257,6 +268,16 @@ impl Backend {
             .unwrap_or(0)
     }
 
+    /// The size the space quota holds against its limit: what the data takes beyond a
+    /// fresh member's backend ([`EMPTY_SIZE`]), on top of what etcd's empty backend takes
+    /// ([`ETCD_EMPTY_SIZE`]). The same data then counts the same against a quota as in
+    /// etcd, however much larger redb's empty file is than bbolt's, so a member given a
+    /// quota of a few pages takes what etcd takes. Status and `/metrics` report
+    /// [`Backend::size`], what the file takes.
+    pub fn quota_size(&self) -> u64 {
+        self.size().saturating_sub(EMPTY_SIZE) + ETCD_EMPTY_SIZE
+    }
+
     /// The database file's length in bytes.
     pub fn file_len(&self) -> u64 {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
@@ -360,5 +381,17 @@ mod tests {
         assert!(size >= 30_000_000, "30 MB of values in {size} bytes");
         assert!(size <= len, "size {size} past the file's length {len}");
         eprintln!("30 MB of values: size {size} B, file length {len} B");
+    }
+
+    #[test]
+    fn an_empty_backend_counts_as_etcds_empty_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let b = Backend::open(&dir.path().join("db")).expect("open");
+        assert!(
+            b.size() <= EMPTY_SIZE,
+            "an empty backend takes {}",
+            b.size()
+        );
+        assert_eq!(b.quota_size(), ETCD_EMPTY_SIZE);
     }
 }

@@ -76,13 +76,18 @@ impl Writes {
 
     /// etcd's space check before a request that stores something new is proposed, the
     /// one check such a request meets: one costing `cost` (see [`crate::machine::quota`])
-    /// must leave this member's backend below the quota. When it would not, this member's
+    /// must leave this member's backend below the quota, its size counted as etcd would
+    /// count the same data (`Backend::quota_size`). When it would not, this member's
     /// NOSPACE alarm is raised through raft (unless already raised here) before the
     /// refusal is returned, so that whoever saw the refusal finds the alarm listed; the
     /// alarm then refuses such requests on every member until an operator disarms it.
     pub async fn admit(&self, cost: u64) -> Result<Admitted, EtcdError> {
         let store = self.reads.store();
-        if self.limits.quota.admits(cost, || store.backend().size()) {
+        if self
+            .limits
+            .quota
+            .admits(cost, || store.backend().quota_size())
+        {
             return Ok(Admitted(()));
         }
         self.raise_nospace().await;

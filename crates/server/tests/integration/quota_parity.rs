@@ -1,10 +1,9 @@
 //! One scripted etcdctl 3.4 session against a real etcd (`oxcd_testkit::reference`)
 //! started with `--quota-backend-bytes 65536`, as the research for issue 14 did, and
-//! against oxcd with a quota as far above its fresh (larger) redb file: 12 KB puts until
-//! one is refused, then what a full database answers (the alarm listed, puts, txns with
-//! and without puts, lease grants, reads, deletes, keepalives, revocations, compaction,
-//! Status errors, disarming, and the alarm raised again by the next put while the
-//! database is still full). Every answer must be the same but for member and lease ids
+//! against oxcd with the same quota: 12 KB puts until one is refused, then what a full
+//! database answers (the alarm listed, puts, txns with and without puts, lease grants,
+//! reads, deletes, keepalives, revocations, compaction, Status errors, disarming, and the
+//! alarm raised again by the next put while the database is still full). Every answer must be the same but for member and lease ids
 //! and revisions; how many puts fit differs with the backend's format and is not
 //! compared.
 
@@ -151,7 +150,8 @@ async fn quota_session_matches_real_etcd() {
         let etcd = start_etcd_with(&dir.path().join("etcd"), "http", &flags, &[]);
         session(&etcd.endpoint).await
     };
-    let quota = super::quota::small_quota(dir.path());
+    // The same quota: oxcd's counts the data as etcd's does (`Backend::quota_size`).
+    let quota = 65536;
     let m = InProc::start(dir.path().join("oxcd"), |s| s.quota_backend_bytes = quota).await;
     let (ours, oxcd_fitted) = session(&m.addr.to_string()).await;
     m.stop().await;
