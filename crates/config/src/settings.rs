@@ -20,6 +20,9 @@ pub struct Settings {
     pub wal_dir: Option<PathBuf>,
     /// `--listen-client-urls`.
     pub listen_client_urls: Vec<String>,
+    /// `--listen-client-http-urls`: URLs that serve HTTP only (the gateway, health,
+    /// metrics, version); the client URLs then serve gRPC only.
+    pub listen_client_http_urls: Vec<String>,
     /// `--advertise-client-urls`.
     pub advertise_client_urls: Vec<String>,
     /// `--initial-advertise-peer-urls` (identity of this member).

@@ -75,22 +75,35 @@ pub async fn serve<L>(
             addr: connect_info.then_some(addr),
         });
         tokio::spawn(async move {
-            let mut served =
-                pin!(builder.serve_connection_with_upgrades(TokioIo::new(conn), service));
-            let mut asked_to_stop = false;
-            loop {
-                tokio::select! {
-                    res = served.as_mut() => {
-                        if let Err(e) = res {
-                            tracing::debug!("connection ended: {e}");
+            // Serves one connection until it ends, shutting it down gracefully once
+            // `stop` turns true.
+            macro_rules! drive {
+                ($connection:expr) => {{
+                    let mut served = pin!($connection);
+                    let mut asked_to_stop = false;
+                    loop {
+                        tokio::select! {
+                            res = served.as_mut() => {
+                                if let Err(e) = res {
+                                    tracing::debug!("connection ended: {e}");
+                                }
+                                break;
+                            }
+                            _ = stop.wait_for(|s| *s), if !asked_to_stop => {
+                                asked_to_stop = true;
+                                served.as_mut().graceful_shutdown();
+                            }
                         }
-                        break;
                     }
-                    _ = stop.wait_for(|s| *s), if !asked_to_stop => {
-                        asked_to_stop = true;
-                        served.as_mut().graceful_shutdown();
-                    }
-                }
+                }};
+            }
+            let io = TokioIo::new(conn);
+            if builder.is_http1_available() {
+                drive!(builder.serve_connection_with_upgrades(io, service));
+            } else {
+                // HTTP/2 only (a builder made `http2_only`): a connection that opens
+                // with anything else is closed (upgrades would ignore the setting).
+                drive!(builder.serve_connection(io, service));
             }
             drop(open);
         });

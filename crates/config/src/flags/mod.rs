@@ -686,6 +686,7 @@ impl Config {
             data_dir: self.data_dir(),
             wal_dir: path(key::WAL_DIR),
             listen_client_urls: self.get(key::LISTEN_CLIENT_URLS),
+            listen_client_http_urls: self.get(key::LISTEN_CLIENT_HTTP_URLS),
             advertise_client_urls: self.get(key::ADVERTISE_CLIENT_URLS),
             peer_urls: self.get(key::INITIAL_ADVERTISE_PEER_URLS),
             listen_peer_urls: self.get(key::LISTEN_PEER_URLS),

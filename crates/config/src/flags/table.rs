@@ -114,7 +114,7 @@ flags! {
     INITIAL_ELECTION_TICK_ADVANCE = ("initial-election-tick-advance", "true", Bool, NoEffect),
     LISTEN_PEER_URLS = ("listen-peer-urls", "http://localhost:2380", Urls, Supported),
     LISTEN_CLIENT_URLS = ("listen-client-urls", "http://localhost:2379", Urls, Supported),
-    LISTEN_CLIENT_HTTP_URLS = ("listen-client-http-urls", "", Urls, NotYet),
+    LISTEN_CLIENT_HTTP_URLS = ("listen-client-http-urls", "", Urls, Supported),
     MAX_SNAPSHOTS = ("max-snapshots", "5", Uint, Supported),
     MAX_WALS = ("max-wals", "5", Uint, Supported),
     QUOTA_BACKEND_BYTES = ("quota-backend-bytes", "0", Int, Supported),

@@ -39,6 +39,12 @@ pub enum ListenError {
         /// Why.
         source: std::io::Error,
     },
+    /// The same URL in `--listen-client-urls` and `--listen-client-http-urls` (etcd's
+    /// text, with its flag names as it prints them).
+    #[error(
+        "cannot bind both --client-listen-urls and --client-listen-http-urls on the same url {0}"
+    )]
+    ClientAndHttpUrl(String),
     /// An `https`/`unixs` URL without TLS settings.
     #[error("{0}: TLS URL without TLS settings")]
     NoTls(String),

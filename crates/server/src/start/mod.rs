@@ -5,9 +5,12 @@
 //! cluster from DNS SRV records or an existing cluster), binds the sockets
 //! ([`listeners`], with [`security`]'s TLS), starts the raft, apply and background
 //! threads, serves until asked to stop or until a thread fails, then hands leadership
-//! over and stops them in order. [`logging`] sets up etcd-style logs.
+//! over and stops them in order. [`wiring`] gives each service, job and driver its
+//! handles, [`client_routes`] puts the services on the client port's routers, and
+//! [`logging`] sets up etcd-style logs.
 
 pub mod bootstrap;
+pub mod client_routes;
 pub mod discovery;
 pub mod listeners;
 pub mod logging;

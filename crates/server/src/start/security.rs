@@ -78,7 +78,11 @@ pub fn load(s: &Settings) -> Result<Security, SecurityError> {
         Usage::Peer,
     )?;
     let mut out = Security::default();
-    for u in &s.listen_client_urls {
+    for u in s
+        .listen_client_urls
+        .iter()
+        .chain(&s.listen_client_http_urls)
+    {
         if is_secure(u) && client_info.is_empty() {
             return Err(SecurityError::NoClientCert(u.clone()));
         }

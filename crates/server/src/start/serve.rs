@@ -12,7 +12,7 @@ use oxcd_transport::listen::Addr;
 use tokio::sync::{oneshot, watch};
 
 use crate::domains::lease::renewals::Renewals;
-use crate::edge::{gateway, http, services};
+use crate::edge::http;
 use crate::jobs::corrupt;
 use crate::machine::fatal::Fatal;
 use crate::machine::member::Member;
@@ -22,7 +22,7 @@ use crate::peer::transport::PeerFaults;
 use crate::start::bootstrap::{self, StartError};
 use crate::start::discovery::DiscoveryError;
 use crate::start::listeners::{self, ClientListener, ListenError, PlainListener};
-use crate::start::{security, wiring};
+use crate::start::{client_routes, security, wiring};
 use oxcd_api::oxcdpb::peer_server::PeerServer;
 use oxcd_config::settings::Settings;
 
@@ -97,6 +97,17 @@ pub async fn run_with(
     let mut client_listeners = Vec::new();
     for url in &settings.listen_client_urls {
         client_listeners.push(bind(url, "client", security.client.as_ref(), None)?);
+    }
+    let mut http_listeners = Vec::new();
+    for url in &settings.listen_client_http_urls {
+        if settings
+            .listen_client_urls
+            .iter()
+            .any(|c| listen_address(c) == listen_address(url))
+        {
+            return Err(ListenError::ClientAndHttpUrl(url.clone()).into());
+        }
+        http_listeners.push(bind(url, "client", security.client.as_ref(), None)?);
     }
     let mut metrics_listeners = Vec::new();
     for url in &settings.listen_metrics_urls {
@@ -192,38 +203,36 @@ pub async fn run_with(
         settings.stop_grpc_service_on_defrag,
     );
     let http = Arc::new(wiring::http(&member));
-    let mut router = services::routes(&services)
-        .into_axum_router()
-        .layer(axum::middleware::from_fn_with_state(
-            member.state.membership.clone(),
-            services::learner_gate::gate,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            member.metrics.grpc.clone(),
-            crate::edge::metrics::grpc::count,
-        ))
-        .merge(http::routes(http.clone()));
-    if settings.enable_grpc_gateway {
-        router = router.merge(gateway::routes(&services, settings.max_concurrent_streams));
-    }
-    let router = router
-        .fallback(http::not_found)
-        .layer(axum::middleware::from_fn(gateway::cors))
-        .layer(axum::middleware::map_response(
-            crate::edge::grpc_compat::rewrite,
-        ));
+    let split = !http_listeners.is_empty();
+    let routers = client_routes::build(client_routes::RouterParts {
+        services: &services,
+        http: http.clone(),
+        membership: member.state.membership.clone(),
+        grpc_metrics: member.metrics.grpc.clone(),
+        gateway: settings.enable_grpc_gateway,
+        max_streams: settings.max_concurrent_streams,
+        split,
+    });
     let mut bound = Vec::new();
-    for (l, url) in client_listeners
+    let client_traffic = if split { Traffic::Grpc } else { Traffic::Both };
+    let client_side = client_listeners
         .into_iter()
         .zip(&settings.listen_client_urls)
-    {
+        .map(|(l, url)| (l, url, &routers.client, client_traffic));
+    let http_side = http_listeners
+        .into_iter()
+        .zip(&settings.listen_client_http_urls)
+        .filter_map(|(l, url)| Some((l, url, routers.http_only.as_ref()?, Traffic::Http)));
+    for (l, url, router, traffic) in client_side.chain(http_side) {
         let addr = l.local_addr().clone();
         if is_tls(url) {
-            tracing::info!(address = %addr, url, "serving client traffic securely");
+            tracing::info!(address = %addr, url, traffic = traffic.name(), "serving client traffic securely");
         } else {
-            tracing::info!(address = %addr, url, "serving client traffic insecurely; this is strongly discouraged!");
+            tracing::info!(address = %addr, url, traffic = traffic.name(), "serving client traffic insecurely; this is strongly discouraged!");
         }
-        if let Addr::Tcp(a) = addr {
+        if let Addr::Tcp(a) = addr
+            && traffic != Traffic::Http
+        {
             bound.push(a);
         }
         let cert_names_user = settings.client_tls.client_cert_auth;
@@ -236,6 +245,11 @@ pub async fn run_with(
         // elsewhere they pay nothing for it.
         let mut builder =
             hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+        if traffic == Traffic::Grpc {
+            // As etcd's gRPC-only port: a connection that does not speak HTTP/2 is
+            // closed.
+            builder = builder.http2_only();
+        }
         builder
             .http2()
             .max_concurrent_streams(settings.max_concurrent_streams);
@@ -487,3 +501,29 @@ async fn wait_until_ready(
 
 /// How often a member that waits for a leader says so.
 const NO_LEADER_REMINDER: Duration = Duration::from_secs(5);
+
+/// What a client listener serves (etcd's `traffic` in its log line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Traffic {
+    /// gRPC only (`--listen-client-urls` beside `--listen-client-http-urls`).
+    Grpc,
+    /// HTTP only (`--listen-client-http-urls`).
+    Http,
+    /// Both, on one port.
+    Both,
+}
+
+impl Traffic {
+    fn name(self) -> &'static str {
+        match self {
+            Traffic::Grpc => "grpc",
+            Traffic::Http => "http",
+            Traffic::Both => "grpc+http",
+        }
+    }
+}
+
+/// The address a listen URL binds (what follows the scheme), as etcd compares them.
+fn listen_address(url: &str) -> &str {
+    url.split_once("://").map_or(url, |(_, rest)| rest)
+}

@@ -11,6 +11,7 @@ mod auth_parity;
 mod auto_compaction;
 mod bootstrap_checks;
 mod cli;
+mod client_http_urls;
 mod cluster;
 mod cluster_processes;
 mod config_etcd_compat;
