@@ -19,6 +19,7 @@ mod store;
 
 pub use index::KeyRange;
 pub use revision::Revision;
+pub use store::counts::{OpCounts, Tally};
 pub use store::{
     ApplyBatch, EncodedRange, History, RangeOptions, RangeResult, Store, TxnWrite, Written,
 };

@@ -1,6 +1,7 @@
 //! The MVCC store over the redb backend: reads at a revision, and batched writes that
 //! record the events they make (the change feed watchers are fed from).
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -16,6 +17,7 @@ use crate::index::{KeyRange, Matches, TreeIndex};
 use crate::key_index::Found;
 use crate::revision::Revision;
 use crate::{MvccError, Result};
+use counts::{OpCounts, Tally};
 use row_deleter::{Job, RowDeleter};
 
 /// Options of a range read.
@@ -85,6 +87,8 @@ pub struct Store {
     gate: RwLock<()>,
     /// Deletes the rows of applied compactions in the background.
     rows: RowDeleter,
+    /// The operations etcd's metrics count.
+    counts: OpCounts,
 }
 
 /// The revision of a row of the key table and whether it is a tombstone.
@@ -231,12 +235,19 @@ impl Store {
             applied: tokio::sync::watch::Sender::new(loaded.consistent_index),
             gate: RwLock::new(()),
             rows,
+            counts: OpCounts::default(),
         };
         if loaded.scheduled > 0 {
             let job = store.resume_compaction(loaded.scheduled);
             store.rows.reset(finished, Some(job));
         }
         Ok(store)
+    }
+
+    /// The operations etcd's metrics count ([`counts`]); reads outside a write are
+    /// added by the caller that serves them.
+    pub fn counts(&self) -> &OpCounts {
+        &self.counts
     }
 
     /// Applies to the index a compaction to `rev` found scheduled above the finished one;
@@ -663,6 +674,7 @@ impl<'a> ApplyBatch<'a> {
             events: self.events.as_mut(),
             begin_rev,
             changes: 0,
+            tally: Cell::new(Tally::default()),
         })
     }
 
@@ -706,9 +718,25 @@ pub struct TxnWrite<'b> {
     events: Option<&'b mut Vec<Event>>,
     begin_rev: i64,
     changes: i64,
+    /// What etcd's transaction would have counted so far ([`counts`]).
+    tally: Cell<Tally>,
 }
 
 impl TxnWrite<'_> {
+    /// Tallies a Range call where etcd makes one (see [`counts`]).
+    pub fn count_range(&self) {
+        let mut t = self.tally.get();
+        t.ranges += 1;
+        self.tally.set(t);
+    }
+
+    /// Adds what was tallied so far to the store's counts, as etcd does when one of its
+    /// transactions ends (a Txn request is two of etcd's: its compares', then its
+    /// writes'); the write goes on.
+    pub fn end_counted(&self) {
+        self.store.counts.add(self.tally.take());
+    }
+
     fn read_at(&self) -> i64 {
         if self.changes > 0 {
             self.begin_rev + 1
@@ -755,6 +783,9 @@ impl TxnWrite<'_> {
             .map_err(|e| self.store.backend.err(e))?;
         idx.tree.put(key, rev);
         self.changes += 1;
+        let mut t = self.tally.get();
+        t.puts += 1;
+        self.tally.set(t);
         if let Some(events) = self.events.as_deref_mut() {
             events.push(put_event(kv));
         }
@@ -763,6 +794,9 @@ impl TxnWrite<'_> {
 
     /// Deletes the keys live in `range`; returns the deleted keys.
     pub fn delete_range(&mut self, range: KeyRange<'_>) -> Result<Vec<Vec<u8>>> {
+        let mut t = self.tally.get();
+        t.deletes += 1;
+        self.tally.set(t);
         let main = self.begin_rev + 1;
         let mut idx = self.store.index_write();
         let (live, _) = idx.tree.range(range, main, 0);
@@ -789,6 +823,7 @@ impl TxnWrite<'_> {
 
     /// Ends the request; returns the revision it produced (the prior one if it changed nothing).
     pub fn end(self) -> i64 {
+        self.end_counted();
         if self.changes > 0 {
             *self.rev = self.begin_rev + 1;
         }
@@ -796,6 +831,7 @@ impl TxnWrite<'_> {
     }
 }
 
+pub mod counts;
 mod history;
 mod row_deleter;
 

@@ -35,6 +35,7 @@ mod max_streams;
 mod membership;
 mod membership_changes;
 mod metrics_health;
+mod mvcc_metrics;
 mod quota;
 mod quota_parity;
 mod srv_discovery;

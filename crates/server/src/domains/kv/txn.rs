@@ -19,6 +19,8 @@ use crate::machine::applier::ApplyError;
 /// Whether every key in the compare's range satisfies it (a missing key is compared as
 /// a zero key-value, except for value compares, which then fail).
 fn compare(txn: &TxnWrite<'_>, c: &Compare) -> Result<bool, ApplyError> {
+    // etcd evaluates a compare with a Range (counted as one).
+    txn.count_range();
     let res = txn.range(KeyRange::new(&c.key, &c.range_end), RangeOptions::default())?;
     let target = CompareTarget::try_from(c.target).unwrap_or(CompareTarget::Version);
     if res.kvs.is_empty() {
@@ -112,7 +114,13 @@ fn check_path(
                     },
                 )?;
             }
-            Some(Request::RequestPut(p)) => check_put(txn, leases, p)?,
+            Some(Request::RequestPut(p)) => {
+                if p.ignore_value || p.ignore_lease {
+                    // etcd's check of such a put reads the key with a Range.
+                    txn.count_range();
+                }
+                check_put(txn, leases, p)?
+            }
             Some(Request::RequestTxn(t)) => check_path(txn, leases, t, path, at)?,
             Some(Request::RequestDeleteRange(_)) | None => {}
         }
@@ -129,6 +137,11 @@ pub fn apply_txn(
     let mut path = Vec::new();
     choose_path(txn, r, &mut path)?;
     check_path(txn, leases, r, &path, &mut 0)?;
+    if !reads_only(r) {
+        // etcd evaluates a txn that writes in a read transaction of its own, then ends
+        // it and writes in another: its metrics count the two apart.
+        txn.end_counted();
+    }
     let mut at = 0;
     let resp = exec(txn, leases, r, &path, &mut at)?;
     Ok(resp)
@@ -147,7 +160,10 @@ fn exec(
     let mut responses = Vec::with_capacity(ops.len());
     for op in ops {
         let response = match &op.request {
-            Some(Request::RequestRange(rr)) => Response::ResponseRange(range(&*txn, rr)?),
+            Some(Request::RequestRange(rr)) => {
+                txn.count_range();
+                Response::ResponseRange(range(&*txn, rr)?)
+            }
             Some(Request::RequestPut(p)) => Response::ResponsePut(put(txn, leases, p)?),
             Some(Request::RequestDeleteRange(d)) => {
                 Response::ResponseDeleteRange(delete_range(txn, leases, d)?)
@@ -167,4 +183,13 @@ fn exec(
         succeeded: ok,
         responses,
     })
+}
+
+/// Whether every operation of both branches is a range (etcd's `isTxnReadonly`: a
+/// nested txn counts as a write).
+fn reads_only(r: &TxnRequest) -> bool {
+    r.success
+        .iter()
+        .chain(&r.failure)
+        .all(|op| matches!(op.request, Some(Request::RequestRange(_))))
 }

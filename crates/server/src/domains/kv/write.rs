@@ -31,6 +31,8 @@ pub fn put(
     p: &PutRequest,
 ) -> Result<PutResponse, ApplyError> {
     let prev = if p.prev_kv || p.ignore_value || p.ignore_lease {
+        // etcd reads the previous value with a Range (counted as one).
+        txn.count_range();
         txn.range(KeyRange::new(&p.key, b""), RangeOptions::default())?
             .kvs
             .into_iter()
@@ -65,6 +67,7 @@ pub fn delete_range(
 ) -> Result<DeleteRangeResponse, ApplyError> {
     let range = KeyRange::new(&d.key, &d.range_end);
     let prev_kvs = if d.prev_kv {
+        txn.count_range();
         txn.range(range, RangeOptions::default())?.kvs
     } else {
         Vec::new()

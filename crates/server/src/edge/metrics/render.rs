@@ -126,6 +126,36 @@ pub fn render(handles: &HttpHandles) -> String {
         "The revision of the last compaction in store.",
         handles.reads.store().compact_rev() as f64,
     );
+    let counts = handles.reads.store().counts();
+    for (name, help, value) in [
+        (
+            "etcd_mvcc_range_total",
+            "Total number of ranges seen by this member.",
+            counts.ranges(),
+        ),
+        (
+            "etcd_debugging_mvcc_range_total",
+            "Total number of ranges seen by this member.",
+            counts.ranges(),
+        ),
+        (
+            "etcd_mvcc_put_total",
+            "Total number of puts seen by this member.",
+            counts.puts(),
+        ),
+        (
+            "etcd_mvcc_delete_total",
+            "Total number of deletes seen by this member.",
+            counts.deletes(),
+        ),
+        (
+            "etcd_mvcc_txn_total",
+            "Total number of txns seen by this member.",
+            counts.txns(),
+        ),
+    ] {
+        e.single(name, Kind::Counter, help, value as f64);
+    }
     let mut f = Family::new(
         "etcd_disk_wal_fsync_duration_seconds",
         Kind::Histogram,

@@ -1,0 +1,142 @@
+//! etcd's MVCC operation counts (`etcd_mvcc_range_total`, `_put_total`,
+//! `_delete_total`, `_txn_total`, `etcd_debugging_mvcc_range_total`) after the same
+//! workload on etcd 3.5.16 and on oxcd: the same increases. etcd counts each Range, Put
+//! and DeleteRange its transactions make (compares and reads of previous values
+//! included) and each transaction of more than one (`server/mvcc/metrics_txn.go`); a
+//! Txn that writes is two of its transactions (`server/etcdserver/apply.go`, `Txn`).
+
+use std::collections::BTreeMap;
+
+use etcd_client::{Client, Compare, CompareOp, DeleteOptions, GetOptions, PutOptions, Txn, TxnOp};
+
+use crate::common::InProc;
+use crate::common::etcd::start_etcd;
+
+const FAMILIES: [&str; 5] = [
+    "etcd_mvcc_range_total",
+    "etcd_debugging_mvcc_range_total",
+    "etcd_mvcc_put_total",
+    "etcd_mvcc_delete_total",
+    "etcd_mvcc_txn_total",
+];
+
+/// The families' values in the scrape of `base` (`http://host:port`).
+async fn counts(base: &str) -> BTreeMap<&'static str, f64> {
+    let out = tokio::process::Command::new("curl")
+        .args(["-s", &format!("{base}/metrics")])
+        .output()
+        .await
+        .expect("curl (apt-get install -y curl)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    FAMILIES
+        .iter()
+        .map(|f| {
+            let value = text
+                .lines()
+                .find_map(|l| l.strip_prefix(f)?.strip_prefix(' '))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {f} in the scrape of {base}"));
+            (*f, value)
+        })
+        .collect()
+}
+
+/// A workload of every kind of operation etcd counts; the counts' increases.
+async fn increases(base: &str) -> BTreeMap<&'static str, f64> {
+    let mut c = Client::connect([base], None).await.expect("connect");
+    let before = counts(base).await;
+    for i in 0..5 {
+        c.put(format!("k{i}"), "v", None).await.expect("put");
+    }
+    c.put("k0", "w", Some(PutOptions::new().with_prev_key()))
+        .await
+        .expect("put prev_kv");
+    c.put("k1", "", Some(PutOptions::new().with_ignore_value()))
+        .await
+        .expect("put ignore_value");
+    c.get("k0", None).await.expect("get");
+    c.get("k", Some(GetOptions::new().with_prefix()))
+        .await
+        .expect("get prefix");
+    c.get("k2", Some(GetOptions::new().with_serializable()))
+        .await
+        .expect("serializable get");
+    c.delete("k3", None).await.expect("delete");
+    c.delete("k4", Some(DeleteOptions::new().with_prev_key()))
+        .await
+        .expect("delete prev_kv");
+    // A txn that only reads: its compare and its gets in one of etcd's transactions.
+    c.txn(
+        Txn::new()
+            .when([Compare::version("k0", CompareOp::Greater, 0)])
+            .and_then([TxnOp::get("k0", None), TxnOp::get("k1", None)]),
+    )
+    .await
+    .expect("read txn");
+    // A txn that writes: compares apart from its operations.
+    c.txn(
+        Txn::new()
+            .when([
+                Compare::version("k0", CompareOp::Greater, 0),
+                Compare::value("k1", CompareOp::Equal, "v"),
+            ])
+            .and_then([
+                TxnOp::put("t1", "v", None),
+                TxnOp::delete("k2", None),
+                TxnOp::get("t1", None),
+            ]),
+    )
+    .await
+    .expect("write txn");
+    // The first compare fails: the second is not evaluated.
+    c.txn(
+        Txn::new()
+            .when([
+                Compare::version("nope", CompareOp::Greater, 0),
+                Compare::version("k0", CompareOp::Greater, 0),
+            ])
+            .or_else([TxnOp::put(
+                "t2",
+                "v",
+                Some(PutOptions::new().with_prev_key()),
+            )]),
+    )
+    .await
+    .expect("failed compare txn");
+    // A nested txn.
+    c.txn(
+        Txn::new().and_then([TxnOp::txn(
+            Txn::new()
+                .when([Compare::version("t1", CompareOp::Greater, 0)])
+                .and_then([TxnOp::put("t3", "v", None)]),
+        )]),
+    )
+    .await
+    .expect("nested txn");
+    // A lease's keys deleted with it.
+    let lease = c.lease_grant(60, None).await.expect("grant").id();
+    for k in ["l1", "l2"] {
+        c.put(k, "v", Some(PutOptions::new().with_lease(lease)))
+            .await
+            .expect("put with lease");
+    }
+    c.lease_revoke(lease).await.expect("revoke");
+    let after = counts(base).await;
+    FAMILIES
+        .iter()
+        .map(|f| (*f, after[f] - before[f]))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operation_counts_grow_as_etcds_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = start_etcd(&dir.path().join("etcd"));
+    let theirs = increases(&format!("http://{}", etcd.endpoint)).await;
+    drop(etcd);
+    let oxcd = InProc::start(dir.path().join("oxcd"), |_| {}).await;
+    let ours = increases(&oxcd.endpoint()).await;
+    oxcd.stop().await;
+    eprintln!("etcd: {theirs:?}\noxcd: {ours:?}");
+    assert_eq!(ours, theirs);
+}
