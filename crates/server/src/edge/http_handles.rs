@@ -20,6 +20,8 @@ pub struct HttpHandles {
     pub role: Role,
     /// Whether this member is a learner.
     pub membership: Arc<Membership>,
+    /// The leases (their counts).
+    pub leases: Arc<crate::domains::lease::Lessor>,
     /// The space quota.
     pub quota: Quota,
     /// What `/metrics` counts that no other part keeps.

@@ -71,6 +71,7 @@ pub fn http(m: &Member) -> HttpHandles {
         writes: m.writes.clone(),
         role: m.role.clone(),
         membership: m.state.membership.clone(),
+        leases: m.state.leases.clone(),
         quota: m.limits.quota,
         metrics: m.metrics.clone(),
         request_timeout: m.limits.request_timeout,

@@ -27,6 +27,7 @@ mod gateway_parity;
 mod grpc_health;
 mod kv_etcd_client;
 mod lease;
+mod lease_metrics;
 mod lease_parity;
 mod lease_ttl_vs_etcd;
 mod lock_election_client;

@@ -45,9 +45,11 @@ pub async fn run(lease: Arc<LeaseHandles>, mut stop: watch::Receiver<bool>) {
         let decided_at = lease.reads.applied_index();
         for id in lease.leases.take_expired(per_check) {
             let writes = lease.writes.clone();
+            let leases = lease.leases.clone();
             tokio::spawn(async move {
                 match writes.propose(LeaseExpire { id, decided_at }, None).await {
                     Ok(_) => {
+                        leases.counts().expired();
                         tracing::debug!(lease = %format!("{id:016x}"), "revoked expired lease")
                     }
                     // Revoked meanwhile, or renewed after the decision.

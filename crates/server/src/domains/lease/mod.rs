@@ -17,6 +17,7 @@
 //!   they are the same on every member at the same applied index.
 
 pub mod apply;
+pub mod counts;
 pub mod expiry;
 pub mod handles;
 pub mod renewals;
@@ -102,6 +103,8 @@ pub(crate) enum MemoryRenewal {
 #[derive(Debug)]
 pub struct Lessor {
     leases: Mutex<Leases>,
+    /// What etcd's metrics count of leases.
+    counts: counts::LeaseCounts,
     /// etcd's minimum TTL: 1.5 election timeouts, in whole seconds rounded up.
     min_ttl: i64,
 }
@@ -118,6 +121,7 @@ impl Lessor {
     pub fn empty(min_ttl: i64) -> Lessor {
         Lessor {
             leases: Mutex::new(Leases::default()),
+            counts: counts::LeaseCounts::default(),
             min_ttl,
         }
     }
@@ -237,6 +241,7 @@ impl Lessor {
 
     /// The apply path granted lease `id` with `ttl`: its clock starts now.
     pub(crate) fn granted(&self, id: i64, ttl: i64) {
+        self.counts.granted(ttl);
         self.lock()
             .by_id
             .insert(id, Lease::new(ttl, Instant::now()));
@@ -266,6 +271,7 @@ impl Lessor {
             return MemoryRenewal::Expiring;
         }
         l.restart(Instant::now());
+        self.counts.renewed();
         MemoryRenewal::Renewed(l.ttl)
     }
 
@@ -277,8 +283,14 @@ impl Lessor {
             .map(|l| l.keys.iter().cloned().collect())
     }
 
+    /// What etcd's metrics count of leases.
+    pub fn counts(&self) -> &counts::LeaseCounts {
+        &self.counts
+    }
+
     /// The apply path revoked `id` (its keys are deleted).
     pub(crate) fn revoked(&self, id: i64) {
+        self.counts.revoked();
         let mut leases = self.lock();
         if let Some(l) = leases.by_id.remove(&id) {
             for k in l.keys {

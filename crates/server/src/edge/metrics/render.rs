@@ -156,6 +156,39 @@ pub fn render(handles: &HttpHandles) -> String {
     ] {
         e.single(name, Kind::Counter, help, value as f64);
     }
+    let leases = handles.leases.counts();
+    let (granted, revoked, renewed, expired) = leases.totals();
+    for (name, help, value) in [
+        (
+            "etcd_debugging_lease_granted_total",
+            "The total number of granted leases.",
+            granted,
+        ),
+        (
+            "etcd_debugging_lease_revoked_total",
+            "The total number of revoked leases.",
+            revoked,
+        ),
+        (
+            "etcd_debugging_lease_renewed_total",
+            "The number of renewed leases seen by the leader.",
+            renewed,
+        ),
+        (
+            "etcd_debugging_server_lease_expired_total",
+            "The total number of expired leases.",
+            expired,
+        ),
+    ] {
+        e.single(name, Kind::Counter, help, value as f64);
+    }
+    let mut f = Family::new(
+        "etcd_debugging_lease_ttl_total",
+        Kind::Histogram,
+        "Bucketed histogram of lease TTLs.",
+    );
+    f.histogram(&[], &leases.ttls());
+    e.add(f);
     let mut f = Family::new(
         "etcd_disk_wal_fsync_duration_seconds",
         Kind::Histogram,
