@@ -7,9 +7,9 @@ use crate::common;
 
 use common::InProc;
 use common::etcd::start_etcd;
-use oxcd_api::grpc_health_v1::HealthCheckRequest;
 use oxcd_api::grpc_health_v1::health_check_response::ServingStatus;
 use oxcd_api::grpc_health_v1::health_client::HealthClient;
+use oxcd_api::grpc_health_v1::{HealthCheckRequest, HealthCheckResponse};
 
 /// What one server answers.
 #[derive(Debug, PartialEq)]
@@ -88,6 +88,19 @@ async fn health_checks_answer_as_etcds() {
     assert_eq!(ours, theirs, "oxcd's answers differ from etcd's");
 }
 
+/// A Watch of the whole server ("") at `url`.
+async fn watch_whole_server(url: &str) -> tonic::Streaming<HealthCheckResponse> {
+    let mut c = HealthClient::connect(url.to_string())
+        .await
+        .expect("connect");
+    c.watch(HealthCheckRequest {
+        service: String::new(),
+    })
+    .await
+    .expect("watch")
+    .into_inner()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_hears_not_serving_when_the_member_stops() {
     // Not etcd's: etcd 3.5 and 3.6 only end the stream when they stop (they mark the
@@ -95,16 +108,7 @@ async fn a_watcher_hears_not_serving_when_the_member_stops() {
     // StopGRPCServiceOnDefrag gate). A load balancer watching oxcd hears the stop first.
     let dir = tempfile::tempdir().expect("tempdir");
     let oxcd = InProc::start(dir.path().join("oxcd"), |_| {}).await;
-    let mut c = HealthClient::connect(oxcd.endpoint())
-        .await
-        .expect("connect");
-    let mut stream = c
-        .watch(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .expect("watch")
-        .into_inner();
+    let mut stream = watch_whole_server(&oxcd.endpoint()).await;
     let first = stream.message().await.expect("answer").expect("first");
     assert_eq!(first.status(), ServingStatus::Serving);
     oxcd.stop().await;
@@ -131,16 +135,7 @@ async fn with_stop_on_defrag_a_defragmenting_member_is_not_serving() {
             .await
             .expect("put");
     }
-    let mut c = HealthClient::connect(oxcd.endpoint())
-        .await
-        .expect("connect");
-    let mut stream = c
-        .watch(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .expect("watch")
-        .into_inner();
+    let mut stream = watch_whole_server(&oxcd.endpoint()).await;
     let mut seen = vec![
         stream
             .message()

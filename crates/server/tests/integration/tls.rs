@@ -143,10 +143,10 @@ fn etcdctl_over_tls_put_get_del_status() {
     assert!(!o.status.success(), "{}", text(&o));
 }
 
-#[tokio::test]
-async fn etcd_client_crate_over_tls_with_a_client_certificate() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = pki(&dir.path().join("pki"));
+/// A member started with `--client-cert-auth` over https under `dir`: the PKI, its URL,
+/// the member.
+fn client_cert_auth_member(dir: &Path) -> (Pki, String, OxcdProcess) {
+    let p = pki(&dir.join("pki"));
     let url = format!("https://127.0.0.1:{}", free_port());
     let mut flags = server_flags(&p);
     flags.extend([
@@ -154,7 +154,15 @@ async fn etcd_client_crate_over_tls_with_a_client_certificate() {
         "--trusted-ca-file".into(),
         s(&p.ca.cert),
     ]);
-    let _m = OxcdProcess::spawn_at(&dir.path().join("data"), &url, &flags).wait_ready();
+    let m = OxcdProcess::spawn_at(&dir.join("data"), &url, &flags).wait_ready();
+    (p, url, m)
+}
+
+/// The etcd-client crate connected to `url` with the PKI's client certificate.
+async fn connect_with_client_cert(
+    p: &Pki,
+    url: &str,
+) -> Result<etcd_client::Client, etcd_client::Error> {
     let read = |f: &Path| std::fs::read_to_string(f).expect("read pem");
     let tls = etcd_client::TlsOptions::new()
         .ca_certificate(etcd_client::Certificate::from_pem(read(&p.ca.cert)))
@@ -163,7 +171,14 @@ async fn etcd_client_crate_over_tls_with_a_client_certificate() {
             read(&p.client.key),
         ));
     let opts = etcd_client::ConnectOptions::new().with_tls(tls);
-    let mut c = etcd_client::Client::connect([url.clone()], Some(opts))
+    etcd_client::Client::connect([url], Some(opts)).await
+}
+
+#[tokio::test]
+async fn etcd_client_crate_over_tls_with_a_client_certificate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, url, _m) = client_cert_auth_member(dir.path());
+    let mut c = connect_with_client_cert(&p, &url)
         .await
         .expect("connect over TLS");
     c.put("a", "1", None).await.expect("put");
@@ -646,28 +661,9 @@ async fn a_root_certificate_changing_users_while_another_client_writes_never_han
     use std::time::Duration;
     const OLD_REVISION: &str = "etcdserver: revision of auth store is old";
     let dir = tempfile::tempdir().expect("tempdir");
-    let p = pki(&dir.path().join("pki"));
-    let url = format!("https://127.0.0.1:{}", free_port());
-    let mut flags = server_flags(&p);
-    flags.extend([
-        "--client-cert-auth".into(),
-        "--trusted-ca-file".into(),
-        s(&p.ca.cert),
-    ]);
-    let _m = OxcdProcess::spawn_at(&dir.path().join("data"), &url, &flags).wait_ready();
-    let read = |f: &Path| std::fs::read_to_string(f).expect("read pem");
-    let connect = || {
-        let tls = etcd_client::TlsOptions::new()
-            .ca_certificate(etcd_client::Certificate::from_pem(read(&p.ca.cert)))
-            .identity(etcd_client::Identity::from_pem(
-                read(&p.client.cert),
-                read(&p.client.key),
-            ));
-        let opts = etcd_client::ConnectOptions::new().with_tls(tls);
-        etcd_client::Client::connect([url.clone()], Some(opts))
-    };
-    let mut admin = connect().await.expect("connect");
-    let writer = connect().await.expect("connect");
+    let (p, url, _m) = client_cert_auth_member(dir.path());
+    let mut admin = connect_with_client_cert(&p, &url).await.expect("connect");
+    let writer = connect_with_client_cert(&p, &url).await.expect("connect");
     admin
         .user_add("root", "pw", None)
         .await
