@@ -286,6 +286,9 @@ fn delete_some(
             .insert(schema::META_FINISHED_COMPACT, rev.as_slice())
             .map_err(|e| backend.err(e))?;
     }
-    backend.commit(tx, false)?;
+    // The job's last transaction commits durably: once a compaction is finished (what a
+    // physical Compact waits for), the file holds it, whenever the member stops next
+    // (offline tools read the file; a restart would otherwise redo the deletions).
+    backend.commit(tx, done)?;
     Ok(if done { None } else { last })
 }
