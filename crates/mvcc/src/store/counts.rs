@@ -49,6 +49,15 @@ impl OpCounts {
         }
     }
 
+    /// Adds a Range made outside a write: a transaction of that one operation (a range
+    /// request served from the store, the health check's read).
+    pub fn add_range(&self) {
+        self.add(Tally {
+            ranges: 1,
+            ..Tally::default()
+        });
+    }
+
     /// Range calls.
     pub fn ranges(&self) -> u64 {
         self.ranges.load(Ordering::Relaxed)

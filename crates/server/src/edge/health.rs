@@ -98,10 +98,7 @@ async fn read(handles: &HttpHandles, serializable: bool) -> Result<(), CheckErro
         .reads
         .blocking(|store| {
             // etcd's check is a Range request, which its metrics count.
-            store.counts().add(oxcd_mvcc::Tally {
-                ranges: 1,
-                ..oxcd_mvcc::Tally::default()
-            });
+            store.counts().add_range();
             store
                 .range(
                     KeyRange::new(b"", b""),

@@ -176,10 +176,7 @@ pub(crate) async fn answer(
     let auth = kv.callers.auth();
     auth.check(caller.as_ref(), &r.key, &r.range_end, Access::Read)?;
     // etcd counts the range its read transaction makes.
-    kv.reads.store().counts().add(oxcd_mvcc::Tally {
-        ranges: 1,
-        ..oxcd_mvcc::Tally::default()
-    });
+    kv.reads.store().counts().add_range();
     let read = if r.range_end.is_empty() {
         read(kv.reads.store(), &r, as_stored)
     } else {
