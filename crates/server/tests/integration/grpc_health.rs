@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::InProc;
-use common::etcd::start_etcd;
+use common::etcd::on_etcd_then_oxcd;
 use oxcd_api::grpc_health_v1::health_check_response::ServingStatus;
 use oxcd_api::grpc_health_v1::health_client::HealthClient;
 use oxcd_api::grpc_health_v1::{HealthCheckRequest, HealthCheckResponse};
@@ -70,12 +70,8 @@ async fn answers(url: &str) -> Answers {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_checks_answer_as_etcds() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let etcd = start_etcd(&dir.path().join("etcd"));
-    let theirs = answers(&format!("http://{}", etcd.endpoint)).await;
-    drop(etcd);
-    let oxcd = InProc::start(dir.path().join("oxcd"), |_| {}).await;
-    let ours = answers(&oxcd.endpoint()).await;
-    oxcd.stop().await;
+    let (theirs, ours) =
+        on_etcd_then_oxcd(dir.path(), |url| async move { answers(&url).await }).await;
     assert_eq!(
         ours,
         Answers {

@@ -8,17 +8,13 @@ use std::time::Duration;
 
 use etcd_client::Client;
 
-use crate::common::InProc;
-use crate::common::etcd::start_etcd;
+use crate::common::etcd::on_etcd_then_oxcd;
+use crate::common::scrape;
 
 /// The lines of the lease families in the scrape of `base` (`http://host:port`).
 async fn lease_lines(base: &str) -> Vec<String> {
-    let out = tokio::process::Command::new("curl")
-        .args(["-s", &format!("{base}/metrics")])
-        .output()
+    let mut lines: Vec<String> = scrape(base)
         .await
-        .expect("curl (apt-get install -y curl)");
-    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| {
             l.starts_with("etcd_debugging_lease_") || l.starts_with("etcd_debugging_server_lease_")
@@ -64,12 +60,8 @@ async fn after_workload(base: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_counts_match_etcds_after_the_same_workload() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let etcd = start_etcd(&dir.path().join("etcd"));
-    let theirs = after_workload(&format!("http://{}", etcd.endpoint)).await;
-    drop(etcd);
-    let oxcd = InProc::start(dir.path().join("oxcd"), |_| {}).await;
-    let ours = after_workload(&oxcd.endpoint()).await;
-    oxcd.stop().await;
+    let (theirs, ours) =
+        on_etcd_then_oxcd(dir.path(), |url| async move { after_workload(&url).await }).await;
     assert!(
         theirs
             .iter()

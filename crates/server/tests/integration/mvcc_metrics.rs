@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use etcd_client::{Client, Compare, CompareOp, DeleteOptions, GetOptions, PutOptions, Txn, TxnOp};
 
-use crate::common::InProc;
-use crate::common::etcd::start_etcd;
+use crate::common::etcd::on_etcd_then_oxcd;
+use crate::common::scrape;
 
 const FAMILIES: [&str; 5] = [
     "etcd_mvcc_range_total",
@@ -22,12 +22,7 @@ const FAMILIES: [&str; 5] = [
 
 /// The families' values in the scrape of `base` (`http://host:port`).
 async fn counts(base: &str) -> BTreeMap<&'static str, f64> {
-    let out = tokio::process::Command::new("curl")
-        .args(["-s", &format!("{base}/metrics")])
-        .output()
-        .await
-        .expect("curl (apt-get install -y curl)");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = scrape(base).await;
     FAMILIES
         .iter()
         .map(|f| {
@@ -131,12 +126,8 @@ async fn increases(base: &str) -> BTreeMap<&'static str, f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operation_counts_grow_as_etcds_do() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let etcd = start_etcd(&dir.path().join("etcd"));
-    let theirs = increases(&format!("http://{}", etcd.endpoint)).await;
-    drop(etcd);
-    let oxcd = InProc::start(dir.path().join("oxcd"), |_| {}).await;
-    let ours = increases(&oxcd.endpoint()).await;
-    oxcd.stop().await;
+    let (theirs, ours) =
+        on_etcd_then_oxcd(dir.path(), |url| async move { increases(&url).await }).await;
     eprintln!("etcd: {theirs:?}\noxcd: {ours:?}");
     assert_eq!(ours, theirs);
 }

@@ -11,22 +11,12 @@
 use crate::common;
 
 use common::etcd::start_etcd_with;
-use common::{OxcdProcess, free_port};
+use common::{OxcdProcess, free_port, scrape};
 use etcd_client::{Client, GetOptions};
-
-/// GET `url` with curl: the body.
-async fn get(url: &str) -> String {
-    let out = tokio::process::Command::new("curl")
-        .args(["-s", url])
-        .output()
-        .await
-        .expect("curl (apt-get install -y curl)");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// The WAL's fsync count in the scrape at `base` (`http://host:port`).
 async fn wal_fsyncs(base: &str) -> u64 {
-    let text = get(&format!("{base}/metrics")).await;
+    let text = scrape(base).await;
     text.lines()
         .find_map(|l| l.strip_prefix("etcd_disk_wal_fsync_duration_seconds_count "))
         .and_then(|v| v.trim().parse().ok())

@@ -116,6 +116,23 @@ fn healthy(endpoint: &str, ctl: &[String]) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Runs `session` against a fresh etcd (under `dir/etcd`), then against a fresh
+/// in-process oxcd with default settings (under `dir/oxcd`), each given its
+/// `http://host:port`: etcd's result, then oxcd's.
+pub async fn on_etcd_then_oxcd<T, F, Fut>(dir: &Path, session: F) -> (T, T)
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let etcd = start_etcd(&dir.join("etcd"));
+    let theirs = session(format!("http://{}", etcd.endpoint)).await;
+    drop(etcd);
+    let oxcd = super::InProc::start(dir.join("oxcd"), |_| {}).await;
+    let ours = session(oxcd.endpoint()).await;
+    oxcd.stop().await;
+    (theirs, ours)
+}
+
 /// Compares the answers a scripted session got from etcd (`theirs`) and from oxcd
 /// (`ours`), step by step: prints each mismatch and the count, then fails on any.
 pub fn assert_same_answers(what: &str, theirs: &[String], ours: &[String]) {

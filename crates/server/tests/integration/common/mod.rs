@@ -136,6 +136,16 @@ impl Drop for InProc {
     }
 }
 
+/// The `/metrics` text of the server at `base` (`http://host:port`), fetched with curl.
+pub async fn scrape(base: &str) -> String {
+    let out = tokio::process::Command::new("curl")
+        .args(["-s", &format!("{base}/metrics")])
+        .output()
+        .await
+        .expect("curl (apt-get install -y curl)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A free loopback port for a server to take, clear of the ephemeral range
 /// ([`oxcd_testkit::ports`]).
 pub fn free_port() -> u16 {
