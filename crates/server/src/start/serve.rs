@@ -430,7 +430,7 @@ async fn hand_over_leadership(member: &Member, within: Duration) {
     let Ok(progress) = member.role.progress().await else {
         return;
     };
-    let me = member.id.member_id;
+    let me = member.role.me();
     let voters = member.roster.voters();
     let Some((&to, _)) = progress
         .iter()
@@ -440,7 +440,7 @@ async fn hand_over_leadership(member: &Member, within: Duration) {
         return;
     };
     tracing::info!(to = %format!("{to:x}"), "handing leadership over before stopping");
-    if member.raft.transfer_leader(to).is_err() {
+    if member.role.transfer_leader(to).is_err() {
         return;
     }
     member
@@ -481,7 +481,7 @@ async fn wait_until_ready(
                 _ = reminder.tick() => tracing::info!("waiting for a leader before serving clients"),
             }
         }
-        let commit = member.raft.status().commit();
+        let commit = member.role.commit();
         let mut applied = member.state.store.applied_index();
         if applied.wait_for(|a| *a >= commit).await.is_err() {
             std::future::pending::<()>().await;
