@@ -13,7 +13,8 @@
 //! - [`json`]: a string as `encoding/json` writes it;
 //! - [`hex`]: `%016x` of an `int64`;
 //! - [`humanize`]: go-humanize's `Bytes`;
-//! - [`capnslog`]: capnslog's timestamp.
+//! - [`capnslog`]: capnslog's timestamp;
+//! - [`semver`]: go-semver's `Version`, as etcd's versions use it.
 //!
 //! Invariant: byte-for-byte Go/etcd behaviour. What Go accepts is accepted with Go's
 //! value, what Go refuses is refused with Go's first error and its exact text, and what
@@ -27,5 +28,6 @@ pub mod humanize;
 pub mod json;
 pub mod os;
 pub mod quote;
+pub mod semver;
 pub mod strconv;
 pub mod url;
