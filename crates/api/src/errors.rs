@@ -110,6 +110,8 @@ etcd_errors! {
     WatchCanceled => Cancelled, "etcdserver: watch canceled";
     Canceled => Cancelled, "etcdserver: request canceled";
     DeadlineExceeded => DeadlineExceeded, "context deadline exceeded";
+    /// A Downgrade action etcd does not know (etcd's `ErrUnknownMethod`).
+    UnknownMethod => Unknown, "etcdserver: unknown method";
     /// Not one of etcd's gRPC errors: its auth store's own, which reaches clients with
     /// code Unknown (a password for a user added without one, or a malformed hash).
     NoPasswordUser => Unknown, "auth: authentication failed, password was given for no password user";

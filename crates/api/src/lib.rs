@@ -58,9 +58,3 @@ pub mod grpc_health_v1 {
 pub mod oxcdpb {
     tonic::include_proto!("oxcdpb");
 }
-
-/// The etcd API version oxcd implements and reports to clients (Status, `/version`),
-/// since clients choose features by the server version they are told.
-pub const ETCD_API_VERSION: &str = "3.5.17";
-/// The etcd cluster version oxcd reports (`etcdcluster` in `/version`).
-pub const ETCD_CLUSTER_VERSION: &str = "3.5.0";

@@ -6,6 +6,7 @@
 //! it is read, so a member never starts on a value etcd would refuse.
 
 pub mod auto_compaction;
+pub mod features;
 pub mod flags;
 pub mod quota;
 pub mod settings;

@@ -53,6 +53,11 @@ pub struct Settings {
     /// `--experimental-stop-grpc-service-on-defrag`: gRPC's health service says
     /// NOT_SERVING while this member defragments.
     pub stop_grpc_service_on_defrag: bool,
+    /// `--emulated-version`: the etcd release (major and minor, patch 0) the member acts
+    /// as, 3.6 or 3.5.
+    pub emulated_version: oxcd_go::semver::Version,
+    /// `--feature-gates` (with the experimental flags etcd 3.6 maps onto gates).
+    pub feature_gates: crate::features::FeatureGates,
     /// `--unsafe-no-fsync`: the WAL is written without fdatasync (data loss on power
     /// loss or a kernel crash; a killed process loses nothing the kernel has).
     pub unsafe_no_fsync: bool,

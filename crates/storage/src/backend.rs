@@ -326,6 +326,24 @@ impl Backend {
         Ok(out)
     }
 
+    /// Writes (Some) or deletes (None) a meta value this member keeps for itself, not
+    /// through the apply path (the storage version), and commits it durably.
+    pub fn set_local_meta(&self, key: &str, value: Option<&[u8]>) -> Result<()> {
+        let tx = self.begin_write()?;
+        {
+            let mut meta = tx.tx.open_table(schema::META).map_err(|e| self.err(e))?;
+            match value {
+                Some(v) => {
+                    meta.insert(key, v).map_err(|e| self.err(e))?;
+                }
+                None => {
+                    meta.remove(key).map_err(|e| self.err(e))?;
+                }
+            }
+        }
+        self.commit(tx, true)
+    }
+
     /// Reads a meta value.
     pub fn read_meta(
         tx: &ReadTransaction,

@@ -8,6 +8,7 @@
 //!   holds data without the index that produced it (or the reverse).
 //! - Nothing written through a batch is visible to readers before `commit` returns.
 
+use redb::ReadableTable as _;
 use redb::{Table, TableDefinition};
 
 use crate::backend::{Backend, WriteTx};
@@ -55,6 +56,13 @@ impl<'b> BatchTx<'b> {
             .insert(key, value)
             .map_err(|e| self.backend.err(e))?;
         Ok(())
+    }
+
+    /// Reads a meta value written by this batch or before it.
+    pub fn get_meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let meta = self.meta()?;
+        let value = meta.get(key).map_err(|e| self.backend.err(e))?;
+        Ok(value.map(|v| v.value().to_vec()))
     }
 
     /// Deletes a meta value (nothing if absent).

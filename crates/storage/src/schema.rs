@@ -71,10 +71,25 @@ pub const META_MEMBER_ATTRIBUTES_PREFIX: &str = "member_attributes/";
 /// Prefix of raised alarms: `alarm/<member id, 16 hex digits>/<etcdserverpb.AlarmType
 /// number>` -> empty. Replicated, so every member refuses the same requests.
 pub const META_ALARM_PREFIX: &str = "alarm/";
+/// The cluster version the members agreed on, `X.Y.0` (replicated; etcd keeps it in its
+/// `cluster` bucket under the same key).
+pub const META_CLUSTER_VERSION: &str = "clusterVersion";
+/// The cluster's downgrade, as etcd's JSON `{"target-version":"3.5.0","enabled":true}`
+/// (replicated; etcd's `cluster` bucket, key `downgrade`).
+pub const META_DOWNGRADE: &str = "downgrade";
+/// The version of this member's data (`X.Y.0`), set by the member itself once the
+/// cluster version allows it (etcd's `meta` bucket, key `storageVersion`). Not
+/// replicated: members set it at different times.
+pub const META_STORAGE_VERSION: &str = "storageVersion";
 /// Raft conf state of the applied log (encoded by oxcd-raft).
 pub const META_CONF_STATE: &str = "conf_state";
 
-/// Meta keys that record where in the raft log the state is; they differ between
-/// members holding the same data and are left out of state hashes.
-pub const RAFT_POSITION_KEYS: &[&str] =
-    &[META_CONSISTENT_INDEX, META_CONSISTENT_TERM, META_CONF_STATE];
+/// Meta keys that differ between members holding the same data, left out of state
+/// hashes: where in the raft log the state is, and the storage version each member
+/// sets on its own.
+pub const RAFT_POSITION_KEYS: &[&str] = &[
+    META_CONSISTENT_INDEX,
+    META_CONSISTENT_TERM,
+    META_CONF_STATE,
+    META_STORAGE_VERSION,
+];

@@ -16,6 +16,7 @@
 //! value stops the server with a "not supported yet" message ([`table::Support`]).
 
 mod file;
+pub mod renamed;
 pub mod table;
 pub mod typed;
 pub mod value;
@@ -117,6 +118,7 @@ pub fn load(
         apply_env(&mut cfg, env, env_keys, &mut warnings)?;
     }
     validate(&cfg)?;
+    check_renamed(&cfg, &mut warnings)?;
     check_support(&cfg, &mut warnings)?;
     let restart = has_wal(&cfg.wal_dir());
     // etcd reads --initial-cluster, then the retention, then checks the cluster.
@@ -288,6 +290,56 @@ fn apply_env(
     }
 }
 
+/// etcd 3.6's checks of its renamed flags and gates, and its deprecation warnings (in
+/// the flag table's order; etcd logs them in a map's order).
+fn check_renamed(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
+    for (old, new) in renamed::RENAMED {
+        if cfg.explicit_raw(old).is_some() && cfg.explicit_raw(new).is_some() {
+            return Err(err(renamed::both_given(old, new)));
+        }
+    }
+    let gates_value = cfg.get(key::FEATURE_GATES);
+    let from_flag = crate::features::FeatureGates::from_named(
+        &crate::features::parse(gates_value).unwrap_or_default(),
+    );
+    let gates = cfg.feature_gates();
+    for (flag, gate) in crate::features::EXPERIMENTAL_FLAGS {
+        // etcd's test is a substring of the flag's text.
+        if let Some(v) = cfg.explicit_raw(flag)
+            && gates_value.contains(gate)
+        {
+            let on = from_flag.enabled(gate);
+            let flag_on = value::parse_bool(v).unwrap_or_default();
+            return Err(err(renamed::gate_both_given(flag, flag_on, gate, on)));
+        }
+    }
+    let unary_old = cfg.get(key::EXPERIMENTAL_WARNING_UNARY_REQUEST_DURATION);
+    let unary_new = cfg.get(key::WARNING_UNARY_REQUEST_DURATION);
+    let nonzero = |d: Option<Duration>| d.is_some_and(|d| !d.is_zero());
+    if nonzero(unary_old) && nonzero(unary_new) {
+        return Err(err(renamed::UNARY_DURATION_BOTH));
+    }
+    if nonzero(unary_old) {
+        warnings.push(renamed::UNARY_DURATION_WARNING.to_string());
+    }
+    for (flag, warning) in renamed::DEPRECATED {
+        if cfg.explicit_raw(flag).is_some() {
+            warnings.push(warning.to_string());
+        }
+    }
+    for gate in ["CompactHashCheck", "SetMemberLocalAddr"] {
+        if gates.enabled(gate) {
+            return Err(err(format!(
+                "--feature-gates={gate}=true is not supported yet by oxcd (the feature is not built); remove it"
+            )));
+        }
+    }
+    if !gates_value.is_empty() {
+        warnings.push(gates.describe());
+    }
+    Ok(())
+}
+
 /// A non-default value of a flag whose feature is missing stops the server.
 fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
     for flag in table::FLAGS {
@@ -310,6 +362,12 @@ fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigE
             }
         }
     }
+    if emulated_version(cfg.get(key::EMULATED_VERSION)).is_none() {
+        return Err(err(format!(
+            "--emulated-version={:?} is not supported: oxcd acts as etcd 3.6 or 3.5",
+            cfg.get(key::EMULATED_VERSION)
+        )));
+    }
     let cost = cfg.get(key::BCRYPT_COST);
     if !(4..=31).contains(&cost) {
         warnings.push(format!(
@@ -330,6 +388,16 @@ fn check_support(cfg: &Config, warnings: &mut Vec<String>) -> Result<(), ConfigE
         }
     }
     Ok(())
+}
+
+/// The release `--emulated-version` names (`3.5` or `3.6`), as `X.Y.0`; None for any
+/// other value.
+pub fn emulated_version(text: &str) -> Option<oxcd_go::semver::Version> {
+    match text {
+        "3.5" => Some(oxcd_go::semver::Version::new(3, 5, 0)),
+        "3.6" => Some(oxcd_go::semver::Version::new(3, 6, 0)),
+        _ => None,
+    }
 }
 
 /// `--auth-token` and its JWT key files, read as etcd reads them when it makes its
@@ -558,6 +626,31 @@ impl Config {
         self.values.get(name).map(|(v, _)| v.as_str())
     }
 
+    /// A flag etcd 3.6 renamed: the old name's value when it was given (etcd 3.6 copies
+    /// it over the new one), else the new name's.
+    pub fn renamed<T: ValueType>(&self, old: Key<T>, new: Key<T>) -> T::Value<'_> {
+        if self.explicit(old).is_some() {
+            self.get(old)
+        } else {
+            self.get(new)
+        }
+    }
+
+    /// The feature gates: `--feature-gates`, with the experimental flags 3.6 maps onto
+    /// gates (checked when the configuration was loaded).
+    pub fn feature_gates(&self) -> crate::features::FeatureGates {
+        let named = crate::features::parse(self.get(key::FEATURE_GATES)).unwrap_or_default();
+        let mut gates = crate::features::FeatureGates::from_named(&named);
+        for (flag, gate) in crate::features::EXPERIMENTAL_FLAGS {
+            if let Some(v) = self.explicit_raw(flag)
+                && let Some(on) = value::parse_bool(v)
+            {
+                gates.set(gate, on);
+            }
+        }
+        gates
+    }
+
     /// Where a value came from (`name`: a flag of the table).
     pub fn source(&self, name: &str) -> Source {
         self.values
@@ -696,33 +789,34 @@ impl Config {
             max_txn_ops: self.get(key::MAX_TXN_OPS) as usize,
             max_request_bytes: self.get(key::MAX_REQUEST_BYTES) as usize,
             snapshot_count: self.get(key::SNAPSHOT_COUNT),
-            // The 3.6 name wins when both are given (etcd 3.6 deprecates the other).
-            snapshot_catchup_entries: match self.explicit(key::SNAPSHOT_CATCHUP_ENTRIES) {
-                Some(_) => self.get(key::SNAPSHOT_CATCHUP_ENTRIES),
-                None => self.get(key::EXPERIMENTAL_SNAPSHOT_CATCHUP_ENTRIES),
-            },
+            snapshot_catchup_entries: self.renamed(
+                key::EXPERIMENTAL_SNAPSHOT_CATCHUP_ENTRIES,
+                key::SNAPSHOT_CATCHUP_ENTRIES,
+            ),
             heartbeat: Duration::from_millis(self.get(key::HEARTBEAT_INTERVAL)),
             election_timeout: Duration::from_millis(self.get(key::ELECTION_TIMEOUT)),
             pre_vote: self.get(key::PRE_VOTE),
             unsafe_no_fsync: self.get(key::UNSAFE_NO_FSYNC),
-            stop_grpc_service_on_defrag: self.get(key::EXPERIMENTAL_STOP_GRPC_SERVICE_ON_DEFRAG),
+            // Checked when the configuration was loaded.
+            emulated_version: emulated_version(self.get(key::EMULATED_VERSION))
+                .unwrap_or(oxcd_go::semver::Version::new(3, 6, 0)),
+            stop_grpc_service_on_defrag: self.feature_gates().enabled("StopGRPCServiceOnDefrag"),
+            feature_gates: self.feature_gates(),
             max_wals: self.get(key::MAX_WALS) as usize,
             quota_backend_bytes: self.get(key::QUOTA_BACKEND_BYTES),
-            initial_corrupt_check: self.get(key::EXPERIMENTAL_INITIAL_CORRUPT_CHECK),
-            corrupt_check_time: [
-                key::EXPERIMENTAL_CORRUPT_CHECK_TIME,
-                key::CORRUPT_CHECK_TIME,
-            ]
-            .into_iter()
-            .filter_map(|k| self.get(k))
-            .max()
-            .unwrap_or_default(),
-            // The 3.6 name wins when both are given; zero or less is etcd's default.
-            watch_progress_notify_interval:
-                match self.explicit(key::WATCH_PROGRESS_NOTIFY_INTERVAL) {
-                    Some(_) => self.get(key::WATCH_PROGRESS_NOTIFY_INTERVAL),
-                    None => self.get(key::EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL),
-                }
+            initial_corrupt_check: self.feature_gates().enabled("InitialCorruptCheck"),
+            corrupt_check_time: self
+                .renamed(
+                    key::EXPERIMENTAL_CORRUPT_CHECK_TIME,
+                    key::CORRUPT_CHECK_TIME,
+                )
+                .unwrap_or_default(),
+            // Zero or less is etcd's default.
+            watch_progress_notify_interval: self
+                .renamed(
+                    key::EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL,
+                    key::WATCH_PROGRESS_NOTIFY_INTERVAL,
+                )
                 .filter(|d| !d.is_zero())
                 .unwrap_or(DEFAULT_PROGRESS_NOTIFY),
             listen_metrics_urls: self.get(key::LISTEN_METRICS_URLS),
@@ -754,8 +848,10 @@ impl Config {
             self_signed_cert_validity: self
                 .get(key::SELF_SIGNED_CERT_VALIDITY)
                 .min(u64::from(u32::MAX)) as u32,
-            peer_skip_client_san_verification: self
-                .get(key::EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION),
+            peer_skip_client_san_verification: self.renamed(
+                key::EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION,
+                key::PEER_SKIP_CLIENT_SAN_VERIFICATION,
+            ),
             peer_source_ip: None,
             // etcd: zero is its default TTL; a cost bcrypt refuses is its default cost.
             auth_token: self.get(key::AUTH_TOKEN).to_string(),
@@ -769,12 +865,7 @@ impl Config {
                 .unwrap_or(10),
             auth_password_cache_ttl: self.get(key::AUTH_PASSWORD_CACHE_TTL).unwrap_or_default(),
             strict_reconfig_check: self.get(key::STRICT_RECONFIG_CHECK),
-            // The 3.6 name wins when both are given.
-            max_learners: match self.explicit(key::MAX_LEARNERS) {
-                Some(_) => self.get(key::MAX_LEARNERS),
-                None => self.get(key::EXPERIMENTAL_MAX_LEARNERS),
-            }
-            .min(u64::from(u32::MAX)) as u32,
+            max_learners: self.get(key::MAX_LEARNERS).min(u64::from(u32::MAX)) as u32,
             force_new_cluster: self.get(key::FORCE_NEW_CLUSTER),
             auto_promote_learners: self.get(key::AUTO_PROMOTE_LEARNERS),
             enable_grpc_gateway: self.get(key::ENABLE_GRPC_GATEWAY),

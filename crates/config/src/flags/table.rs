@@ -108,7 +108,8 @@ flags! {
     NAME = ("name", "default", Str, Supported),
     DATA_DIR = ("data-dir", "", Str, Supported),
     WAL_DIR = ("wal-dir", "", Str, Supported),
-    SNAPSHOT_COUNT = ("snapshot-count", "100000", Uint, Supported),
+    // etcd 3.6's default (3.5: 100000).
+    SNAPSHOT_COUNT = ("snapshot-count", "10000", Uint, Supported),
     HEARTBEAT_INTERVAL = ("heartbeat-interval", "100", Uint, Supported),
     ELECTION_TIMEOUT = ("election-timeout", "1000", Uint, Supported),
     INITIAL_ELECTION_TICK_ADVANCE = ("initial-election-tick-advance", "true", Bool, NoEffect),
@@ -188,6 +189,9 @@ flags! {
     // oxcd's own: the leader promotes a learner once it has caught up
     // (membership/auto_promote.rs).
     AUTO_PROMOTE_LEARNERS = ("auto-promote-learners", "false", Bool, Supported),
+    // oxcd's own: the etcd release the member acts as, `3.6` or `3.5` (for a rolling
+    // downgrade to 3.5 behaviour and back; domains/version/release.rs).
+    EMULATED_VERSION = ("emulated-version", "3.6", Str, Supported),
     // Profiling, monitoring, logging
     ENABLE_PPROF = ("enable-pprof", "false", Bool, NotYet),
     // oxcd has no HTTP/JSON gateway: `false` is what it does anyway.
@@ -215,14 +219,16 @@ flags! {
     EXPERIMENTAL_COMPACT_HASH_CHECK_ENABLED = ("experimental-compact-hash-check-enabled", "false", Bool, NotYet),
     EXPERIMENTAL_COMPACT_HASH_CHECK_TIME = ("experimental-compact-hash-check-time", "1m0s", Duration, NotYet),
     EXPERIMENTAL_ENABLE_V2V3 = ("experimental-enable-v2v3", "", Str, NotYet),
-    EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT = ("experimental-enable-lease-checkpoint", "false", Bool, NotYet),
-    EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT_PERSIST = ("experimental-enable-lease-checkpoint-persist", "false", Bool, NotYet),
+    // oxcd replicates keepalives: a lease keeps its remaining TTL across leader changes
+    // without checkpoints.
+    EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT = ("experimental-enable-lease-checkpoint", "false", Bool, NoEffect),
+    EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT_PERSIST = ("experimental-enable-lease-checkpoint-persist", "false", Bool, NoEffect),
     EXPERIMENTAL_COMPACTION_BATCH_LIMIT = ("experimental-compaction-batch-limit", "1000", Int, NoEffect),
     EXPERIMENTAL_COMPACTION_SLEEP_INTERVAL = ("experimental-compaction-sleep-interval", "10ms", Duration, NoEffect),
     EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION = ("experimental-peer-skip-client-san-verification", "false", Bool, Supported),
     EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL = ("experimental-watch-progress-notify-interval", "10m0s", Duration, Supported),
     EXPERIMENTAL_WARNING_APPLY_DURATION = ("experimental-warning-apply-duration", "100ms", Duration, NoEffect),
-    EXPERIMENTAL_WARNING_UNARY_REQUEST_DURATION = ("experimental-warning-unary-request-duration", "300ms", Duration, NoEffect),
+    EXPERIMENTAL_WARNING_UNARY_REQUEST_DURATION = ("experimental-warning-unary-request-duration", "0s", Duration, NoEffect),
     EXPERIMENTAL_BOOTSTRAP_DEFRAG_THRESHOLD_MEGABYTES = ("experimental-bootstrap-defrag-threshold-megabytes", "0", Uint, NotYet),
     EXPERIMENTAL_TXN_MODE_WRITE_WITH_SHARED_BUFFER = ("experimental-txn-mode-write-with-shared-buffer", "true", Bool, NoEffect),
     EXPERIMENTAL_ENABLE_DISTRIBUTED_TRACING = ("experimental-enable-distributed-tracing", "false", Bool, NotYet),
@@ -230,17 +236,30 @@ flags! {
     EXPERIMENTAL_DISTRIBUTED_TRACING_SERVICE_NAME = ("experimental-distributed-tracing-service-name", "etcd", Str, NotYet),
     EXPERIMENTAL_DISTRIBUTED_TRACING_INSTANCE_ID = ("experimental-distributed-tracing-instance-id", "", Str, NotYet),
     EXPERIMENTAL_DISTRIBUTED_TRACING_SAMPLING_RATE = ("experimental-distributed-tracing-sampling-rate", "0", Int, NotYet),
-    EXPERIMENTAL_MAX_LEARNERS = ("experimental-max-learners", "1", Uint, Supported),
     EXPERIMENTAL_SNAPSHOT_CATCHUP_ENTRIES = ("experimental-snapshot-catchup-entries", "5000", Uint, Supported),
     EXPERIMENTAL_MEMORY_MLOCK = ("experimental-memory-mlock", "false", Bool, NoEffect),
     EXPERIMENTAL_DOWNGRADE_CHECK_TIME = ("experimental-downgrade-check-time", "5s", Duration, NotYet),
     EXPERIMENTAL_STOP_GRPC_SERVICE_ON_DEFRAG = ("experimental-stop-grpc-service-on-defrag", "false", Bool, Supported),
-    EXPERIMENTAL_WAIT_CLUSTER_READY_TIMEOUT = ("experimental-wait-cluster-ready-timeout", "5s", Duration, NotYet),
-    FEATURE_GATES = ("feature-gates", "", Str, NotYet),
+    // etcd 3.6: the gates (features.rs) and the experimental flags' new names
+    // (renamed.rs).
+    FEATURE_GATES = ("feature-gates", "", Str, Supported),
     WATCH_PROGRESS_NOTIFY_INTERVAL = ("watch-progress-notify-interval", "10m0s", Duration, Supported),
     CORRUPT_CHECK_TIME = ("corrupt-check-time", "0s", Duration, Supported),
     COMPACT_HASH_CHECK_TIME = ("compact-hash-check-time", "1m0s", Duration, NotYet),
     SNAPSHOT_CATCHUP_ENTRIES = ("snapshot-catchup-entries", "5000", Uint, Supported),
+    COMPACTION_BATCH_LIMIT = ("compaction-batch-limit", "1000", Int, NoEffect),
+    COMPACTION_SLEEP_INTERVAL = ("compaction-sleep-interval", "10ms", Duration, NoEffect),
+    WARNING_APPLY_DURATION = ("warning-apply-duration", "100ms", Duration, NoEffect),
+    WARNING_UNARY_REQUEST_DURATION = ("warning-unary-request-duration", "0s", Duration, NoEffect),
+    BOOTSTRAP_DEFRAG_THRESHOLD_MEGABYTES = ("bootstrap-defrag-threshold-megabytes", "0", Uint, NotYet),
+    MEMORY_MLOCK = ("memory-mlock", "false", Bool, NoEffect),
+    DOWNGRADE_CHECK_TIME = ("downgrade-check-time", "5s", Duration, NotYet),
+    PEER_SKIP_CLIENT_SAN_VERIFICATION = ("peer-skip-client-san-verification", "false", Bool, Supported),
+    ENABLE_DISTRIBUTED_TRACING = ("enable-distributed-tracing", "false", Bool, NotYet),
+    DISTRIBUTED_TRACING_ADDRESS = ("distributed-tracing-address", "localhost:4317", Str, NotYet),
+    DISTRIBUTED_TRACING_SERVICE_NAME = ("distributed-tracing-service-name", "etcd", Str, NotYet),
+    DISTRIBUTED_TRACING_INSTANCE_ID = ("distributed-tracing-instance-id", "", Str, NotYet),
+    DISTRIBUTED_TRACING_SAMPLING_RATE = ("distributed-tracing-sampling-rate", "0", Int, NotYet),
     FORCE_NEW_CLUSTER = ("force-new-cluster", "false", Bool, Supported),
     // Meta
     CONFIG_FILE = ("config-file", "", Str, Supported),
@@ -320,6 +339,11 @@ pub fn choices(name: &str) -> Option<&'static [&'static str]> {
 }
 
 fn check_choice(name: &str, value: &str) -> Result<(), String> {
+    if name == "feature-gates" {
+        return crate::features::parse(value)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+    }
     let Some(valid) = choices(name) else {
         return Ok(());
     };

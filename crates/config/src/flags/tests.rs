@@ -21,7 +21,7 @@ fn defaults_are_etcds() {
     assert_eq!(s.name, "default");
     assert_eq!(s.data_dir, PathBuf::from("default.etcd"));
     assert_eq!(s.listen_client_urls, ["http://localhost:2379"]);
-    assert_eq!(s.snapshot_count, 100_000);
+    assert_eq!(s.snapshot_count, 10_000, "etcd 3.6's default");
     assert_eq!(
         (s.heartbeat.as_millis(), s.election_timeout.as_millis()),
         (100, 1000)
@@ -280,4 +280,111 @@ fn jwt_auth_token_read_and_refused_as_etcd() {
             assert_eq!(e.0, want, "{spec}");
         }
     }
+}
+
+// etcd v3.6.14 server/embed/config.go `Validate` (experimentalFlagMigrationMap) and
+// server/etcdmain/config.go `deprecatedFlags`: an old name warns and is used; both names
+// are refused.
+#[test]
+fn renamed_experimental_flags_warn_and_refuse_both() {
+    let l = load_with(&["--experimental-corrupt-check-time", "3m"], &[]).expect("load");
+    assert!(
+        l.warnings.iter().any(|w| w
+            == "--experimental-corrupt-check-time is deprecated in v3.6 and will be decommissioned in v3.7. Use '--corrupt-check-time' instead."),
+        "{:?}",
+        l.warnings
+    );
+    assert_eq!(l.config.settings().corrupt_check_time.as_secs(), 180);
+    let l = load_with(&["--corrupt-check-time", "2m"], &[]).expect("load");
+    assert!(l.warnings.iter().all(|w| !w.contains("deprecated")));
+    assert_eq!(l.config.settings().corrupt_check_time.as_secs(), 120);
+    assert_eq!(
+        load_with(
+            &[
+                "--experimental-snapshot-catchup-entries=10",
+                "--snapshot-catchup-entries=20"
+            ],
+            &[]
+        )
+        .unwrap_err()
+        .0,
+        "cannot set --experimental-snapshot-catchup-entries and --snapshot-catchup-entries at the same time, please use --snapshot-catchup-entries only"
+    );
+    // The env names count as given.
+    assert!(
+        load_with(
+            &["--watch-progress-notify-interval=1s"],
+            &[("ETCD_EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL", "2s")]
+        )
+        .is_err()
+    );
+    assert_eq!(
+        load_with(
+            &[
+                "--experimental-warning-unary-request-duration=1s",
+                "--warning-unary-request-duration=2s"
+            ],
+            &[]
+        )
+        .unwrap_err()
+        .0,
+        "both --experimental-warning-unary-request-duration and --warning-unary-request-duration flags are set. Use only --warning-unary-request-duration"
+    );
+    // Flags that exist in neither etcd 3.5.16 nor 3.6.
+    assert_eq!(
+        load_with(&["--experimental-max-learners=2"], &[])
+            .unwrap_err()
+            .0,
+        "flag provided but not defined: -experimental-max-learners"
+    );
+}
+
+// etcd v3.6.14 pkg/featuregate/feature_gate.go `Set` and server/embed/config.go
+// `SetFeatureGatesFromExperimentalFlags`.
+#[test]
+fn feature_gates_as_etcd_3_6_reads_them() {
+    let l = load_with(
+        &["--feature-gates=StopGRPCServiceOnDefrag=true,InitialCorruptCheck=true"],
+        &[],
+    )
+    .expect("load");
+    let s = l.config.settings();
+    assert!(s.stop_grpc_service_on_defrag && s.initial_corrupt_check);
+    let l = load_with(&["--experimental-initial-corrupt-check"], &[]).expect("load");
+    assert!(
+        l.config.settings().initial_corrupt_check,
+        "the old flag sets the gate"
+    );
+    assert_eq!(
+        load_with(&["--feature-gates=Foo=true"], &[]).unwrap_err().0,
+        "invalid value \"Foo=true\" for flag -feature-gates: unrecognized feature gate: Foo"
+    );
+    assert_eq!(
+        load_with(
+            &[
+                "--experimental-initial-corrupt-check=true",
+                "--feature-gates=InitialCorruptCheck=false"
+            ],
+            &[]
+        )
+        .unwrap_err()
+        .0,
+        "cannot specify both flags: --experimental-initial-corrupt-check=true and --feature-gates=InitialCorruptCheck=false at the same time, please just use --feature-gates=InitialCorruptCheck=false"
+    );
+    let l = load_with(
+        &[],
+        &[(
+            "ETCD_FEATURE_GATES",
+            "AllAlpha=true,CompactHashCheck=false,SetMemberLocalAddr=false",
+        )],
+    )
+    .expect("load");
+    assert!(l.config.settings().feature_gates.enabled("LeaseCheckpoint"));
+    assert!(
+        load_with(&["--feature-gates=CompactHashCheck=true"], &[])
+            .unwrap_err()
+            .0
+            .contains("not supported yet"),
+        "a gate oxcd cannot honour stops it"
+    );
 }

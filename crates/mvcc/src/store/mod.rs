@@ -520,6 +520,12 @@ impl Store {
         Ok(self.backend.state_hash()?)
     }
 
+    /// The meta value under `key`, as of the last commit.
+    pub fn read_meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let tx = self.backend.begin_read()?;
+        Ok(Backend::read_meta(&tx, key).map_err(|e| self.backend.err(e))?)
+    }
+
     /// Every meta value whose key starts with `prefix`, in key order.
     pub fn read_meta_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         let tx = self.backend.begin_read()?;

@@ -10,7 +10,8 @@
 //! - `alarm`: oxcd keeps alarms as `alarm/<id>/<type>` meta rows; etcd as encoded
 //!   `AlarmMember` keys;
 //! - `members`, `members_removed`: keyed by unpadded hex id, members as etcd's JSON;
-//! - `cluster`: the cluster version oxcd speaks.
+//! - `cluster`: the cluster version and the downgrade, as the cluster recorded them;
+//! - `meta`: also the storage version, once this member set one.
 
 use std::fs::File;
 use std::io::Write;
@@ -25,8 +26,9 @@ use oxcd_storage::tables::TABLES;
 use prost::Message as _;
 use redb::{ReadTransaction, ReadableTable};
 
-/// The cluster version written in the `cluster` bucket.
-const CLUSTER_VERSION: &[u8] = b"3.5.0";
+/// The cluster version written in the `cluster` bucket when the cluster has not
+/// decided one yet.
+const UNDECIDED_CLUSTER_VERSION: &[u8] = b"3.5.0";
 
 /// Key/value rows of one bucket.
 type Rows = Vec<(Vec<u8>, Vec<u8>)>;
@@ -105,11 +107,7 @@ fn write_buckets<W: Write>(
     ] {
         copy_table(w, tx, name, db)?;
     }
-    put_rows(
-        w,
-        b"cluster",
-        &[(b"clusterVersion".to_vec(), CLUSTER_VERSION.to_vec())],
-    )?;
+    put_rows(w, b"cluster", &cluster_rows(&meta))?;
     copy_table(w, tx, schema::KEY_NAME, db)?;
     copy_table(w, tx, schema::LEASE_NAME, db)?;
     let (members, removed) = members(tx, &meta, db)?;
@@ -227,6 +225,19 @@ fn json(v: &impl serde::Serialize) -> String {
 }
 
 /// oxcd's meta rows as etcd's `meta` bucket (sorted).
+/// etcd's `cluster` bucket: the cluster version, and the downgrade once one was enabled.
+fn cluster_rows(meta: &[(String, Vec<u8>)]) -> Rows {
+    let get = |k: &str| meta.iter().find(|(m, _)| m == k).map(|(_, v)| v.clone());
+    let mut rows = vec![(
+        b"clusterVersion".to_vec(),
+        get(schema::META_CLUSTER_VERSION).unwrap_or_else(|| UNDECIDED_CLUSTER_VERSION.to_vec()),
+    )];
+    if let Some(d) = get(schema::META_DOWNGRADE) {
+        rows.push((b"downgrade".to_vec(), d));
+    }
+    rows
+}
+
 fn etcd_meta(meta: &[(String, Vec<u8>)]) -> Result<Rows, EtcdFileError> {
     let get = |k: &str| meta.iter().find(|(m, _)| m == k).map(|(_, v)| v.as_slice());
     let le = |b: &[u8]| -> Result<u64, EtcdFileError> {
@@ -248,6 +259,9 @@ fn etcd_meta(meta: &[(String, Vec<u8>)]) -> Result<Rows, EtcdFileError> {
         if let Some(v) = get(k) {
             rows.push((k.as_bytes().to_vec(), v.to_vec()));
         }
+    }
+    if let Some(v) = get(schema::META_STORAGE_VERSION) {
+        rows.push((b"storageVersion".to_vec(), v.to_vec()));
     }
     if let Some(t) = get(schema::META_CONSISTENT_TERM) {
         let term = le(t)?;

@@ -45,10 +45,10 @@ pub enum SnapshotSendError {
 }
 
 /// Starts streaming `backend`'s current state.
-pub fn snapshot_stream(backend: std::sync::Arc<Backend>) -> SnapshotStream {
+pub fn snapshot_stream(backend: std::sync::Arc<Backend>, version: String) -> SnapshotStream {
     let (tx, rx) = mpsc::channel(4);
     tokio::task::spawn_blocking(move || {
-        if let Err(e) = send_snapshot(&backend, &tx) {
+        if let Err(e) = send_snapshot(&backend, &tx, &version) {
             tracing::warn!(error = %e, "failed to send database snapshot to client");
             let _ = tx.blocking_send(Err(Status::internal(e.to_string())));
         }
@@ -60,12 +60,13 @@ pub fn snapshot_stream(backend: std::sync::Arc<Backend>) -> SnapshotStream {
 fn send_snapshot(
     backend: &Backend,
     tx: &mpsc::Sender<Result<SnapshotResponse, Status>>,
+    version: &str,
 ) -> Result<(), SnapshotSendError> {
     let mut total = 0;
     let sent = stream_etcd_file(backend, |size| {
         total = size;
         tracing::info!(total_bytes = size, "sending database snapshot to client");
-        Messages::new(tx, size)
+        Messages::new(tx, size, version)
     });
     let messages = match sent {
         Ok(m) => m,
@@ -91,6 +92,7 @@ fn send_snapshot(
         header: None,
         remaining_bytes: 0,
         blob: messages.hash.finalize().to_vec(),
+        version: version.to_string(),
     };
     if tx.blocking_send(Ok(msg)).is_ok() {
         tracing::info!(
@@ -108,11 +110,18 @@ struct Messages<'a> {
     sent: u64,
     hash: Sha256,
     buf: Vec<u8>,
+    /// The storage version every message carries (etcd 3.6; empty for 3.5).
+    version: &'a str,
 }
 
 impl<'a> Messages<'a> {
-    fn new(tx: &'a mpsc::Sender<Result<SnapshotResponse, Status>>, total: u64) -> Self {
+    fn new(
+        tx: &'a mpsc::Sender<Result<SnapshotResponse, Status>>,
+        total: u64,
+        version: &'a str,
+    ) -> Self {
         Messages {
+            version,
             tx,
             total,
             sent: 0,
@@ -133,6 +142,7 @@ impl<'a> Messages<'a> {
             header: None,
             remaining_bytes: self.total.saturating_sub(self.sent),
             blob,
+            version: self.version.to_string(),
         };
         self.tx
             .blocking_send(Ok(msg))

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use oxcd_config::flags;
 use oxcd_config::flags::table::key;
+use oxcd_server::domains::version::release::Release;
 use oxcd_server::start::{logging, serve};
 
 /// mimalloc rather than glibc's malloc: measured in alternating rounds against the same
@@ -36,12 +37,17 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if cfg.version() {
-        println!("oxcd Version: {}", env!("CARGO_PKG_VERSION"));
-        println!("etcd API Version: {}", oxcd_api::ETCD_API_VERSION);
+        // etcd's four lines first (tools parse `etcd Version:`), then oxcd's own.
+        let release = Release::emulating(&cfg.settings().emulated_version);
+        println!("etcd Version: {}", release.server_version());
         println!(
             "Git SHA: {}",
-            option_env!("OXCD_GIT_SHA").unwrap_or("unknown")
+            option_env!("OXCD_GIT_SHA").unwrap_or("Not provided")
         );
+        // The line is kept for tools that split the output into four; oxcd has no Go.
+        println!("Go Version: none (oxcd is written in Rust)");
+        println!("Go OS/Arch: {}/{}", go_os(), go_arch());
+        println!("oxcd Version: {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
     let output = if cfg.get(key::LOG_OUTPUTS) == "stdout" {
@@ -101,5 +107,24 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
             _ = int.recv() => {}
             _ = term.recv() => {}
         }
+    }
+}
+
+/// The OS as Go's `runtime.GOOS` names it.
+fn go_os() -> &'static str {
+    match std::env::consts::OS {
+        "macos" => "darwin",
+        os => os,
+    }
+}
+
+/// The architecture as Go's `runtime.GOARCH` names it.
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "powerpc64" => "ppc64le",
+        arch => arch,
     }
 }

@@ -9,10 +9,13 @@
 //! - [`lease`]: leases and their keys;
 //! - [`auth`]: users, roles, permissions and tokens;
 //! - [`membership`]: the members, learners and removed ids, and the bootstrap list;
+//! - [`version`]: the release this member acts as, the cluster version and the
+//!   downgrade;
 //! - [`watch`]: the change feed from the apply thread to every watcher (no apply of its own).
 
 pub mod auth;
 pub mod kv;
 pub mod lease;
 pub mod membership;
+pub mod version;
 pub mod watch;

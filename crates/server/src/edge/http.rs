@@ -16,8 +16,11 @@ use crate::edge::http_handles::HttpHandles;
 pub fn routes(handles: Arc<HttpHandles>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
-        .route("/version", get(version))
         .with_state(handles.clone())
+        .merge(crate::domains::version::report::routes(
+            Arc::downgrade(handles.reads.store()),
+            handles.release,
+        ))
         .merge(crate::edge::health::routes(handles))
 }
 
@@ -44,18 +47,5 @@ async fn metrics(State(handles): State<Arc<HttpHandles>>) -> impl IntoResponse {
             "text/plain; version=0.0.4; charset=utf-8; escaping=underscores",
         )],
         crate::edge::metrics::render::render(&handles),
-    )
-}
-
-/// etcd's `/version`: its fields in etcd's order (a Go struct's), `etcdserver` first.
-async fn version() -> impl IntoResponse {
-    let body = format!(
-        "{{\"etcdserver\":{},\"etcdcluster\":{}}}",
-        serde_json::Value::from(oxcd_api::ETCD_API_VERSION),
-        serde_json::Value::from(oxcd_api::ETCD_CLUSTER_VERSION),
-    );
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        body,
     )
 }

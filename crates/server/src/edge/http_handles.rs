@@ -26,6 +26,10 @@ pub struct HttpHandles {
     pub quota: Quota,
     /// What `/metrics` counts that no other part keeps.
     pub metrics: Arc<Metrics>,
+    /// The release this member acts as (`/version`, `etcd_server_version`).
+    pub release: crate::domains::version::release::Release,
+    /// The feature gates (`etcd_server_feature_enabled`).
+    pub feature_gates: oxcd_config::features::FeatureGates,
     /// How long a linearizable health check waits.
     pub request_timeout: std::time::Duration,
 }

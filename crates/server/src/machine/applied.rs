@@ -34,6 +34,11 @@ pub enum Applied {
     /// An auth change was applied (or was no change), at this store revision (its
     /// answer's header revision, as etcd's: the revision when it applied).
     Auth(i64),
+    /// The leader's cluster version was recorded (None: it did not parse, nothing
+    /// changed).
+    ClusterVersion(Option<oxcd_go::semver::Version>),
+    /// A downgrade was enabled or cancelled: the cluster's downgrade now.
+    Downgrade(crate::domains::version::cluster::Downgrade),
     /// A user logged in.
     Authenticated {
         /// The simple token every member now knows (None without simple tokens).

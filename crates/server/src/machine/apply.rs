@@ -17,6 +17,7 @@ use crate::domains::auth::apply as auth;
 use crate::domains::kv::apply as kv;
 use crate::domains::lease::apply as lease;
 use crate::domains::membership::apply as membership;
+use crate::domains::version::cluster as version;
 use crate::machine::alarms;
 use crate::machine::applied::{Applied, Outcome};
 use crate::machine::applier::{Applier, ApplyError};
@@ -79,6 +80,8 @@ pub fn apply(
         Op::LeaseRevoke(r) => lease::revoke(ctx, r),
         Op::LeaseRenew(r) => lease::renew(ctx, &r.ids),
         Op::LeaseExpire(e) => lease::expire(ctx, e),
+        Op::ClusterVersionSet(r) => version::apply_version_set(ctx, r),
+        Op::DowngradeInfoSet(r) => version::apply_downgrade_set(ctx, r),
         Op::AuthEnable(_) => auth::change(ctx, rules::enable),
         Op::AuthDisable(_) => {
             let applied = auth::change(ctx, rules::disable)?;

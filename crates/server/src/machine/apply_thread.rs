@@ -25,7 +25,8 @@ use oxcd_storage::snapshot::{list_snapshots, snapshot_path};
 use tokio::sync::oneshot;
 
 use crate::domains::membership;
-use crate::machine::applied::Outcome;
+use crate::domains::version::release::Release;
+use crate::machine::applied::{Applied, Outcome};
 use crate::machine::applier::Applier;
 use crate::machine::apply;
 use crate::machine::fatal::Fatal;
@@ -49,6 +50,8 @@ pub struct ApplyLoop {
     pub snapshot_count: u64,
     /// Where received snapshots are kept until installed (`member/snap`).
     pub snap_dir: PathBuf,
+    /// The release this member acts as: a cluster version above it stops the loop.
+    pub release: Release,
 }
 
 impl ApplyLoop {
@@ -81,6 +84,8 @@ impl ApplyLoop {
             snapshot_index: applied,
         };
         self.remove_snapshot_files(applied);
+        crate::domains::version::storage::check_boot(&self.state.store, self.release)?;
+        self.check_cluster_version()?;
         loop {
             match self.events.recv_timeout(DURABLE_EVERY) {
                 Ok(Event::Committed(mut entries)) => {
@@ -117,6 +122,20 @@ impl ApplyLoop {
         }
     }
 
+    /// Refuses to go on when the cluster version recorded (at start, or in an installed
+    /// snapshot) is above this member's release.
+    fn check_cluster_version(&self) -> Result<(), Fatal> {
+        let recorded = crate::domains::version::cluster::read(&self.state.store);
+        match recorded {
+            Ok(v) => match v.cluster {
+                Some(cluster) => self.release.check_cluster(&cluster),
+                None => Ok(()),
+            },
+            // Unreadable meta is the backend's fault, which the first apply meets too.
+            Err(_) => Ok(()),
+        }
+    }
+
     fn apply_entries(&self, state: &mut State, entries: &[Entry]) -> Result<(), Fatal> {
         let tx = self.state.store.backend().begin_batch()?;
         // Events are recorded only while someone watches; a batch applied without them is
@@ -139,6 +158,9 @@ impl ApplyLoop {
             }
             ctx.index = e.index;
             if let Some(outcome) = apply::apply_entry(&mut ctx, e)? {
+                if let (_, Ok(Applied::ClusterVersion(Some(cluster)))) = &outcome {
+                    self.release.check_cluster(cluster)?;
+                }
                 outcomes.push(outcome);
             }
             state.applied = e.index;
@@ -200,6 +222,7 @@ impl ApplyLoop {
         self.state
             .membership
             .replace(membership::table::load(self.state.store.backend())?);
+        self.check_cluster_version()?;
         tracing::info!(
             index,
             term,

@@ -64,6 +64,24 @@ pub enum Fatal {
         /// The index the file holds.
         got: u64,
     },
+    /// The cluster version is above the release this member acts as (etcd's
+    /// `MustDetectDowngrade`): serving would apply entries it may not understand.
+    #[error(
+        "invalid downgrade; server version is lower than determined cluster version (current-server-version {server}, determined-cluster-version {cluster})"
+    )]
+    ServerTooOld {
+        /// This member's server version.
+        server: String,
+        /// The cluster version it applied.
+        cluster: String,
+    },
+    /// The backend was written by a newer release than this member's (etcd 3.6's
+    /// schema validation).
+    #[error("version \"{version}\" is not supported")]
+    StorageTooNew {
+        /// The backend's storage version, `X.Y`.
+        version: String,
+    },
     /// The raft loop stopped on an error.
     #[error("raft: {0}")]
     Raft(RaftError),

@@ -58,6 +58,10 @@ pub struct Identity {
     pub client_urls: Vec<String>,
     /// Every member of the cluster (this one included).
     pub members: Vec<oxcd_api::oxcdpb::MemberInfo>,
+    /// The etcd release it acts as.
+    pub release: crate::domains::version::release::Release,
+    /// The feature gates it runs with.
+    pub feature_gates: oxcd_config::features::FeatureGates,
 }
 
 impl Limits {

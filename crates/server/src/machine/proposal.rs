@@ -17,7 +17,8 @@ use oxcd_api::etcdserverpb::{
 };
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::{
-    AuthenticateOp, LeaseExpire, LeaseRenew, MemberAttributes, MemberInfo, MemberUpdate,
+    AuthenticateOp, ClusterVersionSet, DowngradeInfoSet, LeaseExpire, LeaseRenew, MemberAttributes,
+    MemberInfo, MemberUpdate,
 };
 
 use crate::machine::applied::Applied;
@@ -134,6 +135,15 @@ proposal!(MemberUpdate => MemberUpdate, Vec<MemberInfo>, |a, _h| match a {
     Applied::Membership(members) => Ok(members),
     other => Err(other),
 });
+// Versions: what the cluster recorded.
+proposal!(ClusterVersionSet => ClusterVersionSet, Option<oxcd_go::semver::Version>, |a, _h| match a {
+    Applied::ClusterVersion(v) => Ok(v),
+    other => Err(other),
+});
+proposal!(DowngradeInfoSet => DowngradeInfoSet, crate::domains::version::cluster::Downgrade, |a, _h| match a {
+    Applied::Downgrade(d) => Ok(d),
+    other => Err(other),
+});
 proposal!(MemberAttributes => MemberAttributes, (), |a, _h| match a {
     Applied::MemberAttributes => Ok(()),
     other => Err(other),
@@ -192,6 +202,8 @@ free!(
     AlarmRequest,
     MemberUpdate,
     MemberAttributes,
+    ClusterVersionSet,
+    DowngradeInfoSet,
     AuthenticateOp,
     AuthEnableRequest,
     AuthDisableRequest,

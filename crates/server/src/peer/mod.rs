@@ -10,6 +10,7 @@ pub mod server;
 pub mod service;
 pub mod traffic;
 pub mod transport;
+pub mod versions;
 
 pub use dialer::PeerDialer;
 

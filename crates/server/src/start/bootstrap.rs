@@ -1,6 +1,7 @@
 //! Starting a member: lock the data dir, open the backend and the store, start the raft
 //! loop over the WAL and the apply thread.
 
+use crate::domains::version::release::Release;
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
@@ -268,6 +269,7 @@ pub fn start(
         waiters: waiters.clone(),
         snapshot_count: s.snapshot_count.max(1),
         snap_dir: s.snap_dir(),
+        release: Release::emulating(&s.emulated_version),
     }
     .spawn(ended)
     .map_err(StartError::SpawnApply)?;
@@ -278,6 +280,8 @@ pub fn start(
         peer_urls: s.peer_urls.clone(),
         client_urls: s.advertise_client_urls.clone(),
         members: cluster.members.clone(),
+        release: Release::emulating(&s.emulated_version),
+        feature_gates: s.feature_gates.clone(),
     };
     let limits = Limits {
         max_txn_ops: s.max_txn_ops,

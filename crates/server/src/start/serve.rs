@@ -153,7 +153,11 @@ pub async fn run_with(
         ))
         .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
     )
-    .into_axum_router();
+    .into_axum_router()
+    .merge(crate::domains::version::report::routes(
+        Arc::downgrade(member.reads.store()),
+        member.id.release,
+    ));
     for (l, url) in peer_listeners {
         tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
         let server = crate::peer::server::serve(l, peer_router.clone(), stop_rx.clone());
@@ -295,6 +299,10 @@ pub async fn run_with(
             stop_rx.clone(),
         ));
     }
+    tokio::spawn(crate::domains::version::monitor::run(
+        wiring::version(&member, dialer.clone()),
+        stop_rx.clone(),
+    ));
     if settings.auto_promote_learners {
         tokio::spawn(crate::domains::membership::auto_promote::run(
             membership.clone(),

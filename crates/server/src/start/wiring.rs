@@ -16,6 +16,7 @@ use crate::domains::lease::renewals::Renewals;
 use crate::domains::lease::service::LeaseService;
 use crate::domains::membership::MembershipHandles;
 use crate::domains::membership::service::ClusterService;
+use crate::domains::version::handles::VersionHandles;
 use crate::domains::watch::WatchHandles;
 use crate::edge::http_handles::HttpHandles;
 use crate::edge::services::Services;
@@ -26,6 +27,7 @@ use crate::edge::services::maintenance::MaintenanceService;
 use crate::edge::services::recipes::RecipeHandles;
 use crate::jobs::JobHandles;
 use crate::machine::member::Member;
+use crate::peer::PeerDialer;
 
 /// The lease service's and the leader's lease drivers' handles.
 pub fn lease(m: &Member) -> LeaseHandles {
@@ -74,6 +76,21 @@ pub fn http(m: &Member) -> HttpHandles {
         leases: m.state.leases.clone(),
         quota: m.limits.quota,
         metrics: m.metrics.clone(),
+        release: m.id.release,
+        feature_gates: m.id.feature_gates.clone(),
+        request_timeout: m.limits.request_timeout,
+    }
+}
+
+/// The version loops' handles (they dial peers with `dialer`).
+pub fn version(m: &Member, dialer: PeerDialer) -> VersionHandles {
+    VersionHandles {
+        reads: m.reads.clone(),
+        writes: m.writes.clone(),
+        role: m.role.clone(),
+        roster: m.roster.clone(),
+        release: m.id.release,
+        dialer,
         request_timeout: m.limits.request_timeout,
     }
 }
@@ -127,6 +144,8 @@ pub fn services(
             roster: m.roster.clone(),
             metrics: m.metrics.clone(),
             request_timeout: m.limits.request_timeout,
+            quota: m.limits.quota,
+            release: m.id.release,
             defrag_notice,
         }),
         auth: Arc::new(AuthService::new(

@@ -88,12 +88,36 @@ fn unbuilt_feature_flag_stops_with_not_supported_yet() {
 }
 
 #[test]
-fn version_prints_both_versions() {
+// etcd's four lines first, as `etcd --version` prints them
+// (etcd v3.6.14:server/etcdmain/config.go, `(*config).parse`), then oxcd's own.
+fn version_prints_etcds_lines_then_oxcds() {
     let o = run(oxcd_command().arg("--version"));
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains(env!("CARGO_PKG_VERSION")), "{out}");
-    assert!(out.contains(oxcd_api::ETCD_API_VERSION), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.first(), Some(&"etcd Version: 3.6.14"), "{out}");
+    assert!(
+        lines.get(1).is_some_and(|l| l.starts_with("Git SHA: ")),
+        "{out}"
+    );
+    assert!(
+        lines.get(2).is_some_and(|l| l.starts_with("Go Version: ")),
+        "{out}"
+    );
+    assert!(
+        lines
+            .get(3)
+            .is_some_and(|l| l.starts_with("Go OS/Arch: linux/")),
+        "{out}"
+    );
+    assert_eq!(
+        lines.get(4).copied(),
+        Some(format!("oxcd Version: {}", env!("CARGO_PKG_VERSION")).as_str()),
+        "{out}"
+    );
+    let o = run(oxcd_command().args(["--version", "--emulated-version=3.5"]));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("etcd Version: 3.5.17\n"), "{out}");
 }
 
 #[test]

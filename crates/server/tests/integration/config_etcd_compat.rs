@@ -197,7 +197,8 @@ fn defaults_are_etcds() {
         ("initial-advertise-peer-urls", "http://localhost:2380"),
         ("initial-cluster-state", "new"),
         ("initial-cluster-token", "etcd-cluster"),
-        ("snapshot-count", "100000"),
+        // etcd 3.6's default (v3.6.14 server/etcdserver/server.go DefaultSnapshotCount).
+        ("snapshot-count", "10000"),
         ("heartbeat-interval", "100"),
         ("election-timeout", "1000"),
         ("quota-backend-bytes", "0"),
@@ -942,7 +943,7 @@ fn config_file_ignores_other_flags_and_variables_entirely() {
     .expect("flags and variables beside a config file are ignored");
     let c = &l.config;
     assert_eq!(c.get(key::NAME), "from-file");
-    assert_eq!(c.get(key::SNAPSHOT_COUNT), 100_000, "the flag is ignored");
+    assert_eq!(c.get(key::SNAPSHOT_COUNT), 10_000, "the flag is ignored");
     assert!(!c.get(key::AUTO_TLS), "the flag is ignored");
     assert!(
         !l.warnings.iter().any(|w| w.contains("ETCD_FOO")),

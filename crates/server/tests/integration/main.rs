@@ -43,5 +43,6 @@ mod srv_discovery;
 mod tls;
 mod tls_cluster;
 mod unsafe_no_fsync;
+mod versions;
 mod watch;
 mod watch_parity;

@@ -50,6 +50,9 @@ pub struct Metrics {
     defrags_running: AtomicU64,
     /// The time of each defragmentation (etcd's buckets: 100 ms doubling to 409.6 s).
     defrag_timing: DefragTiming,
+    /// Every cluster version (major.minor) a scrape has seen: etcd keeps a replaced
+    /// version's `etcd_cluster_version` sample, at 0.
+    cluster_versions_seen: Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// etcd's defragmentation histogram, made with its buckets.
@@ -76,6 +79,21 @@ impl Drop for DefragTimer<'_> {
 }
 
 impl Metrics {
+    /// Records `current` (major.minor) as the cluster version now, and gives every
+    /// version seen, each with whether it is the current one.
+    pub fn cluster_versions(&self, current: Option<String>) -> Vec<(String, bool)> {
+        let mut seen = self
+            .cluster_versions_seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = &current {
+            seen.insert(c.clone());
+        }
+        seen.iter()
+            .map(|v| (v.clone(), Some(v) == current.as_ref()))
+            .collect()
+    }
+
     /// Counts a `/health` answer.
     pub fn health_checked(&self, healthy: bool) {
         let c = if healthy {

@@ -9,15 +9,6 @@ use super::process;
 use super::text::{Exposition, Family, Kind};
 use crate::edge::http_handles::HttpHandles;
 
-/// The cluster version as etcd labels it: major.minor.
-fn cluster_minor() -> &'static str {
-    let v = oxcd_api::ETCD_CLUSTER_VERSION;
-    match v.rfind('.') {
-        Some(i) => &v[..i],
-        None => v,
-    }
-}
-
 /// The scrape of what `handles` reach: every family, as etcd's text exposition.
 pub fn render(handles: &HttpHandles) -> String {
     let mut e = Exposition::default();
@@ -29,14 +20,30 @@ pub fn render(handles: &HttpHandles) -> String {
         Kind::Gauge,
         "Which version is running. 1 for 'server_version' label with current version.",
     );
-    f.sample(&[("server_version", oxcd_api::ETCD_API_VERSION)], 1.0);
+    f.sample(
+        &[(
+            "server_version",
+            &handles.release.server_version().to_string(),
+        )],
+        1.0,
+    );
     e.add(f);
     let mut f = Family::new(
         "etcd_cluster_version",
         Kind::Gauge,
         "Which version is running. 1 for 'cluster_version' label with current cluster version",
     );
-    f.sample(&[("cluster_version", cluster_minor())], 1.0);
+    // Labelled major.minor; a version replaced stays at 0 (etcd's SetVersion).
+    let cluster = crate::domains::version::cluster::read(handles.reads.store())
+        .ok()
+        .and_then(|c| c.cluster)
+        .map(|v| v.major_minor());
+    for (version, current) in handles.metrics.cluster_versions(cluster) {
+        f.sample(
+            &[("cluster_version", &version)],
+            if current { 1.0 } else { 0.0 },
+        );
+    }
     e.add(f);
     let mut f = Family::new(
         "etcd_server_id",
@@ -154,7 +161,25 @@ pub fn render(handles: &HttpHandles) -> String {
             counts.txns(),
         ),
     ] {
+        // etcd 3.6 no longer exports the debugging copy of the range count.
+        if name == "etcd_debugging_mvcc_range_total" && handles.release.has_3_6() {
+            continue;
+        }
         e.single(name, Kind::Counter, help, value as f64);
+    }
+    if handles.release.has_3_6() {
+        let mut f = Family::new(
+            "etcd_server_feature_enabled",
+            Kind::Gauge,
+            "Whether or not a feature is enabled. 1 is enabled, 0 is not.",
+        );
+        for (gate, on) in handles.feature_gates.all() {
+            f.sample(
+                &[("name", gate.name), ("stage", gate.stage.label())],
+                if on { 1.0 } else { 0.0 },
+            );
+        }
+        e.add(f);
     }
     let leases = handles.leases.counts();
     let (granted, revoked, renewed, expired) = leases.totals();

@@ -11,13 +11,18 @@ use oxcd_api::etcdserverpb::{
     AlarmRequest, AlarmResponse, DefragmentRequest, DefragmentResponse, HashKvRequest,
     HashKvResponse, HashRequest, HashResponse, SnapshotRequest, StatusRequest, StatusResponse,
 };
-use oxcd_api::etcdserverpb::{MoveLeaderRequest, MoveLeaderResponse};
+use oxcd_api::etcdserverpb::{
+    DowngradeRequest, DowngradeResponse, MoveLeaderRequest, MoveLeaderResponse,
+};
 use tonic::{Request, Response, Status};
 
 use crate::backup::stream::{SnapshotStream, snapshot_stream};
 use crate::domains::auth::caller::Callers;
 use crate::domains::auth::caller::name;
 use crate::domains::membership::roster::Roster;
+use crate::domains::version::downgrade;
+use crate::domains::version::release::Release;
+use crate::domains::version::report::Report;
 use crate::edge::metrics::Metrics;
 use crate::machine::alarms;
 use crate::machine::reads::Reads;
@@ -45,6 +50,11 @@ pub struct MaintenanceService {
     pub metrics: Arc<Metrics>,
     /// How long MoveLeader waits for the new leader.
     pub request_timeout: std::time::Duration,
+    /// The space quota (Status's `dbSizeQuota`).
+    pub quota: oxcd_config::quota::Quota,
+    /// The release this member acts as (Status's version fields, the hash revision,
+    /// the snapshot's version).
+    pub release: Release,
     /// Tells gRPC's health service a defragmentation runs.
     pub defrag_notice: crate::edge::services::grpc_health::DefragNotice,
 }
@@ -53,13 +63,22 @@ pub struct MaintenanceService {
 impl Maintenance for MaintenanceService {
     async fn status(
         &self,
-        _req: Request<StatusRequest>,
+        req: Request<StatusRequest>,
     ) -> Result<Response<StatusResponse>, Status> {
         let m = self;
+        authenticated(&m.callers, m.release, &req).await?;
         let db_size = m.reads.store().backend().size() as i64;
+        let versions = Report::read(m.reads.store(), m.release);
         Ok(Response::new(StatusResponse {
             header: Some(m.reads.header_now()),
-            version: oxcd_api::ETCD_API_VERSION.to_string(),
+            version: m.release.server_version().to_string(),
+            storage_version: versions.storage_version(),
+            db_size_quota: if m.release.has_3_6() {
+                m.quota.gauge()
+            } else {
+                0
+            },
+            downgrade_info: versions.downgrade_info(),
             db_size,
             leader: m.role.leader(),
             raft_index: m.role.commit(),
@@ -80,9 +99,9 @@ impl Maintenance for MaintenanceService {
         req: Request<HashKvRequest>,
     ) -> Result<Response<HashKvResponse>, Status> {
         let m = self;
-        admin(&m.callers, &req).await?;
+        admin(&m.callers, m.release, &req).await?;
         let rev = req.into_inner().revision;
-        let (hash, compact_revision, _) = m
+        let (hash, compact_revision, hashed) = m
             .reads
             .blocking(move |store| store.hash_kv(rev))
             .await?
@@ -91,12 +110,13 @@ impl Maintenance for MaintenanceService {
             header: Some(m.reads.header_now()),
             hash,
             compact_revision,
+            hash_revision: if m.release.has_3_6() { hashed } else { 0 },
         }))
     }
 
     async fn hash(&self, req: Request<HashRequest>) -> Result<Response<HashResponse>, Status> {
         let m = self;
-        admin(&m.callers, &req).await?;
+        admin(&m.callers, m.release, &req).await?;
         let hash = m
             .reads
             .blocking(|store| store.hash_all())
@@ -113,9 +133,11 @@ impl Maintenance for MaintenanceService {
         req: Request<SnapshotRequest>,
     ) -> Result<Response<SnapshotStream>, Status> {
         let m = self;
-        admin(&m.callers, &req).await?;
+        admin(&m.callers, m.release, &req).await?;
+        let version = Report::read(m.reads.store(), m.release).storage_version();
         Ok(Response::new(snapshot_stream(
             m.reads.store().backend().clone(),
+            version,
         )))
     }
 
@@ -127,7 +149,7 @@ impl Maintenance for MaintenanceService {
         req: Request<DefragmentRequest>,
     ) -> Result<Response<DefragmentResponse>, Status> {
         let m = self;
-        admin(&m.callers, &req).await?;
+        admin(&m.callers, m.release, &req).await?;
         let store = m.reads.store().clone();
         tracing::info!(path = %store.backend().path().display(), "starting defragment");
         let timed = m.metrics.defrag_started();
@@ -172,6 +194,9 @@ impl Maintenance for MaintenanceService {
         req: Request<MoveLeaderRequest>,
     ) -> Result<Response<MoveLeaderResponse>, Status> {
         let m = self;
+        if m.release.has_3_6() {
+            admin(&m.callers, m.release, &req).await?;
+        }
         let target = req.into_inner().target_id;
         if !m.role.is_leader() {
             return Err(EtcdError::NotLeader.into());
@@ -194,8 +219,32 @@ impl Maintenance for MaintenanceService {
         }))
     }
 
+    /// etcd 3.6's downgrade ([`crate::domains::version::downgrade`]); root only.
+    async fn downgrade(
+        &self,
+        req: Request<DowngradeRequest>,
+    ) -> Result<Response<DowngradeResponse>, Status> {
+        let m = self;
+        admin(&m.callers, m.release, &req).await?;
+        let req = req.into_inner();
+        let handles = downgrade::Handles {
+            reads: &m.reads,
+            writes: &m.writes,
+        };
+        let version = downgrade::downgrade(&handles, req.action, &req.version).await?;
+        Ok(Response::new(DowngradeResponse {
+            header: Some(m.reads.header_now()),
+            version,
+        }))
+    }
+
     async fn alarm(&self, req: Request<AlarmRequest>) -> Result<Response<AlarmResponse>, Status> {
         let m = self;
+        if req.get_ref().action() == AlarmAction::Get {
+            authenticated(&m.callers, m.release, &req).await?;
+        } else if m.release.has_3_6() {
+            admin(&m.callers, m.release, &req).await?;
+        }
         let req = req.into_inner();
         let alarms = if req.action() == AlarmAction::Get {
             m.reads.barrier().await?;
@@ -215,15 +264,39 @@ impl Maintenance for MaintenanceService {
     }
 }
 
-/// etcd's rule for Hash, HashKV (and Snapshot, Defragment): a user with the root role
-/// while auth is on.
-/// etcd answers these refusals with its auth store's own errors, unconverted.
-async fn admin<T>(callers: &Callers, req: &Request<T>) -> Result<(), Status> {
-    let caller = callers.of(req).await.map_err(EtcdError::unconverted)?;
+/// etcd's rule for Hash, HashKV, Snapshot, Defragment (and, from 3.6, MoveLeader,
+/// Downgrade and the Alarm changes): a user with the root role while auth is on.
+/// etcd 3.5 answers these refusals with its auth store's own errors, unconverted; etcd
+/// 3.6 converts them (`togRPCError`).
+async fn admin<T>(callers: &Callers, release: Release, req: &Request<T>) -> Result<(), Status> {
+    let convert = |e: EtcdError| {
+        if release.has_3_6() {
+            e
+        } else {
+            e.unconverted()
+        }
+    };
+    let caller = callers.of(req).await.map_err(convert)?;
     callers
         .auth()
         .state()
         .check_admin(name(&caller))
-        .map_err(EtcdError::unconverted)?;
+        .map_err(convert)?;
     Ok(())
+}
+
+/// etcd 3.6.12+'s rule for Status and Alarm GET (`requireAuthInfo`): with auth on, any
+/// authenticated user; etcd 3.5 checks nothing.
+async fn authenticated<T>(
+    callers: &Callers,
+    release: Release,
+    req: &Request<T>,
+) -> Result<(), Status> {
+    if !release.has_3_6() || !callers.auth().enabled() {
+        return Ok(());
+    }
+    match callers.of(req).await? {
+        Some(_) => Ok(()),
+        None => Err(EtcdError::UserEmpty.into()),
+    }
 }

@@ -1,0 +1,475 @@
+//! The versions a member reports and the cluster version the members negotiate, as
+//! etcd 3.6 does (no etcd 3.6 binary can be run here; each expectation names the etcd
+//! file it follows):
+//! - `/version` on the client and the peer port (etcd v3.6.14
+//!   `server/etcdserver/api/etcdhttp/version.go`), Status's 3.6 fields
+//!   (`api/v3rpc/maintenance.go` `Status`), HashKV's `hash_revision`
+//!   (`storage/mvcc/kvstore.go` `hashByRev`), the snapshot's `version` on every message
+//!   (`maintenance.go` `Snapshot`), `etcd_server_version` and `etcd_cluster_version`
+//!   (`etcdserver/metrics.go`, `api/membership/metrics.go`);
+//! - the cluster version: the lowest member release, decided by the leader and
+//!   replicated (`etcdserver/version/monitor.go`), the storage version following it
+//!   (`UpdateStorageVersionIfNeeded`), a backend from a newer release refused
+//!   (`storage/schema/schema.go` `Validate`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::common;
+
+use common::InProc;
+use common::cluster::{cluster_of, configure};
+use oxcd_api::etcdserverpb::downgrade_request::DowngradeAction;
+use oxcd_api::etcdserverpb::maintenance_client::MaintenanceClient;
+use oxcd_api::etcdserverpb::{
+    DowngradeRequest, HashKvRequest, SnapshotRequest, StatusRequest, StatusResponse,
+};
+
+/// A body fetched with curl (`GET url`).
+async fn get(url: &str) -> String {
+    let out = tokio::process::Command::new("curl")
+        .args(["-s", url])
+        .output()
+        .await
+        .expect("curl (apt-get install -y curl)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Waits until `url`'s `/version` body is `want`; the last body seen otherwise.
+async fn version_becomes(url: &str, want: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let body = get(&format!("{url}/version")).await;
+        if body == want {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(body);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn status(m: &InProc) -> StatusResponse {
+    MaintenanceClient::new(m.channel())
+        .status(StatusRequest {})
+        .await
+        .expect("status")
+        .into_inner()
+}
+
+const V36: &str = r#"{"etcdserver":"3.6.14","etcdcluster":"3.6.0","storage":"3.6.0"}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_reports_itself_as_etcd_3_6_everywhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let peer = format!("http://127.0.0.1:{}", common::free_port());
+    let peer_url = peer.clone();
+    let m = InProc::start(dir.path().join("m"), move |s| {
+        s.listen_peer_urls = vec![peer_url.clone()];
+        s.peer_urls = vec![peer_url];
+    })
+    .await;
+    version_becomes(&m.endpoint(), V36)
+        .await
+        .expect("the cluster and storage versions decided");
+    assert_eq!(
+        get(&format!("{peer}/version")).await,
+        V36,
+        "the peer port's /version"
+    );
+
+    let st = status(&m).await;
+    assert_eq!(st.version, "3.6.14");
+    assert_eq!(st.storage_version, "3.6.0");
+    assert_eq!(st.db_size_quota, 2 << 30, "0 is etcd's 2 GiB (3.6.6+)");
+    let d = st.downgrade_info.expect("downgradeInfo is always set");
+    assert!(!d.enabled && d.target_version.is_empty());
+
+    let mut c = m.client().await;
+    for i in 0..5 {
+        c.put(format!("k{i}"), "v", None).await.expect("put");
+    }
+    let mut mc = MaintenanceClient::new(m.channel());
+    let now = mc
+        .hash_kv(HashKvRequest { revision: 0 })
+        .await
+        .expect("hashkv")
+        .into_inner();
+    let current = now.header.as_ref().map(|h| h.revision).unwrap_or_default();
+    assert_eq!(now.hash_revision, current, "0 hashes the current revision");
+    let at3 = mc
+        .hash_kv(HashKvRequest { revision: 3 })
+        .await
+        .expect("hashkv at 3")
+        .into_inner();
+    assert_eq!(at3.hash_revision, 3);
+
+    let mut snap = mc
+        .snapshot(SnapshotRequest {})
+        .await
+        .expect("snapshot")
+        .into_inner();
+    let mut messages = 0;
+    while let Some(msg) = snap.message().await.expect("snapshot message") {
+        assert_eq!(msg.version, "3.6.0", "every message, the checksum's too");
+        messages += 1;
+    }
+    assert!(messages >= 2, "data and checksum");
+
+    let metrics = common::scrape(&m.endpoint()).await;
+    assert!(
+        metrics.contains("etcd_server_version{server_version=\"3.6.14\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("etcd_cluster_version{cluster_version=\"3.6\"} 1"),
+        "{metrics}"
+    );
+
+    // etcd v3.6.14 server/etcdserver/metrics.go: every gate, labelled with its stage;
+    // 3.5's debugging copy of the range count is gone.
+    for sample in [
+        "etcd_server_feature_enabled{name=\"StopGRPCServiceOnDefrag\",stage=\"ALPHA\"} 0",
+        "etcd_server_feature_enabled{name=\"TxnModeWriteWithSharedBuffer\",stage=\"BETA\"} 1",
+        "etcd_server_feature_enabled{name=\"AllAlpha\",stage=\"ALPHA\"} 0",
+    ] {
+        assert!(metrics.contains(sample), "{sample} in {metrics}");
+    }
+    assert!(!metrics.contains("etcd_debugging_mvcc_range_total"));
+
+    // The gateway's JSON (grpc-gateway leaves zero fields out; a set message stays).
+    let out = tokio::process::Command::new("curl")
+        .args([
+            "-s",
+            "-X",
+            "POST",
+            "-d",
+            "{}",
+            &format!("{}/v3/maintenance/status", m.endpoint()),
+        ])
+        .output()
+        .await
+        .expect("curl");
+    let body = String::from_utf8_lossy(&out.stdout);
+    for field in [
+        r#""version":"3.6.14""#,
+        r#""storageVersion":"3.6.0""#,
+        r#""dbSizeQuota":"2147483648""#,
+        r#""downgradeInfo":{}"#,
+    ] {
+        assert!(body.contains(field), "{field} in {body}");
+    }
+    m.stop().await;
+}
+
+/// Three members, `m{emulated}` acting as etcd 3.5.
+async fn three_with_a_3_5(dir: &Path, emulated: usize) -> (Vec<InProc>, Vec<u16>) {
+    let peers: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
+    let cluster = cluster_of(&peers);
+    let start = |i: usize| {
+        let cluster = cluster.clone();
+        InProc::start(dir.join(format!("m{i}")), move |s| {
+            configure(s, i, &cluster);
+            if i == emulated {
+                s.emulated_version = oxcd_go::semver::Version::new(3, 5, 0);
+            }
+        })
+    };
+    let (a, b, c) = tokio::join!(start(0), start(1), start(2));
+    (vec![a, b, c], peers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_version_is_the_lowest_release_and_rises_when_it_goes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut members, peers) = three_with_a_3_5(dir.path(), 2).await;
+    // The 3.6 members: cluster 3.5, their storage brought down to 3.5 (no key: 3.5 is
+    // detected from the applied term).
+    let v35_on_36 = r#"{"etcdserver":"3.6.14","etcdcluster":"3.5.0","storage":"3.5.0"}"#;
+    for m in &members[..2] {
+        version_becomes(&m.endpoint(), v35_on_36)
+            .await
+            .expect("cluster version 3.5 on a 3.6 member");
+    }
+    // The 3.5 member prints 3.5's /version, and 3.5's Status.
+    let v35 = r#"{"etcdserver":"3.5.17","etcdcluster":"3.5.0"}"#;
+    version_becomes(&members[2].endpoint(), v35)
+        .await
+        .expect("3.5's /version on the 3.5 member");
+    let st = status(&members[2]).await;
+    assert_eq!(st.version, "3.5.17");
+    assert!(st.storage_version.is_empty() && st.db_size_quota == 0);
+    assert!(st.downgrade_info.is_none());
+    let metrics = common::scrape(&members[2].endpoint()).await;
+    assert!(
+        metrics.contains("etcd_debugging_mvcc_range_total")
+            && !metrics.contains("etcd_server_feature_enabled"),
+        "3.5's families on the 3.5 member"
+    );
+
+    let metrics = common::scrape(&members[0].endpoint()).await;
+    assert!(
+        metrics.contains("etcd_cluster_version{cluster_version=\"3.5\"} 1"),
+        "{metrics}"
+    );
+
+    // The 3.5 member comes back as 3.6: the cluster goes to 3.6 on every member, and
+    // the old version's metric sample stays at 0.
+    let m2 = members.pop().expect("m2");
+    let data = m2.data_dir.clone();
+    m2.stop().await;
+    let cluster = cluster_of(&peers);
+    members.push(InProc::start(data, move |s| configure(s, 2, &cluster)).await);
+    for m in &members {
+        version_becomes(&m.endpoint(), V36)
+            .await
+            .expect("cluster version 3.6 once every member runs 3.6");
+    }
+    let metrics = common::scrape(&members[0].endpoint()).await;
+    assert!(
+        metrics.contains("etcd_cluster_version{cluster_version=\"3.5\"} 0")
+            && metrics.contains("etcd_cluster_version{cluster_version=\"3.6\"} 1"),
+        "{metrics}"
+    );
+    for m in members {
+        m.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_refuses_a_data_dir_of_a_newer_release() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("m");
+    let m = InProc::start(data.clone(), |_| {}).await;
+    version_becomes(&m.endpoint(), V36)
+        .await
+        .expect("3.6 storage");
+    m.stop().await;
+    // etcd v3.6.14 storage/schema/schema.go Validate → newPlan: a storage version the
+    // binary does not know stops it.
+    let e = InProc::try_start(data, |s| {
+        s.emulated_version = oxcd_go::semver::Version::new(3, 5, 0)
+    })
+    .await
+    .err()
+    .expect("a 3.5 member must refuse 3.6 storage");
+    assert!(e.contains(r#"version "3.6" is not supported"#), "{e}");
+}
+
+async fn downgrade(
+    m: &InProc,
+    action: DowngradeAction,
+    version: &str,
+) -> Result<String, (tonic::Code, String)> {
+    MaintenanceClient::new(m.channel())
+        .downgrade(DowngradeRequest {
+            action: action as i32,
+            version: version.to_string(),
+        })
+        .await
+        .map(|r| r.into_inner().version)
+        .map_err(|s| (s.code(), s.message().to_string()))
+}
+
+/// Stops member `i` of `members` (on `peers`) and starts it again from its data dir,
+/// acting as `release` (`X.Y.0`).
+async fn restart_as(
+    members: &mut Vec<InProc>,
+    peers: &[u16],
+    i: usize,
+    release: oxcd_go::semver::Version,
+) {
+    let cluster = cluster_of(peers);
+    let old = members.remove(i);
+    let data = old.data_dir.clone();
+    old.stop().await;
+    let fresh = InProc::start(data, move |s| {
+        configure(s, i, &cluster);
+        s.emulated_version = release;
+    })
+    .await;
+    members.insert(i, fresh);
+}
+
+/// Puts keys one after another until `stop`, through any member that answers: the keys
+/// acknowledged.
+async fn writer(endpoints: Vec<String>, stop: Arc<AtomicBool>) -> Vec<String> {
+    let mut acked = Vec::new();
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let key = format!("load/{n:06}");
+        n += 1;
+        let put = async {
+            let mut c = etcd_client::Client::connect(endpoints.clone(), None).await?;
+            c.put(key.clone(), "v", None).await
+        };
+        match tokio::time::timeout(Duration::from_secs(3), put).await {
+            Ok(Ok(_)) => acked.push(key),
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    acked
+}
+
+// etcd's downgrade guide (website content/en/docs/v3.6/downgrades/downgrade_3_6.md):
+// enable, wait for the cluster version to fall, replace members one at a time (the
+// leader last), the leader cancels the finished downgrade; then upgrade the same way.
+// Rules and errors: v3.6.14 server/etcdserver/version/version.go, v3_server.go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_downgrade_to_3_5_and_back_under_load_loses_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let peers: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
+    let cluster = cluster_of(&peers);
+    let start = |i: usize| {
+        let cluster = cluster.clone();
+        InProc::start(dir.path().join(format!("m{i}")), move |s| {
+            configure(s, i, &cluster)
+        })
+    };
+    let (a, b, c) = tokio::join!(start(0), start(1), start(2));
+    let mut members = vec![a, b, c];
+    for m in &members {
+        version_becomes(&m.endpoint(), V36)
+            .await
+            .expect("3.6 everywhere");
+    }
+    let m0 = &members[0];
+    assert_eq!(
+        downgrade(m0, DowngradeAction::Validate, "3.5").await,
+        Ok("3.6".into())
+    );
+    assert_eq!(
+        downgrade(m0, DowngradeAction::Validate, "3.4").await,
+        Err((
+            tonic::Code::InvalidArgument,
+            "etcdserver: invalid downgrade target version".into()
+        ))
+    );
+    assert_eq!(
+        downgrade(m0, DowngradeAction::Validate, "x").await,
+        Err((
+            tonic::Code::InvalidArgument,
+            "etcdserver: wrong downgrade target version format".into()
+        ))
+    );
+    // etcd 3.6: a cancel with nothing to cancel is only logged.
+    assert_eq!(
+        downgrade(m0, DowngradeAction::Cancel, "").await,
+        Ok("3.6".into())
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let endpoints: Vec<String> = members.iter().map(InProc::endpoint).collect();
+    let load = tokio::spawn(writer(endpoints, stop.clone()));
+
+    assert_eq!(
+        downgrade(m0, DowngradeAction::Enable, "3.5").await,
+        Ok("3.6".into())
+    );
+    let lowered = r#"{"etcdserver":"3.6.14","etcdcluster":"3.5.0","storage":"3.5.0"}"#;
+    for m in &members {
+        version_becomes(&m.endpoint(), lowered)
+            .await
+            .expect("the leader lowers the cluster version, every member its storage");
+        let d = status(m)
+            .await
+            .downgrade_info
+            .expect("3.6 reports the downgrade");
+        assert!(d.enabled && d.target_version == "3.5.0", "{d:?}");
+    }
+    assert_eq!(
+        downgrade(&members[0], DowngradeAction::Validate, "3.5").await,
+        Err((
+            tonic::Code::InvalidArgument,
+            "etcdserver: invalid downgrade target version".into()
+        )),
+        "the target is checked before the downgrade in progress"
+    );
+
+    // Followers first, the leader last.
+    let leader = common::cluster::leader_index(&members).await;
+    let order: Vec<usize> = (0..3).filter(|i| *i != leader).chain([leader]).collect();
+    for &i in &order {
+        restart_as(
+            &mut members,
+            &peers,
+            i,
+            oxcd_go::semver::Version::new(3, 5, 0),
+        )
+        .await;
+        version_becomes(
+            &members[i].endpoint(),
+            r#"{"etcdserver":"3.5.17","etcdcluster":"3.5.0"}"#,
+        )
+        .await
+        .expect("the member is back as 3.5");
+    }
+    // Once every member runs 3.5, the leader cancels the downgrade: 3.4 is then a valid
+    // next target, and none is in progress.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match downgrade(&members[0], DowngradeAction::Validate, "3.4").await {
+            Ok(v) if v == "3.5" => break,
+            other => assert!(
+                Instant::now() < deadline,
+                "downgrade never cancelled: {other:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // And back up, one member at a time.
+    for i in 0..3 {
+        restart_as(
+            &mut members,
+            &peers,
+            i,
+            oxcd_go::semver::Version::new(3, 6, 0),
+        )
+        .await;
+    }
+    for m in &members {
+        version_becomes(&m.endpoint(), V36)
+            .await
+            .expect("3.6 again everywhere");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let acked = load.await.expect("writer");
+    assert!(acked.len() > 20, "the load ran: {} writes", acked.len());
+    for m in &members {
+        let mut c = m.client().await;
+        let got = c
+            .get(
+                "load/",
+                Some(
+                    etcd_client::GetOptions::new()
+                        .with_prefix()
+                        .with_keys_only(),
+                ),
+            )
+            .await
+            .expect("linearizable get");
+        let keys: std::collections::HashSet<String> = got
+            .kvs()
+            .iter()
+            .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
+            .collect();
+        let lost: Vec<&String> = acked.iter().filter(|k| !keys.contains(*k)).collect();
+        assert!(
+            lost.is_empty(),
+            "acknowledged writes lost on {}: {lost:?}",
+            m.endpoint()
+        );
+    }
+    let hashes = common::cluster::state_hashes(&members, None).await;
+    assert!(
+        hashes.windows(2).all(|w| w[0] == w[1]),
+        "members differ: {hashes:?}"
+    );
+    for m in members {
+        m.stop().await;
+    }
+}
