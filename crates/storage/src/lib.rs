@@ -3,7 +3,7 @@
 //! Owns: the write-ahead log ([`wal`]) that is the source of truth for the raft log, the
 //! redb [`backend`] that holds the applied state, [`schema`] (every table and meta key in
 //! one place), the [`tables`] registry, the apply path's shared write transaction
-//! ([`batch`]), the data-dir lock ([`lock`]), and large sequential writes past the page
+//! ([`batch`]), the storage version ([`storage_version`]), the data-dir lock ([`lock`]), and large sequential writes past the page
 //! cache ([`direct`]), and the latency histograms of its disk paths ([`timing`]).
 //!
 //! Invariants:
@@ -21,6 +21,7 @@ pub mod direct;
 pub mod lock;
 pub mod schema;
 pub mod snapshot;
+pub mod storage_version;
 pub mod tables;
 pub mod timing;
 pub mod wal;

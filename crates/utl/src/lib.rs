@@ -4,7 +4,8 @@
 //! Owns: [`status`] (`snapshot status`: hash, revision, key count and size of an etcd
 //! snapshot or backend file, as etcdutl 3.5 computes and prints them) and [`restore`]
 //! (`snapshot restore`: an etcd 3.4/3.5 or oxcd snapshot turned into a new member's oxcd
-//! data dir), with the helpers they print with ([`table`], [`log`]; Go's texts are
+//! data dir) and [`migrate`] (`migrate`: a data dir's storage version moved between
+//! etcd 3.5 and 3.6, as etcdutl 3.6 does), with the helpers they print with ([`table`], [`log`]; Go's texts are
 //! oxcd-go's).
 //!
 //! Invariants:
@@ -17,6 +18,7 @@
 //!   defined.
 
 pub mod log;
+pub mod migrate;
 pub mod restore;
 pub mod status;
 pub mod table;

@@ -19,6 +19,20 @@ fn json(s: &str) -> String {
 
 /// Writes one `info` line to stderr: `<time>\tinfo\t<caller>\t<msg>\t{"k": v, ...}`.
 pub fn info(caller: &str, msg: &str, fields: &[(&str, Field<'_>)]) {
+    line("info", caller, msg, fields);
+}
+
+/// Writes one `warn` line to stderr, as [`info`].
+pub fn warn(caller: &str, msg: &str, fields: &[(&str, Field<'_>)]) {
+    line("warn", caller, msg, fields);
+}
+
+/// Writes one `error` line to stderr, as [`info`].
+pub fn error(caller: &str, msg: &str, fields: &[(&str, Field<'_>)]) {
+    line("error", caller, msg, fields);
+}
+
+fn line(level: &str, caller: &str, msg: &str, fields: &[(&str, Field<'_>)]) {
     let fields: Vec<String> = fields
         .iter()
         .map(|(k, v)| {
@@ -34,9 +48,9 @@ pub fn info(caller: &str, msg: &str, fields: &[(&str, Field<'_>)]) {
         })
         .collect();
     let time = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ");
-    let mut line = format!("{time}\tinfo\t{caller}\t{msg}");
+    let mut out = format!("{time}\t{level}\t{caller}\t{msg}");
     if !fields.is_empty() {
-        line.push_str(&format!("\t{{{}}}", fields.join(", ")));
+        out.push_str(&format!("\t{{{}}}", fields.join(", ")));
     }
-    let _ = writeln!(std::io::stderr(), "{line}");
+    let _ = writeln!(std::io::stderr(), "{out}");
 }

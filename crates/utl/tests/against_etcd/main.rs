@@ -8,5 +8,6 @@ mod defrag;
 mod errors;
 mod from_etcd;
 mod into_cluster;
+mod migrate_versions;
 mod migration;
 mod status;

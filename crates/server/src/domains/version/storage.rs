@@ -9,7 +9,7 @@
 
 use oxcd_go::semver::Version;
 use oxcd_mvcc::Store;
-use oxcd_storage::schema::{META_CONSISTENT_TERM, META_STORAGE_VERSION};
+use oxcd_storage::storage_version::{self, Detected};
 
 use super::cluster::ClusterVersions;
 use super::release::{MIN_CLUSTER_VERSION, Release};
@@ -17,18 +17,11 @@ use crate::machine::fatal::Fatal;
 
 /// This backend's storage version, None when it cannot tell yet (nothing applied).
 pub fn detect(store: &Store) -> Option<Version> {
-    let stored = store.read_meta(META_STORAGE_VERSION).ok().flatten();
-    if let Some(v) = stored
-        .as_deref()
-        .and_then(|raw| std::str::from_utf8(raw).ok())
-    {
-        return Version::parse(v).ok();
+    match storage_version::detect(store.backend()).ok()? {
+        Detected::Recorded(v) => Version::parse(&v).ok(),
+        Detected::Etcd35 => Some(Version::new(3, 5, 0)),
+        Detected::Unknown => None,
     }
-    let term = store.read_meta(META_CONSISTENT_TERM).ok().flatten();
-    let applied = term
-        .and_then(|raw| <[u8; 8]>::try_from(raw.as_slice()).ok())
-        .is_some_and(|t| u64::from_le_bytes(t) != 0);
-    applied.then_some(Version::new(3, 5, 0))
 }
 
 /// Err when the backend's storage version is above `release` (etcd 3.6's boot check,
@@ -65,16 +58,10 @@ pub fn wanted(
 /// Brings the storage version to the cluster version (etcd's
 /// `UpdateStorageVersionIfNeeded`), logging each change as etcd does.
 pub fn sync(store: &Store, recorded: &ClusterVersions, release: Release) {
-    let present = detect(store);
-    if present.is_none()
-        && store
-            .read_meta(META_CONSISTENT_TERM)
-            .ok()
-            .flatten()
-            .is_none()
-    {
+    let Some(present) = detect(store) else {
         return; // nothing applied yet: nothing to migrate
-    }
+    };
+    let present = Some(present);
     let Some(target) = wanted(recorded, present.as_ref(), release) else {
         if let (Some(p), Some(d)) = (&present, recorded.downgrade.target())
             && p.cmp_minor(&d).is_eq()
@@ -96,10 +83,7 @@ pub fn sync(store: &Store, recorded: &ClusterVersions, release: Release) {
     }
     // 3.5 has no key: going down to it removes the key.
     let value = (target.cmp_minor(&Version::new(3, 6, 0)).is_ge()).then(|| target.to_string());
-    match store
-        .backend()
-        .set_local_meta(META_STORAGE_VERSION, value.as_deref().map(str::as_bytes))
-    {
+    match storage_version::set(store.backend(), value.as_deref()) {
         Ok(()) => tracing::info!(new_storage_version = %target, "updated storage version"),
         Err(e) => tracing::warn!(error = %e, "failed to update storage version"),
     }

@@ -150,6 +150,30 @@ pub const DEFRAG: Command = Command {
     runs: true,
 };
 
+/// `migrate`, etcdutl 3.6.14's.
+pub const MIGRATE: Command = Command {
+    path: &["migrate"],
+    use_: "migrate",
+    short: "Migrates schema of etcd data dir files to make them compatible with different etcd version",
+    flags: &[
+        string("data-dir", "", "Path to the etcd data dir"),
+        string(
+            "target-version",
+            "",
+            "Target etcd version to migrate contents of data dir. Minimal value 3.5. Format \"X.Y\" for example 3.6.",
+        ),
+        Spec {
+            name: "force",
+            short: None,
+            kind: Kind::Bool,
+            default: "false",
+            usage: "Ignore migration failure and forcefully override storage version. Not recommended.",
+        },
+    ],
+    required: &["data-dir", "target-version"],
+    runs: true,
+};
+
 /// `version`.
 pub const VERSION: Command = Command {
     path: &["version"],
@@ -171,7 +195,7 @@ pub const HELP: Command = Command {
 };
 
 const ALL: &[&Command] = &[
-    &ROOT, &DEFRAG, &SNAPSHOT, &STATUS, &RESTORE, &VERSION, &HELP,
+    &ROOT, &DEFRAG, &MIGRATE, &SNAPSHOT, &STATUS, &RESTORE, &VERSION, &HELP,
 ];
 
 impl Command {
@@ -218,6 +242,7 @@ pub fn help_flag(cmd: &Command) -> Spec {
         usage: match cmd.path.last() {
             None => "help for oxcdutl",
             Some(&"defrag") => "help for defrag",
+            Some(&"migrate") => "help for migrate",
             Some(&"snapshot") => "help for snapshot",
             Some(&"status") => "help for status",
             Some(&"restore") => "help for restore",

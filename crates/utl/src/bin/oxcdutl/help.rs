@@ -94,7 +94,7 @@ pub fn unknown_topic(words: &[String], root: &Command) -> String {
 /// `version`'s text.
 pub fn version() -> String {
     format!(
-        "{PROG} version: {}\nAPI version: 3.5\n",
+        "{PROG} version: {}\nAPI version: 3.6\n",
         env!("CARGO_PKG_VERSION")
     )
 }

@@ -102,6 +102,7 @@ fn run(argv: &[String]) -> Outcome {
             },
         },
         ["defrag"] => defrag(flags.get("data-dir", &specs)),
+        ["migrate"] => migrate(&flags, &specs),
         ["snapshot", "status"] => snapshot_status(&flags, &specs),
         ["snapshot", "restore"] => snapshot_restore(&flags),
         _ => Outcome::ok(help::usage(cmd)),
@@ -116,6 +117,22 @@ fn defrag(data_dir: &str) -> Outcome {
             exit::ERROR,
             &format!("Failed to defragment etcd data[{data_dir}] ({e})"),
         ),
+    }
+}
+
+/// etcdutl 3.6's `migrate`: its log lines on stderr, nothing on stdout.
+fn migrate(flags: &args::Parsed, specs: &[args::Spec]) -> Outcome {
+    let cfg = oxcd_utl::migrate::MigrateConfig {
+        data_dir: PathBuf::from(flags.get("data-dir", specs)),
+        target_version: flags.get("target-version", specs).to_string(),
+        force: flags.flag("force", specs),
+    };
+    match oxcd_utl::migrate::migrate(&cfg) {
+        Ok(()) => Outcome::default(),
+        Err(e @ oxcd_utl::migrate::MigrateError::BadArgs(_)) => {
+            Outcome::fail(exit::BAD_ARGS, &e.to_string())
+        }
+        Err(e) => Outcome::fail(exit::ERROR, &e.to_string()),
     }
 }
 
