@@ -4,14 +4,15 @@
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{
     AlarmRequest, AlarmResponse, CompactionRequest, CompactionResponse, DefragmentRequest,
-    DefragmentResponse, DeleteRangeRequest, DeleteRangeResponse, HashKvRequest, HashKvResponse,
-    LeaseGrantRequest, LeaseGrantResponse, LeaseKeepAliveRequest, LeaseKeepAliveResponse,
-    LeaseLeasesRequest, LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse,
-    LeaseTimeToLiveRequest, LeaseTimeToLiveResponse, MemberAddRequest, MemberAddResponse,
-    MemberListRequest, MemberListResponse, MemberPromoteRequest, MemberPromoteResponse,
-    MemberRemoveRequest, MemberRemoveResponse, MemberUpdateRequest, MemberUpdateResponse,
-    MoveLeaderRequest, MoveLeaderResponse, PutRequest, PutResponse, RangeRequest, RangeResponse,
-    StatusRequest, StatusResponse, TxnRequest, TxnResponse,
+    DefragmentResponse, DeleteRangeRequest, DeleteRangeResponse, DowngradeRequest,
+    DowngradeResponse, HashKvRequest, HashKvResponse, LeaseGrantRequest, LeaseGrantResponse,
+    LeaseKeepAliveRequest, LeaseKeepAliveResponse, LeaseLeasesRequest, LeaseLeasesResponse,
+    LeaseRevokeRequest, LeaseRevokeResponse, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
+    MemberAddRequest, MemberAddResponse, MemberListRequest, MemberListResponse,
+    MemberPromoteRequest, MemberPromoteResponse, MemberRemoveRequest, MemberRemoveResponse,
+    MemberUpdateRequest, MemberUpdateResponse, MoveLeaderRequest, MoveLeaderResponse, PutRequest,
+    PutResponse, RangeRequest, RangeResponse, StatusRequest, StatusResponse, TxnRequest,
+    TxnResponse,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -130,6 +131,20 @@ impl Client {
             self.maintenance()
                 .move_leader(MoveLeaderRequest { target_id }),
         )
+        .await
+    }
+
+    /// `Maintenance.Downgrade` (etcd 3.6): `action` with its target `version` (empty
+    /// for a cancel).
+    pub async fn downgrade(
+        &self,
+        action: oxcd_api::etcdserverpb::downgrade_request::DowngradeAction,
+        version: &str,
+    ) -> Result<DowngradeResponse, Error> {
+        self.bounded(self.maintenance().downgrade(DowngradeRequest {
+            action: action as i32,
+            version: version.to_string(),
+        }))
         .await
     }
 

@@ -11,7 +11,7 @@ use crate::command::{Command, PROG, Tree};
 use crate::tabwriter;
 
 /// The API version `version` and the root help report.
-pub const API_VERSION: &str = "3.5";
+pub const API_VERSION: &str = "3.6";
 
 /// The flags sorted by name, as pflag visits them.
 fn sorted(specs: &[Spec]) -> Vec<Spec> {

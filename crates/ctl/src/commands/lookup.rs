@@ -22,6 +22,8 @@ const ETCDCTL_TOP: &[&str] = &[
     "defrag",
     "endpoint",
     "move-leader",
+    // etcdctl 3.6.
+    "downgrade",
     "watch",
     "version",
     "lease",

@@ -5,6 +5,7 @@
 mod auth;
 mod cluster;
 mod defrag;
+mod downgrade;
 mod elect;
 mod endpoint;
 mod hold;
@@ -151,6 +152,10 @@ const COMMANDS: &[Command] = &[
     endpoint::STATUS,
     endpoint::HASHKV,
     cluster::MOVE_LEADER,
+    downgrade::GROUP,
+    downgrade::VALIDATE,
+    downgrade::ENABLE,
+    downgrade::CANCEL,
     watch::WATCH,
     lease::GROUP,
     lease::GRANT,

@@ -194,6 +194,14 @@ pub fn move_leader(r: &MoveLeaderResponse) -> String {
     Obj::default().raw("header", header(&r.header)).done()
 }
 
+/// A Downgrade answer.
+pub fn downgrade(r: &oxcd_api::etcdserverpb::DowngradeResponse) -> String {
+    Obj::default()
+        .raw("header", header(&r.header))
+        .str("version", &r.version)
+        .done()
+}
+
 /// A list of `{"Endpoint":..., "<field>":...}`, as `endpoint status` and `hashkv` print.
 pub fn endpoint_list<T>(list: &[(String, T)], field: &str, f: fn(&T) -> String) -> String {
     let items: Vec<String> = list

@@ -317,6 +317,24 @@ impl Printer {
         })
     }
 
+    /// `downgrade validate|enable|cancel` (etcdctl 3.6's `printer_simple.go`): `verb` is
+    /// `validate`, `enable` or `cancel`.
+    pub fn downgrade(
+        &self,
+        verb: &str,
+        r: &oxcd_api::etcdserverpb::DowngradeResponse,
+    ) -> Result<Out, String> {
+        Ok(match self.format {
+            Format::Simple => Out::text(format!(
+                "Downgrade {verb} success, cluster version {}\n",
+                r.version
+            )),
+            Format::Json => Out::text(json::downgrade(r) + "\n"),
+            Format::Protobuf => pb(r),
+            Format::Fields | Format::Table => return Err(self.format.unsupported()),
+        })
+    }
+
     /// `endpoint health`; simple output goes to stderr, as etcdctl's does.
     pub fn health(&self, list: &[Health]) -> Result<Out, String> {
         Ok(match self.format {

@@ -497,7 +497,7 @@ fn oxcdctl_prints_what_etcdctl_prints_against_etcd() {
     assert_eq!(
         String::from_utf8_lossy(&v.stdout),
         format!(
-            "oxcdctl version: {}\nAPI version: 3.5\n",
+            "oxcdctl version: {}\nAPI version: 3.6\n",
             env!("CARGO_PKG_VERSION")
         )
     );
