@@ -21,7 +21,7 @@ pub use index::KeyRange;
 pub use revision::Revision;
 pub use store::counts::{OpCounts, Tally};
 pub use store::{
-    ApplyBatch, EncodedRange, History, RangeOptions, RangeResult, Store, TxnWrite, Written,
+    ApplyBatch, EncodedRange, History, Page, RangeOptions, RangeResult, Store, TxnWrite, Written,
 };
 
 /// Errors from the MVCC store.

@@ -42,6 +42,19 @@ pub struct RangeResult {
     pub rev: i64,
 }
 
+/// A page of a range ([`Store::range_page`]).
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// The key-values, in key order.
+    pub kvs: Vec<KeyValue>,
+    /// Whether the range holds more keys after them.
+    pub more: bool,
+    /// The store's current revision when read.
+    pub rev: i64,
+    /// The revision read at.
+    pub at: i64,
+}
+
 /// The key table as a read transaction sees it.
 type KeyTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
@@ -376,6 +389,64 @@ impl Store {
             kvs,
             count: read.count,
             rev: read.rev,
+        })
+    }
+
+    /// A page of `range` at a committed revision, for a read that goes through a long
+    /// range in steps (KV.RangeStream): at most `limit` keys (at least one), found by
+    /// walking the index only that far (the range's total is not counted). Their rows
+    /// are read, unless `keys_only`: then the keys come from the index alone, with their
+    /// revisions and version and neither value nor lease, as etcd 3.7's fast keys-only
+    /// range gives them.
+    pub fn range_page(
+        &self,
+        range: KeyRange<'_>,
+        rev: i64,
+        limit: usize,
+        keys_only: bool,
+    ) -> Result<Page> {
+        let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
+        let limit = limit.max(1);
+        let (cur, at, found, more, tx) = {
+            let idx = self.index_read();
+            let cur = self.current_rev();
+            let at = check_read_rev(rev, cur, idx.compact_rev)?;
+            let mut found: Matches = Vec::new();
+            let mut more = false;
+            idx.tree.visit(range, at, |k, f| {
+                if found.len() == limit {
+                    more = true;
+                    return false;
+                }
+                found.push((k.to_vec(), f));
+                true
+            });
+            // Begun under the index lock: the rows match the revisions found.
+            let tx = if keys_only || found.is_empty() {
+                None
+            } else {
+                Some(self.backend.begin_read()?)
+            };
+            (cur, at, found, more, tx)
+        };
+        let kvs = match tx {
+            Some(tx) => self.with_key_table_in(&tx, |t| read_rows(t, &found, &self.backend))?,
+            None => found
+                .into_iter()
+                .map(|(key, f)| KeyValue {
+                    key,
+                    create_revision: f.created.main,
+                    mod_revision: f.modified.main,
+                    version: f.version,
+                    ..KeyValue::default()
+                })
+                .collect(),
+        };
+        Ok(Page {
+            kvs,
+            more,
+            rev: cur,
+            at,
         })
     }
 

@@ -113,6 +113,7 @@ pub fn services(
         writes: m.writes.clone(),
         membership: m.state.membership.clone(),
         max_txn_ops: m.limits.max_txn_ops,
+        max_request_bytes: m.limits.max_request_bytes,
     });
     let recipes = Arc::new(RecipeHandles {
         callers: m.callers.clone(),

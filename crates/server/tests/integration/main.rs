@@ -39,6 +39,7 @@ mod metrics_health;
 mod mvcc_metrics;
 mod quota;
 mod quota_parity;
+mod range_stream;
 mod srv_discovery;
 mod tls;
 mod tls_cluster;

@@ -20,4 +20,6 @@ pub struct KvHandles {
     pub membership: Arc<Membership>,
     /// `--max-txn-ops`.
     pub max_txn_ops: usize,
+    /// `--max-request-bytes`: the size RangeStream's chunks aim at.
+    pub max_request_bytes: usize,
 }

@@ -32,6 +32,16 @@ const PHYSICAL_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 #[tonic::async_trait]
 impl Kv for KvService {
+    /// etcd 3.7's range in chunks ([`super::stream`]).
+    async fn range_stream(
+        &self,
+        req: Request<RangeRequest>,
+    ) -> Result<Response<super::stream::RangeChunks>, Status> {
+        let caller = self.kv.callers.of(&req).await?;
+        let chunks = super::stream::start(self.kv.clone(), caller, req.into_inner()).await?;
+        Ok(Response::new(chunks))
+    }
+
     /// Reached only by direct calls: the routes serve Range by hand
     /// ([`super::range`]), with the same answer.
     async fn range(&self, req: Request<RangeRequest>) -> Result<Response<RangeResponse>, Status> {
