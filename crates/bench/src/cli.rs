@@ -6,6 +6,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::backup::BackupArgs;
+use crate::big_range::BigRangeArgs;
 use crate::compare::CompareArgs;
 use crate::conns::{self, Global};
 use crate::gateway::GatewayArgs;
@@ -60,6 +61,10 @@ pub enum Command {
     /// Load etcd's and then oxcd's JSON gateway with HTTP clients (puts, ranges) and
     /// time their `/metrics` scrapes.
     Gateway(GatewayArgs),
+    /// Load 1 GiB of values and 1 M small keys into etcd and then oxcd, and time a full
+    /// range (etcd: Range; oxcd: Range and RangeStream) with the member's RSS growth,
+    /// and a keys-only range.
+    BigRange(BigRangeArgs),
 }
 
 /// Runs the command: a workload's report to print, or none for a side-by-side
@@ -70,6 +75,7 @@ pub async fn run(cli: &Cli) -> Result<Option<Report>, String> {
         Command::LearnerCatchup(a) => versus::run(a).await.map(|()| None),
         Command::Backup(a) => versus::run(a).await.map(|()| None),
         Command::Gateway(a) => versus::run(a).await.map(|()| None),
+        Command::BigRange(a) => versus::run(a).await.map(|()| None),
         command => workload(&cli.global, command).await.map(Some),
     }
 }
@@ -90,7 +96,8 @@ async fn workload(g: &Global, command: &Command) -> Result<Report, String> {
         Command::Compare(_)
         | Command::LearnerCatchup(_)
         | Command::Backup(_)
-        | Command::Gateway(_) => Err("a side-by-side benchmark is not a workload".into()),
+        | Command::Gateway(_)
+        | Command::BigRange(_) => Err("a side-by-side benchmark is not a workload".into()),
     }
 }
 

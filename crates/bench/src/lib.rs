@@ -1,11 +1,12 @@
 //! oxcd-bench: etcd `benchmark`-style workloads against any etcd v3 endpoints
 //! ([`workloads`], driven by [`driver`] over [`conns`], summarised by [`stats`]) and the
 //! side-by-side comparison of oxcd with etcd ([`compare`]), a learner's catch-up on each
-//! ([`learner`]), their snapshot, restore and defragmentation ([`backup`]) and their JSON
-//! gateway ([`gateway`]).
+//! ([`learner`]), their snapshot, restore and defragmentation ([`backup`]), their JSON
+//! gateway ([`gateway`]) and a large range read at once ([`big_range`]).
 //!
 //! Arrows (no circles): [`cli`] (the subcommands and their dispatch) → everything else;
-//! every subcommand's module owns its flags. learner, backup and gateway → [`cluster`]
+//! every subcommand's module owns its flags. learner, backup, gateway and big_range →
+//! [`cluster`]
 //! (the launcher of either system), [`load`] (fill and background writers; not gateway)
 //! and [`versus`] (the `Bench` trait each implements, its one runner, the rounds of both
 //! systems, the report's tables); compare → workloads, cluster and versus (its rounds
@@ -13,6 +14,7 @@
 //! crates: the tool speaks only the etcd wire protocol.
 
 pub mod backup;
+pub mod big_range;
 pub mod cli;
 pub mod cluster;
 pub mod compare;
