@@ -58,6 +58,8 @@ pub struct Settings {
     pub emulated_version: oxcd_go::semver::Version,
     /// `--feature-gates` (with the experimental flags etcd 3.6 maps onto gates).
     pub feature_gates: crate::features::FeatureGates,
+    /// `--enable-pprof`: `/debug/pprof/` on the client port's HTTP side.
+    pub enable_pprof: bool,
     /// `--unsafe-no-fsync`: the WAL is written without fdatasync (data loss on power
     /// loss or a kernel crash; a killed process loses nothing the kernel has).
     pub unsafe_no_fsync: bool,

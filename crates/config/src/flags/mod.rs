@@ -797,6 +797,7 @@ impl Config {
             election_timeout: Duration::from_millis(self.get(key::ELECTION_TIMEOUT)),
             pre_vote: self.get(key::PRE_VOTE),
             unsafe_no_fsync: self.get(key::UNSAFE_NO_FSYNC),
+            enable_pprof: self.get(key::ENABLE_PPROF),
             // Checked when the configuration was loaded.
             emulated_version: emulated_version(self.get(key::EMULATED_VERSION))
                 .unwrap_or(oxcd_go::semver::Version::new(3, 6, 0)),

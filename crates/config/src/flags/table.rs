@@ -193,7 +193,7 @@ flags! {
     // downgrade to 3.5 behaviour and back; domains/version/release.rs).
     EMULATED_VERSION = ("emulated-version", "3.6", Str, Supported),
     // Profiling, monitoring, logging
-    ENABLE_PPROF = ("enable-pprof", "false", Bool, NotYet),
+    ENABLE_PPROF = ("enable-pprof", "false", Bool, Supported),
     // oxcd has no HTTP/JSON gateway: `false` is what it does anyway.
     ENABLE_GRPC_GATEWAY = ("enable-grpc-gateway", "true", Bool, Supported),
     METRICS = ("metrics", "basic", Str, Supported),

@@ -134,9 +134,9 @@ fn urls_and_cluster_checks() {
 
 #[test]
 fn unbuilt_features_are_refused_not_ignored() {
-    let e = load_with(&["--enable-pprof"], &[]).unwrap_err();
+    let e = load_with(&["--enable-log-rotation"], &[]).unwrap_err();
     assert!(
-        e.0.contains("--enable-pprof") && e.0.contains("not supported yet"),
+        e.0.contains("--enable-log-rotation") && e.0.contains("not supported yet"),
         "{e}"
     );
     let e = load_with(&[], &[("ETCD_CLIENT_CERT_FILE", "/x.pem")]).unwrap_err();

@@ -5,7 +5,8 @@
 //! clients send; [`services`] routes every etcd gRPC service (the replicated domains'
 //! services live with their domain); [`gateway`] is etcd's JSON gateway over the same
 //! handlers; [`http`], [`health`] and [`metrics`] are the HTTP endpoints ([`go_http`]:
-//! answers as Go's net/http writes them).
+//! answers as Go's net/http writes them), [`pprof`] the CPU profiles of
+//! `--enable-pprof`.
 //!
 //! Invariant: the edge changes no replicated state itself: writes are proposed through
 //! the [`crate::machine::member::Member`] and answered once applied here.
@@ -17,4 +18,5 @@ pub mod health;
 pub mod http;
 pub mod http_handles;
 pub mod metrics;
+pub mod pprof;
 pub mod services;

@@ -41,6 +41,8 @@ pub struct RouterParts<'a> {
     pub max_streams: u32,
     /// Whether `--listen-client-http-urls` splits HTTP from gRPC.
     pub split: bool,
+    /// `--enable-pprof`.
+    pub pprof: bool,
 }
 
 /// The routers `parts` make.
@@ -58,6 +60,10 @@ pub fn build(parts: RouterParts<'_>) -> ClientRouters {
     let mut plain = http::routes(parts.http);
     if parts.gateway {
         plain = plain.merge(gateway::routes(parts.services, parts.max_streams));
+    }
+    if parts.pprof {
+        tracing::info!("pprof is enabled under /debug/pprof");
+        plain = plain.merge(crate::edge::pprof::routes());
     }
     if parts.split {
         ClientRouters {

@@ -216,6 +216,7 @@ pub async fn run_with(
         gateway: settings.enable_grpc_gateway,
         max_streams: settings.max_concurrent_streams,
         split,
+        pprof: settings.enable_pprof,
     });
     let mut bound = Vec::new();
     let client_traffic = if split { Traffic::Grpc } else { Traffic::Both };

@@ -76,13 +76,13 @@ fn malformed_url_is_refused_with_a_clear_message() {
 fn unbuilt_feature_flag_stops_with_not_supported_yet() {
     let dir = tempfile::tempdir().expect("tempdir");
     let o = run(oxcd_command()
-        .arg("--enable-pprof")
+        .arg("--enable-log-rotation")
         .arg("--data-dir")
         .arg(dir.path()));
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(
-        e.contains("enable-pprof") && e.contains("not supported yet"),
+        e.contains("enable-log-rotation") && e.contains("not supported yet"),
         "{e}"
     );
 }

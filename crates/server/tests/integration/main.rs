@@ -37,6 +37,7 @@ mod membership;
 mod membership_changes;
 mod metrics_health;
 mod mvcc_metrics;
+mod pprof;
 mod quota;
 mod quota_parity;
 mod range_stream;
