@@ -1251,7 +1251,7 @@ fn unbuilt_features_are_refused_from_every_source() {
         env!("CARGO_MANIFEST_DIR")
     );
     let cases: &[Case] = &[
-        (&["--enable-pprof"], &[], "--enable-pprof"),
+        (&["--enable-log-rotation"], &[], "--enable-log-rotation"),
         (&["--enable-v2"], &[], "--enable-v2"),
         (&["--auth-token", &es512], &[], "--auth-token"),
         (
@@ -1269,7 +1269,11 @@ fn unbuilt_features_are_refused_from_every_source() {
             &[("ETCD_CLIENT_CERT_FILE", "/x.pem")],
             "--client-cert-file",
         ),
-        (&[], &[("ETCD_ENABLE_PPROF", "true")], "--enable-pprof"),
+        (
+            &[],
+            &[("ETCD_ENABLE_LOG_ROTATION", "true")],
+            "--enable-log-rotation",
+        ),
     ];
     for (args, env, flag) in cases {
         let e = fails(args, env);

@@ -198,6 +198,7 @@ impl Side<'_> {
     fn mask(&self, s: &str) -> String {
         let mut s = s.replace("API VERSION:\n\t3.4", "API VERSION:\n\t3.x");
         s = s.replace("API VERSION:\n\t3.5", "API VERSION:\n\t3.x");
+        s = s.replace("API VERSION:\n\t3.6", "API VERSION:\n\t3.x");
         for (i, id) in self.leases.iter().enumerate() {
             s = s.replace(&format!("{id:016x}"), &format!("L{}", i + 1));
             s = s.replace(&id.to_string(), &format!("L{}", i + 1));

@@ -301,6 +301,7 @@ impl<'a> Side<'a> {
     fn mask_text(&self, s: &str) -> String {
         let mut s = s.replace("API VERSION:\n\t3.4", "API VERSION:\n\t3.x");
         s = s.replace("API VERSION:\n\t3.5", "API VERSION:\n\t3.x");
+        s = s.replace("API VERSION:\n\t3.6", "API VERSION:\n\t3.x");
         for (id, name, _) in self.masks() {
             s = s.replace(&format!("{id:16x}"), &name);
             s = s.replace(&id.to_string(), &name);
