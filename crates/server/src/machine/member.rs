@@ -41,6 +41,8 @@ pub struct Limits {
     pub quota: Quota,
     /// `--election-timeout`.
     pub election_timeout: Duration,
+    /// The `PriorityRequest` feature gate (etcd 3.7).
+    pub priority_requests: bool,
 }
 
 /// Who this member is, for headers and member lists.
@@ -146,6 +148,7 @@ impl Member {
                 max_request_bytes: limits.max_request_bytes,
                 request_timeout: limits.request_timeout,
                 quota: limits.quota,
+                priority_requests: limits.priority_requests,
             },
             metrics.clone(),
         );

@@ -39,6 +39,26 @@ pub struct WriteLimits {
     pub request_timeout: Duration,
     /// The space quota (`--quota-backend-bytes`).
     pub quota: Quota,
+    /// etcd 3.7's `PriorityRequest` gate: lease revocations are admitted further
+    /// behind ([`admitted_behind`]).
+    pub priority_requests: bool,
+}
+
+/// etcd's bound on committed entries not yet applied here: past it, new requests are
+/// refused with "too many requests" (`maxGapBetweenApplyAndCommitIndex`).
+pub const MAX_GAP: u64 = 5000;
+/// How far behind a lease revocation is still admitted with `PriorityRequest` (etcd
+/// 3.7's `maxPriorityGap`): revoking leases is what frees an overloaded member.
+pub const MAX_PRIORITY_GAP: u64 = 2 * MAX_GAP;
+
+/// Whether `op` may be proposed while `gap` committed entries wait to be applied here
+/// (etcd 3.7's `exceedsRequestLimit`, inverted).
+pub fn admitted_behind(gap: u64, op: &Op, priority_requests: bool) -> bool {
+    if gap <= MAX_GAP {
+        return true;
+    }
+    let revoke = matches!(op, Op::LeaseRevoke(_) | Op::LeaseExpire(_));
+    priority_requests && revoke && gap <= MAX_PRIORITY_GAP
 }
 
 /// Proposes requests and waits for their answers. Cheap to clone (shared parts).
@@ -162,6 +182,14 @@ impl Writes {
 
     /// Proposes `op` and waits until it is applied here.
     async fn submit(&self, op: Op, auth: Option<RequestAuth>) -> Result<Applied, EtcdError> {
+        let gap = self
+            .raft
+            .status()
+            .commit()
+            .saturating_sub(self.reads.applied_index());
+        if !admitted_behind(gap, &op, self.limits.priority_requests) {
+            return Err(EtcdError::TooManyRequests);
+        }
         let (waiter, done) = self.waiters.register();
         let data = InternalRequest {
             id: waiter.id(),
@@ -245,5 +273,23 @@ impl Writes {
     /// Proposals waiting to be applied.
     pub fn pending(&self) -> usize {
         self.waiters.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxcd_api::etcdserverpb::{LeaseRevokeRequest, PutRequest};
+
+    // etcd v3.7.0 server/etcdserver/util.go exceedsRequestLimit.
+    #[test]
+    fn revocations_pass_further_behind_only_with_priority_requests() {
+        let put = Op::Put(PutRequest::default());
+        let revoke = Op::LeaseRevoke(LeaseRevokeRequest::default());
+        assert!(admitted_behind(5000, &put, false));
+        assert!(!admitted_behind(5001, &put, true));
+        assert!(!admitted_behind(5001, &revoke, false));
+        assert!(admitted_behind(10_000, &revoke, true));
+        assert!(!admitted_behind(10_001, &revoke, true));
     }
 }

@@ -289,6 +289,7 @@ pub fn start(
         request_timeout: s.request_timeout(),
         quota: s.quota(),
         election_timeout: s.election_timeout,
+        priority_requests: s.feature_gates.enabled("PriorityRequest"),
     };
     let reconfig = Reconfig {
         strict: s.strict_reconfig_check,
