@@ -139,6 +139,31 @@ async fn a_member_reports_itself_as_etcd_3_6_everywhere() {
         assert!(metrics.contains(sample), "{sample} in {metrics}");
     }
     assert!(!metrics.contains("etcd_debugging_mvcc_range_total"));
+    // etcd v3.6.14 api/membership/cluster.go buildMembershipMetric, apply/apply.go Alarm.
+    let me = format!(
+        "{:x}",
+        st.header.as_ref().map(|h| h.member_id).unwrap_or_default()
+    );
+    let known = format!("etcd_network_known_peers{{Local=\"{me}\",Remote=\"{me}\"}} 1");
+    assert!(metrics.contains(&known), "{known} in {metrics}");
+    mc.alarm(oxcd_api::etcdserverpb::AlarmRequest {
+        action: oxcd_api::etcdserverpb::alarm_request::AlarmAction::Activate as i32,
+        member_id: st.header.as_ref().map(|h| h.member_id).unwrap_or_default(),
+        alarm: oxcd_api::etcdserverpb::AlarmType::Nospace as i32,
+    })
+    .await
+    .expect("raise an alarm");
+    let metrics = common::scrape(&m.endpoint()).await;
+    let alarm =
+        format!("etcd_debugging_server_alarms{{alarm_type=\"NOSPACE\",server_id=\"{me}\"}} 1");
+    assert!(metrics.contains(&alarm), "{alarm} in {metrics}");
+    mc.alarm(oxcd_api::etcdserverpb::AlarmRequest {
+        action: oxcd_api::etcdserverpb::alarm_request::AlarmAction::Deactivate as i32,
+        member_id: st.header.as_ref().map(|h| h.member_id).unwrap_or_default(),
+        alarm: oxcd_api::etcdserverpb::AlarmType::Nospace as i32,
+    })
+    .await
+    .expect("clear the alarm");
 
     // The gateway's JSON (grpc-gateway leaves zero fields out; a set message stays).
     let out = tokio::process::Command::new("curl")

@@ -168,6 +168,9 @@ pub fn render(handles: &HttpHandles) -> String {
         e.single(name, Kind::Counter, help, value as f64);
     }
     if handles.release.has_3_6() {
+        v3_6_families(&mut e, handles, id);
+    }
+    if handles.release.has_3_6() {
         let mut f = Family::new(
             "etcd_server_feature_enabled",
             Kind::Gauge,
@@ -255,4 +258,44 @@ pub fn render(handles: &HttpHandles) -> String {
     handles.metrics.client_bytes.add(&mut e);
     process::add(&mut e);
     e.finish()
+}
+
+/// The families etcd 3.6 added over 3.5 that oxcd fills: the known peers (every member,
+/// this one included, at 1; every removed id at 0: `membership/cluster.go`
+/// `buildMembershipMetric`) and the raised alarms (`apply/apply.go`, `Alarm`).
+fn v3_6_families(e: &mut Exposition, handles: &HttpHandles, me: u64) {
+    let me = format!("{me:x}");
+    let mut f = Family::new(
+        "etcd_network_known_peers",
+        Kind::Gauge,
+        "The current number of known peers.",
+    );
+    {
+        let state = handles.membership.state();
+        for id in state.members.keys() {
+            f.sample(&[("Local", &me), ("Remote", &format!("{id:x}"))], 1.0);
+        }
+        for id in &state.removed {
+            f.sample(&[("Local", &me), ("Remote", &format!("{id:x}"))], 0.0);
+        }
+    }
+    e.add(f);
+    let raised = crate::machine::alarms::raised(handles.reads.store()).unwrap_or_default();
+    if !raised.is_empty() {
+        let mut f = Family::new(
+            "etcd_debugging_server_alarms",
+            Kind::Gauge,
+            "Alarms for every member in cluster. 1 for 'server_id' label with current ID. 2 for 'alarm_type' label with type of this alarm",
+        );
+        for a in &raised {
+            f.sample(
+                &[
+                    ("alarm_type", a.alarm().as_str_name()),
+                    ("server_id", &format!("{:x}", a.member_id)),
+                ],
+                1.0,
+            );
+        }
+        e.add(f);
+    }
 }
