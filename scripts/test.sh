@@ -6,7 +6,8 @@
 # real server for the tests — curl and iproute2 (ss) for the TLS tests, python3 and
 # python3-venv for etcd3gw (pip-installed into target/etcd3gw-venv); and fetches
 # etcd 3.5.16 (scripts/fetch-etcd35.sh), the reference of the parity tests. Needs root for apt and for
-# the full-disk test's tmpfs mount.
+# the full-disk test's tmpfs mount. Last, Kubernetes' storage-layer tests
+# (scripts/k8s-storage.sh: Debian sid's Go and Kubernetes sources, extracted under /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,3 +79,7 @@ else
   timeout --kill-after=60s "$test_budget" cargo test --workspace --locked --no-fail-fast
 fi
 echo "build + tests: $(( $(date +%s) - start ))s"
+# Kubernetes 1.36's storage-layer tests against the oxcd just built: downloads and builds
+# them the first time (tools/k8s-storage), then one fresh member per test.
+timeout --kill-after=60s "${OXCD_K8S_BUDGET:-15m}" ./scripts/k8s-storage.sh target/debug/oxcd
+echo "build + tests + Kubernetes storage tests: $(( $(date +%s) - start ))s"
