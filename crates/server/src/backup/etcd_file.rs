@@ -227,19 +227,27 @@ fn json(v: &impl serde::Serialize) -> String {
 /// oxcd's meta rows as etcd's `meta` bucket (sorted).
 /// etcd's `cluster` bucket: the cluster version, and the downgrade once one was enabled.
 fn cluster_rows(meta: &[(String, Vec<u8>)]) -> Rows {
-    let get = |k: &str| meta.iter().find(|(m, _)| m == k).map(|(_, v)| v.clone());
     let mut rows = vec![(
         b"clusterVersion".to_vec(),
-        get(schema::META_CLUSTER_VERSION).unwrap_or_else(|| UNDECIDED_CLUSTER_VERSION.to_vec()),
+        meta_value(meta, schema::META_CLUSTER_VERSION)
+            .unwrap_or(UNDECIDED_CLUSTER_VERSION)
+            .to_vec(),
     )];
-    if let Some(d) = get(schema::META_DOWNGRADE) {
-        rows.push((b"downgrade".to_vec(), d));
+    if let Some(d) = meta_value(meta, schema::META_DOWNGRADE) {
+        rows.push((b"downgrade".to_vec(), d.to_vec()));
     }
     rows
 }
 
+/// The value of meta row `key`, if there is one.
+fn meta_value<'a>(meta: &'a [(String, Vec<u8>)], key: &str) -> Option<&'a [u8]> {
+    meta.iter()
+        .find(|(m, _)| m == key)
+        .map(|(_, v)| v.as_slice())
+}
+
 fn etcd_meta(meta: &[(String, Vec<u8>)]) -> Result<Rows, EtcdFileError> {
-    let get = |k: &str| meta.iter().find(|(m, _)| m == k).map(|(_, v)| v.as_slice());
+    let get = |k: &str| meta_value(meta, k);
     let le = |b: &[u8]| -> Result<u64, EtcdFileError> {
         let a: [u8; 8] = b.try_into().map_err(|_| EtcdFileError::MetaNumber)?;
         Ok(u64::from_le_bytes(a))

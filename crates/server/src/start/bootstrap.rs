@@ -262,6 +262,7 @@ pub fn start(
         watch_hub,
     };
     let (ended, apply_ended) = oneshot::channel();
+    let release = Release::emulating(&s.emulated_version);
     let apply_thread = ApplyLoop {
         state: state.clone(),
         raft: raft.clone(),
@@ -269,7 +270,7 @@ pub fn start(
         waiters: waiters.clone(),
         snapshot_count: s.snapshot_count.max(1),
         snap_dir: s.snap_dir(),
-        release: Release::emulating(&s.emulated_version),
+        release,
     }
     .spawn(ended)
     .map_err(StartError::SpawnApply)?;
@@ -280,7 +281,7 @@ pub fn start(
         peer_urls: s.peer_urls.clone(),
         client_urls: s.advertise_client_urls.clone(),
         members: cluster.members.clone(),
-        release: Release::emulating(&s.emulated_version),
+        release,
         feature_gates: s.feature_gates.clone(),
     };
     let limits = Limits {

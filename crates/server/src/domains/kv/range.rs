@@ -107,13 +107,7 @@ impl RangeOut {
 fn plain(r: &RangeRequest) -> bool {
     let key_order = r.sort_target == SortTarget::Key as i32
         && (r.sort_order == SortOrder::None as i32 || r.sort_order == SortOrder::Ascend as i32);
-    key_order
-        && !r.keys_only
-        && !r.count_only
-        && r.min_mod_revision == 0
-        && r.max_mod_revision == 0
-        && r.min_create_revision == 0
-        && r.max_create_revision == 0
+    key_order && !r.keys_only && !r.count_only && !range::revision_filtered(r)
 }
 
 /// A plain range with the rows as stored.

@@ -32,10 +32,7 @@ impl ReadView for TxnWrite<'_> {
 pub fn range(view: &impl ReadView, r: &RangeRequest) -> Result<RangeResponse, ApplyError> {
     let order = SortOrder::try_from(r.sort_order).map_err(|_| EtcdError::InvalidSortOption)?;
     let target = SortTarget::try_from(r.sort_target).map_err(|_| EtcdError::InvalidSortOption)?;
-    let filtered = r.min_mod_revision != 0
-        || r.max_mod_revision != 0
-        || r.min_create_revision != 0
-        || r.max_create_revision != 0;
+    let filtered = revision_filtered(r);
     // Sorting or filtering needs every key; otherwise fetch one extra to learn `more`.
     let fetch_limit = if order != SortOrder::None || filtered || r.limit <= 0 {
         0
@@ -88,7 +85,16 @@ pub fn range(view: &impl ReadView, r: &RangeRequest) -> Result<RangeResponse, Ap
     })
 }
 
-fn sort(kvs: &mut [KeyValue], target: SortTarget, descend: bool) {
+/// Whether `r` filters keys by their revisions (any min/max mod/create revision set).
+pub fn revision_filtered(r: &RangeRequest) -> bool {
+    r.min_mod_revision != 0
+        || r.max_mod_revision != 0
+        || r.min_create_revision != 0
+        || r.max_create_revision != 0
+}
+
+/// Sorts `kvs` by `target`, descending when `descend`.
+pub fn sort(kvs: &mut [KeyValue], target: SortTarget, descend: bool) {
     // Stable, like Go's sort for the small slices etcd's tests use; ties keep key order.
     let key = |a: &KeyValue, b: &KeyValue| match target {
         SortTarget::Key => a.key.cmp(&b.key),

@@ -36,7 +36,7 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::KvHandles;
-use super::validate;
+use super::{read, validate};
 use crate::machine::applier::mvcc_err;
 
 /// The stream RangeStream answers with.
@@ -68,11 +68,7 @@ fn check(r: &RangeRequest) -> Result<(), Status> {
             "RangeStream does not support custom sort orders",
         ));
     }
-    let filtered = r.min_mod_revision != 0
-        || r.max_mod_revision != 0
-        || r.min_create_revision != 0
-        || r.max_create_revision != 0;
-    if filtered {
+    if read::revision_filtered(r) {
         return Err(Status::unimplemented(
             "RangeStream does not support revision filters",
         ));
@@ -118,21 +114,7 @@ async fn produce(
         .is_ok()
     };
     if r.count_only {
-        let rr = r.clone();
-        let res = kv
-            .reads
-            .blocking(move |store| {
-                store.range(
-                    KeyRange::new(&rr.key, &rr.range_end),
-                    RangeOptions {
-                        limit: 0,
-                        rev: rr.revision,
-                        count_only: true,
-                    },
-                )
-            })
-            .await?
-            .map_err(mvcc_err)?;
+        let res = count(kv, r.key.clone(), r.range_end.clone(), r.revision).await?;
         kv.reads.store().counts().add_range();
         check_auth_unchanged(kv, caller)?;
         send(RangeResponse {
@@ -181,35 +163,22 @@ async fn produce(
         }
         let mut kvs = page.kvs;
         if sort_by != SortTarget::Key {
-            sort_chunk(&mut kvs, sort_by);
+            // As a unary Range with `sort_order` NONE sorts: ascending, ties in key order.
+            read::sort(&mut kvs, sort_by, false);
         }
         if done {
-            let mut count = sent as i64;
+            let mut total = sent as i64;
             if page.more {
                 // The request's limit cut the range: count the rest, as Range counts.
-                let (from, end) = (cursor.clone(), r.range_end.clone());
-                let rest = kv
-                    .reads
-                    .blocking(move |store| {
-                        store.range(
-                            KeyRange::new(&from, &end),
-                            RangeOptions {
-                                limit: 0,
-                                rev: pinned,
-                                count_only: true,
-                            },
-                        )
-                    })
-                    .await?
-                    .map_err(mvcc_err)?;
-                count += rest.count as i64;
+                let rest = count(kv, cursor.clone(), r.range_end.clone(), pinned).await?;
+                total += rest.count as i64;
             }
             check_auth_unchanged(kv, caller)?;
             send(RangeResponse {
                 header: Some(kv.reads.header(header_rev)),
                 kvs,
                 more: page.more,
-                count,
+                count: total,
             })
             .await;
             return Ok(());
@@ -227,6 +196,31 @@ async fn produce(
     }
 }
 
+/// The keys in `[key, end)` at `rev` (0: the current revision), counted in the index on
+/// the blocking pool.
+async fn count(
+    kv: &KvHandles,
+    key: Vec<u8>,
+    end: Vec<u8>,
+    rev: i64,
+) -> Result<oxcd_mvcc::RangeResult, Status> {
+    let counted = kv
+        .reads
+        .blocking(move |store| {
+            store.range(
+                KeyRange::new(&key, &end),
+                RangeOptions {
+                    limit: 0,
+                    rev,
+                    count_only: true,
+                },
+            )
+        })
+        .await?
+        .map_err(mvcc_err)?;
+    Ok(counted)
+}
+
 /// As etcd: an answer read while the auth store changed is refused at the end.
 fn check_auth_unchanged(kv: &KvHandles, caller: Option<&RequestAuth>) -> Result<(), Status> {
     if let Some(c) = caller
@@ -235,18 +229,6 @@ fn check_auth_unchanged(kv: &KvHandles, caller: Option<&RequestAuth>) -> Result<
         return Err(EtcdError::AuthOldRevision.into());
     }
     Ok(())
-}
-
-/// Sorts a chunk ascending by `target`, ties in key order (as a unary Range with
-/// `sort_order` NONE sorts).
-fn sort_chunk(kvs: &mut [KeyValue], target: SortTarget) {
-    kvs.sort_by(|a, b| match target {
-        SortTarget::Key => a.key.cmp(&b.key),
-        SortTarget::Version => a.version.cmp(&b.version),
-        SortTarget::Create => a.create_revision.cmp(&b.create_revision),
-        SortTarget::Mod => a.mod_revision.cmp(&b.mod_revision),
-        SortTarget::Value => a.value.cmp(&b.value),
-    });
 }
 
 #[cfg(test)]

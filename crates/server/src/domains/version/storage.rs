@@ -61,10 +61,9 @@ pub fn sync(store: &Store, recorded: &ClusterVersions, release: Release) {
     let Some(present) = detect(store) else {
         return; // nothing applied yet: nothing to migrate
     };
-    let present = Some(present);
-    let Some(target) = wanted(recorded, present.as_ref(), release) else {
-        if let (Some(p), Some(d)) = (&present, recorded.downgrade.target())
-            && p.cmp_minor(&d).is_eq()
+    let Some(target) = wanted(recorded, Some(&present), release) else {
+        if let Some(d) = recorded.downgrade.target()
+            && present.cmp_minor(&d).is_eq()
         {
             tracing::info!(
                 target_version = %d.major_minor(),
@@ -74,13 +73,11 @@ pub fn sync(store: &Store, recorded: &ClusterVersions, release: Release) {
         }
         return;
     };
-    if present.is_some() {
-        tracing::info!(
-            cluster_version = %recorded.cluster.as_ref().map(Version::major_minor).unwrap_or_default(),
-            storage_version = %present.as_ref().map(Version::major_minor).unwrap_or_default(),
-            "cluster version differs from storage version."
-        );
-    }
+    tracing::info!(
+        cluster_version = %recorded.cluster.as_ref().map(Version::major_minor).unwrap_or_default(),
+        storage_version = %present.major_minor(),
+        "cluster version differs from storage version."
+    );
     // 3.5 has no key: going down to it removes the key.
     let value = (target.cmp_minor(&Version::new(3, 6, 0)).is_ge()).then(|| target.to_string());
     match storage_version::set(store.backend(), value.as_deref()) {
