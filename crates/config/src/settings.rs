@@ -71,6 +71,10 @@ pub struct Settings {
     pub initial_corrupt_check: bool,
     /// `--experimental-corrupt-check-time` (zero: off): the leader compares periodically.
     pub corrupt_check_time: Duration,
+    /// `--downgrade-check-time` (3.5: `--experimental-downgrade-check-time`; zero: never):
+    /// how often the leader checks whether every member has made an enabled downgrade,
+    /// and cancels it once they have.
+    pub downgrade_check_time: Duration,
     /// `--experimental-watch-progress-notify-interval` (3.6: `--watch-progress-notify-interval`):
     /// how often idle watchers that asked for it get a progress notification.
     pub watch_progress_notify_interval: Duration,

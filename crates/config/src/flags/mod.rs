@@ -812,6 +812,12 @@ impl Config {
                     key::CORRUPT_CHECK_TIME,
                 )
                 .unwrap_or_default(),
+            downgrade_check_time: self
+                .renamed(
+                    key::EXPERIMENTAL_DOWNGRADE_CHECK_TIME,
+                    key::DOWNGRADE_CHECK_TIME,
+                )
+                .unwrap_or_default(),
             // Zero or less is etcd's default.
             watch_progress_notify_interval: self
                 .renamed(

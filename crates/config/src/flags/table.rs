@@ -238,7 +238,7 @@ flags! {
     EXPERIMENTAL_DISTRIBUTED_TRACING_SAMPLING_RATE = ("experimental-distributed-tracing-sampling-rate", "0", Int, NotYet),
     EXPERIMENTAL_SNAPSHOT_CATCHUP_ENTRIES = ("experimental-snapshot-catchup-entries", "5000", Uint, Supported),
     EXPERIMENTAL_MEMORY_MLOCK = ("experimental-memory-mlock", "false", Bool, NoEffect),
-    EXPERIMENTAL_DOWNGRADE_CHECK_TIME = ("experimental-downgrade-check-time", "5s", Duration, NotYet),
+    EXPERIMENTAL_DOWNGRADE_CHECK_TIME = ("experimental-downgrade-check-time", "5s", Duration, Supported),
     EXPERIMENTAL_STOP_GRPC_SERVICE_ON_DEFRAG = ("experimental-stop-grpc-service-on-defrag", "false", Bool, Supported),
     // etcd 3.6: the gates (features.rs) and the experimental flags' new names
     // (renamed.rs).
@@ -253,7 +253,7 @@ flags! {
     WARNING_UNARY_REQUEST_DURATION = ("warning-unary-request-duration", "0s", Duration, NoEffect),
     BOOTSTRAP_DEFRAG_THRESHOLD_MEGABYTES = ("bootstrap-defrag-threshold-megabytes", "0", Uint, NotYet),
     MEMORY_MLOCK = ("memory-mlock", "false", Bool, NoEffect),
-    DOWNGRADE_CHECK_TIME = ("downgrade-check-time", "5s", Duration, NotYet),
+    DOWNGRADE_CHECK_TIME = ("downgrade-check-time", "5s", Duration, Supported),
     PEER_SKIP_CLIENT_SAN_VERIFICATION = ("peer-skip-client-san-verification", "false", Bool, Supported),
     ENABLE_DISTRIBUTED_TRACING = ("enable-distributed-tracing", "false", Bool, NotYet),
     DISTRIBUTED_TRACING_ADDRESS = ("distributed-tracing-address", "localhost:4317", Str, NotYet),

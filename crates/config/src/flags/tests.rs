@@ -295,6 +295,24 @@ fn renamed_experimental_flags_warn_and_refuse_both() {
         l.warnings
     );
     assert_eq!(l.config.settings().corrupt_check_time.as_secs(), 180);
+    // v3.6.14 server/embed/config.go DefaultDowngradeCheckTime, etcdmain/config.go deprecatedFlags.
+    assert_eq!(
+        load_with(&[], &[])
+            .expect("load")
+            .config
+            .settings()
+            .downgrade_check_time
+            .as_secs(),
+        5
+    );
+    let l = load_with(&["--experimental-downgrade-check-time", "2s"], &[]).expect("load");
+    assert!(
+        l.warnings.iter().any(|w| w
+            == "--experimental-downgrade-check-time is deprecated in v3.6 and will be decommissioned in v3.7. Use '--downgrade-check-time' instead."),
+        "{:?}",
+        l.warnings
+    );
+    assert_eq!(l.config.settings().downgrade_check_time.as_secs(), 2);
     let l = load_with(&["--corrupt-check-time", "2m"], &[]).expect("load");
     assert!(l.warnings.iter().all(|w| !w.contains("deprecated")));
     assert_eq!(l.config.settings().corrupt_check_time.as_secs(), 120);

@@ -78,6 +78,7 @@ impl ApplyLoop {
         let applied = self.state.store.consistent_index();
         let mut state = State {
             applied,
+            cluster_version_changed: false,
             term: 0,
             durable_at: Instant::now(),
             dirty: false,
@@ -158,8 +159,8 @@ impl ApplyLoop {
             }
             ctx.index = e.index;
             if let Some(outcome) = apply::apply_entry(&mut ctx, e)? {
-                if let (_, Ok(Applied::ClusterVersion(Some(cluster)))) = &outcome {
-                    self.release.check_cluster(cluster)?;
+                if let (_, Ok(Applied::ClusterVersion(Some(_)))) = &outcome {
+                    state.cluster_version_changed = true;
                 }
                 outcomes.push(outcome);
             }
@@ -185,6 +186,13 @@ impl ApplyLoop {
             self.waiters.complete(id, outcome);
         }
         let _ = self.raft.applied(state.applied);
+        // A cluster version above this member's release stops it, but only once it has
+        // applied everything committed: a member catching up replays versions the
+        // cluster has since left (a downgrade's 3.6 before its 3.5), which etcd stops on.
+        if state.cluster_version_changed && state.applied >= self.raft.status().commit() {
+            state.cluster_version_changed = false;
+            self.check_cluster_version()?;
+        }
         Ok(())
     }
 
@@ -268,6 +276,8 @@ impl ApplyLoop {
 
 struct State {
     applied: u64,
+    /// A cluster version was applied and not yet checked against the release.
+    cluster_version_changed: bool,
     term: u64,
     durable_at: Instant,
     dirty: bool,

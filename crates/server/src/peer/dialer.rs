@@ -1,7 +1,7 @@
 //! How a member dials its peers: one [`PeerDialer`], built from the settings at start
 //! and handed to everything that talks to peers (the raft and snapshot streams, the
 //! corruption checks, the checks of a new member), so they all use the same peer TLS
-//! settings and source address.
+//! settings, source address and version headers.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -11,6 +11,8 @@ use oxcd_transport::dial::Dialer;
 use oxcd_transport::listen::{Bind, parse_listen_url};
 use oxcd_transport::tls::ClientTls;
 use tonic::transport::{Channel, Endpoint};
+
+use crate::domains::version::release::Release;
 
 /// How long a connection to a peer may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -42,16 +44,38 @@ pub enum DialError {
 }
 
 /// Dials peers: plain `http://` URLs, or `https://` ones with the peer TLS settings.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct PeerDialer {
     tls: Option<Arc<ClientTls>>,
     source_ip: Option<IpAddr>,
+    release: Release,
+}
+
+impl Default for PeerDialer {
+    fn default() -> PeerDialer {
+        PeerDialer::new(None, None)
+    }
 }
 
 impl PeerDialer {
     /// A dialer with `tls` for `https` peers, connecting from `source_ip`.
     pub fn new(tls: Option<Arc<ClientTls>>, source_ip: Option<IpAddr>) -> PeerDialer {
-        PeerDialer { tls, source_ip }
+        PeerDialer {
+            tls,
+            source_ip,
+            release: Release::Etcd36,
+        }
+    }
+
+    /// The same dialer for a member acting as `release`, whose version headers its
+    /// requests carry ([`super::compat`]).
+    pub fn for_release(self, release: Release) -> PeerDialer {
+        PeerDialer { release, ..self }
+    }
+
+    /// The release this member's requests announce.
+    pub fn release(&self) -> Release {
+        self.release
     }
 
     /// A channel to the peer at `url`, connected within `timeout`.

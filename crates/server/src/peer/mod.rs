@@ -1,8 +1,10 @@
 //! Member-to-member traffic on `--listen-peer-urls`: the raft message transport
 //! ([`transport`]: one sending task and stream per peer) and the receiving service
-//! ([`service`]), dialed with one [`PeerDialer`]. Streams carry the cluster id; a member
-//! of another cluster is refused.
+//! ([`service`]), dialed with one [`PeerDialer`]. Streams carry the cluster id and the
+//! sender's versions; a member of another cluster, or of an incompatible version
+//! ([`compat`]), is refused.
 
+pub mod compat;
 pub mod dialer;
 pub mod health;
 pub mod remote;
@@ -37,15 +39,19 @@ pub enum Refusal {
     Etcd(oxcd_api::errors::EtcdError),
     /// The asker was removed from the cluster ([`MEMBER_REMOVED`]).
     MemberRemoved,
+    /// The asker's versions are not compatible with ours ([`compat::check`]).
+    IncompatibleVersion,
 }
 
 impl Refusal {
     const MEMBER_REMOVED_CODE: &'static str = "MemberRemoved";
+    const INCOMPATIBLE_VERSION_CODE: &'static str = "IncompatibleVersion";
 
     fn code(self) -> &'static str {
         match self {
             Refusal::Etcd(e) => e.name(),
             Refusal::MemberRemoved => Self::MEMBER_REMOVED_CODE,
+            Refusal::IncompatibleVersion => Self::INCOMPATIBLE_VERSION_CODE,
         }
     }
 
@@ -54,6 +60,10 @@ impl Refusal {
         let mut status = match self {
             Refusal::Etcd(e) => tonic::Status::from(e),
             Refusal::MemberRemoved => tonic::Status::failed_precondition(MEMBER_REMOVED),
+            // etcd's `errIncompatibleVersion`.
+            Refusal::IncompatibleVersion => {
+                tonic::Status::failed_precondition("incompatible version")
+            }
         };
         status.metadata_mut().insert(
             REFUSAL_KEY,
@@ -67,6 +77,9 @@ impl Refusal {
         let code = status.metadata().get(REFUSAL_KEY)?.to_str().ok()?;
         if code == Self::MEMBER_REMOVED_CODE {
             return Some(Refusal::MemberRemoved);
+        }
+        if code == Self::INCOMPATIBLE_VERSION_CODE {
+            return Some(Refusal::IncompatibleVersion);
         }
         oxcd_api::errors::EtcdError::from_name(code).map(Refusal::Etcd)
     }

@@ -9,7 +9,8 @@
 //! first bootstrap (members start together) and are not an error for `new`.
 //!
 //! A member joining a running cluster (`existing`) learns from its peers the cluster id
-//! and the id `member add` gave it, as etcd does.
+//! and the id `member add` gave it, and checks that it can run at the cluster's version,
+//! as etcd does.
 
 use std::time::Duration;
 
@@ -39,6 +40,10 @@ pub enum FreshMemberError {
     /// No answering peer lists this member as `--initial-cluster` describes it.
     #[error(transparent)]
     Join(#[from] JoinError),
+    /// The running cluster's version is outside what this member's release can join
+    /// ([`crate::domains::version::join`]; etcd's text).
+    #[error("incompatible with current running cluster")]
+    IncompatibleCluster,
     /// The member served before and has lost its data.
     #[error(
         "member {id:x} has already been bootstrapped; its data dir {} holds no data, so it \
@@ -165,7 +170,20 @@ pub async fn check_fresh_member(
                 joined = join(s, &answers);
             }
         }
-        Some(joined?)
+        let joined = joined?;
+        // etcd's isCompatibleWithCluster (bootstrapExistingClusterNoWAL).
+        if !crate::domains::version::join::compatible_with_cluster(
+            &joined.members,
+            joined.me,
+            dialer.release(),
+            dialer,
+            s.request_timeout(),
+        )
+        .await
+        {
+            return Err(FreshMemberError::IncompatibleCluster);
+        }
+        Some(joined)
     } else {
         None
     };

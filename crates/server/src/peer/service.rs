@@ -21,9 +21,10 @@ use tokio::sync::{Mutex, mpsc};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::traffic::PeerCounts;
-use super::{CLUSTER_ID_KEY, FROM_KEY, Refusal};
+use super::{CLUSTER_ID_KEY, FROM_KEY, Refusal, compat};
 use crate::domains::lease::renewals::Renewals;
 use crate::domains::membership::MembershipHandles;
+use crate::domains::version::release::Release;
 use crate::peer::traffic::PeerTraffic;
 
 /// The Peer service of one member.
@@ -39,18 +40,22 @@ pub struct PeerService {
     membership: Weak<MembershipHandles>,
     /// The traffic with each peer.
     traffic: Arc<PeerTraffic>,
+    /// The release this member acts as, which senders' versions are checked against.
+    release: Release,
 }
 
 impl PeerService {
     /// A Peer service feeding `raft`, receiving snapshots into `snap_dir`, answering
     /// from `membership` (the member list, its store's hashes, promotions), renewing
-    /// forwarded keepalives with `renewals`, counting each peer's bytes in `traffic`.
+    /// forwarded keepalives with `renewals`, counting each peer's bytes in `traffic`,
+    /// admitting senders whose versions are compatible with `release`.
     pub fn new(
         raft: RaftHandle,
         membership: &Arc<MembershipHandles>,
         snap_dir: PathBuf,
         renewals: Arc<Renewals>,
         traffic: Arc<PeerTraffic>,
+        release: Release,
     ) -> PeerService {
         PeerService {
             raft,
@@ -59,6 +64,7 @@ impl PeerService {
             renewals,
             membership: Arc::downgrade(membership),
             traffic,
+            release,
         }
     }
 
@@ -68,11 +74,26 @@ impl PeerService {
             .ok_or_else(|| Status::from(EtcdError::Stopped))
     }
 
-    /// Checks the sender's cluster id; returns the sender's member id.
+    /// Checks the sender's versions, then its cluster id (etcd's order); returns the
+    /// sender's member id.
     fn admit<T>(&self, req: &Request<T>) -> Result<u64, Status> {
         let local = self.raft.cluster_id();
         let remote = hex_meta(req, CLUSTER_ID_KEY);
         let from = hex_meta(req, FROM_KEY).unwrap_or(0);
+        let text = |key| req.metadata().get(key).and_then(|v| v.to_str().ok());
+        if let Err(e) = compat::check(
+            from,
+            text(compat::SERVER_VERSION_KEY),
+            text(compat::MIN_CLUSTER_VERSION_KEY),
+            self.release,
+        ) {
+            tracing::warn!(
+                remote_member_id = %format!("{from:x}"),
+                error = %e,
+                "failed version compatibility check"
+            );
+            return Err(Refusal::IncompatibleVersion.status());
+        }
         if remote != Some(local) {
             tracing::error!(
                 local_cluster_id = %format!("{local:x}"),

@@ -370,6 +370,9 @@ async fn peer_loop(
                         Ok(Err(status)) if super::Refusal::of(&status) == Some(super::Refusal::Etcd(oxcd_api::errors::EtcdError::ClusterIdMismatch)) => {
                             tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", status.message());
                         }
+                        Ok(Err(status)) if super::Refusal::of(&status) == Some(super::Refusal::IncompatibleVersion) => {
+                            tracing::warn!(peer = %format!("{id:x}"), url, "request sent was ignored by remote peer due to server version incompatibility");
+                        }
                         Ok(Err(status)) if super::Refusal::of(&status) == Some(super::Refusal::MemberRemoved) => {
                             tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", status.message());
                             (reports.removed)();
@@ -423,13 +426,18 @@ impl Link {
         self.dialer.connect(&self.url, CONNECT_TIMEOUT).await
     }
 
-    /// A request carrying our cluster and member id.
+    /// A request carrying our cluster and member id and our version headers.
     pub(crate) fn request<T>(&self, body: T) -> tonic::Request<T> {
         let mut req = tonic::Request::new(body);
         let (c, f) = (self.cluster_id, self.me);
         if let (Ok(c), Ok(f)) = (format!("{c:x}").parse(), format!("{f:x}").parse()) {
             req.metadata_mut().insert(CLUSTER_ID_KEY, c);
             req.metadata_mut().insert(FROM_KEY, f);
+        }
+        for (key, value) in super::compat::headers(self.dialer.release()) {
+            if let Ok(v) = value.parse() {
+                req.metadata_mut().insert(key, v);
+            }
         }
         req
     }

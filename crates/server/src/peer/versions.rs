@@ -1,6 +1,7 @@
-//! Asks a peer which etcd release it runs: `GET /version` on its peer URL, as etcd's
-//! `getVersion` does, over the same connection kind (and TLS) as raft's traffic. The
-//! answer is etcd's `/version` body; only `etcdserver` is read.
+//! Asks a peer which etcd release it runs and what it knows of the cluster's: `GET
+//! /version` on its peer URL, as etcd's `getVersion` does (its `etcdserver` and
+//! `etcdcluster`), and `GET /downgrade/enabled` (etcd's `getDowngradeEnabled`), over the
+//! same connection kind (and TLS) as raft's traffic.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -34,8 +35,18 @@ pub enum VersionError {
 
 /// The body `/version` answers (etcd's `version.Versions`).
 #[derive(serde::Deserialize)]
-struct Versions {
+struct VersionsBody {
     etcdserver: String,
+    etcdcluster: String,
+}
+
+/// What a peer's `/version` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerVersions {
+    /// Its server version.
+    pub server: Version,
+    /// The cluster version it knows; None while not decided (or unreadable).
+    pub cluster: Option<Version>,
 }
 
 /// Peer channels kept between asks, by peer URL: the leader asks every few seconds.
@@ -62,16 +73,26 @@ impl VersionAsker {
         urls: &[String],
         timeout: Duration,
     ) -> Option<Version> {
+        self.versions(id, urls, timeout).await.map(|v| v.server)
+    }
+
+    /// What the member at `urls` (tried in turn) reports on `/version`, None when none
+    /// answered within `timeout` each; failures are logged as etcd logs them.
+    pub async fn versions(
+        &mut self,
+        id: u64,
+        urls: &[String],
+        timeout: Duration,
+    ) -> Option<PeerVersions> {
         for url in urls {
-            match tokio::time::timeout(timeout, self.ask(url, timeout)).await {
-                Ok(Ok(v)) => return Some(v),
-                Ok(Err(e)) => {
-                    self.channels.remove(url);
+            match self
+                .get(url, "/version", timeout)
+                .await
+                .and_then(|b| parse_versions(&b))
+            {
+                Ok(v) => return Some(v),
+                Err(e) => {
                     tracing::warn!(address = %url, remote_member_id = %format!("{id:x}"), error = %e, "failed to reach the peer URL");
-                }
-                Err(_) => {
-                    self.channels.remove(url);
-                    tracing::warn!(address = %url, remote_member_id = %format!("{id:x}"), error = %VersionError::TimedOut, "failed to reach the peer URL");
                 }
             }
         }
@@ -79,7 +100,54 @@ impl VersionAsker {
         None
     }
 
-    async fn ask(&mut self, url: &str, timeout: Duration) -> Result<Version, VersionError> {
+    /// Whether the member at `urls` (tried in turn) says a downgrade is enabled; Err
+    /// when none answered a boolean.
+    pub async fn downgrade_enabled(
+        &mut self,
+        urls: &[String],
+        timeout: Duration,
+    ) -> Result<bool, VersionError> {
+        let mut last = VersionError::TimedOut;
+        for url in urls {
+            match self.get(url, "/downgrade/enabled", timeout).await {
+                Ok(body) => match oxcd_go::strconv::parse_bool(&String::from_utf8_lossy(&body)) {
+                    Ok(b) => return Ok(b),
+                    Err(_) => {
+                        last =
+                            VersionError::Unreadable(String::from_utf8_lossy(&body).into_owned());
+                        tracing::warn!(address = %url, error = %last, "failed to convert response");
+                    }
+                },
+                Err(e) => {
+                    tracing::warn!(address = %url, error = %e, "failed to reach the peer URL");
+                    last = e;
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// The body of `GET path` at `url`, within `timeout`.
+    async fn get(
+        &mut self,
+        url: &str,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<bytes::Bytes, VersionError> {
+        let answer = tokio::time::timeout(timeout, self.fetch(url, path, timeout)).await;
+        let answer = answer.unwrap_or(Err(VersionError::TimedOut));
+        if answer.is_err() {
+            self.channels.remove(url);
+        }
+        answer
+    }
+
+    async fn fetch(
+        &mut self,
+        url: &str,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<bytes::Bytes, VersionError> {
         let mut channel = match self.channels.get(url) {
             Some(c) => c.clone(),
             None => {
@@ -90,7 +158,7 @@ impl VersionAsker {
         };
         let request = http::Request::builder()
             .method(http::Method::GET)
-            .uri("/version")
+            .uri(path)
             .body(tonic::body::Body::new(axum::body::Body::empty()))
             .map_err(|e| VersionError::Request(e.to_string()))?;
         std::future::poll_fn(|cx| GrpcService::poll_ready(&mut channel, cx))
@@ -105,11 +173,19 @@ impl VersionAsker {
                 response.status()
             )));
         }
-        let body = axum::body::to_bytes(axum::body::Body::new(response.into_body()), MAX_BODY)
+        axum::body::to_bytes(axum::body::Body::new(response.into_body()), MAX_BODY)
             .await
-            .map_err(|e| VersionError::Request(e.to_string()))?;
-        let versions: Versions =
-            serde_json::from_slice(&body).map_err(|e| VersionError::Unreadable(e.to_string()))?;
-        Version::parse(&versions.etcdserver).map_err(|e| VersionError::Unreadable(e.to_string()))
+            .map_err(|e| VersionError::Request(e.to_string()))
     }
+}
+
+/// A `/version` body's versions ("not_decided" is no cluster version).
+fn parse_versions(body: &[u8]) -> Result<PeerVersions, VersionError> {
+    let v: VersionsBody =
+        serde_json::from_slice(body).map_err(|e| VersionError::Unreadable(e.to_string()))?;
+    Ok(PeerVersions {
+        server: Version::parse(&v.etcdserver)
+            .map_err(|e| VersionError::Unreadable(e.to_string()))?,
+        cluster: Version::parse(&v.etcdcluster).ok(),
+    })
 }

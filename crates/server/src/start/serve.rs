@@ -12,6 +12,7 @@ use oxcd_transport::listen::Addr;
 use tokio::sync::{oneshot, watch};
 
 use crate::domains::lease::renewals::Renewals;
+use crate::domains::version::release::Release;
 use crate::edge::http;
 use crate::jobs::corrupt;
 use crate::machine::fatal::Fatal;
@@ -113,7 +114,8 @@ pub async fn run_with(
     for url in &settings.listen_metrics_urls {
         metrics_listeners.push(bind(url, "metrics", security.client.as_ref(), None)?);
     }
-    let dialer = PeerDialer::new(security.peer_dialer.clone(), settings.peer_source_ip);
+    let dialer = PeerDialer::new(security.peer_dialer.clone(), settings.peer_source_ip)
+        .for_release(Release::emulating(&settings.emulated_version));
     let joining = if oxcd_storage::wal::Wal::exists(&settings.wal_dir()) {
         None
     } else {
@@ -141,6 +143,7 @@ pub async fn run_with(
     let membership = Arc::new(wiring::membership(&member));
     let jobs = Arc::new(wiring::jobs(&member));
     let renewals = Arc::new(Renewals::start(&lease, dialer.clone()));
+    let versions = Arc::new(wiring::version(&member, dialer.clone()));
     // Peers must reach us before a leader can be elected: serve them first. Every
     // member listens for peers, one alone too: it can grow.
     let peer_router = tonic::service::Routes::new(
@@ -150,6 +153,7 @@ pub async fn run_with(
             settings.snap_dir(),
             renewals.clone(),
             member.metrics.peers.clone(),
+            member.id.release,
         ))
         .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
     )
@@ -157,7 +161,10 @@ pub async fn run_with(
     .merge(crate::domains::version::report::routes(
         Arc::downgrade(member.reads.store()),
         member.id.release,
-    ));
+    ))
+    .merge(crate::domains::version::enabled::routes(Arc::downgrade(
+        &versions,
+    )));
     for (l, url) in peer_listeners {
         tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
         let server = crate::peer::server::serve(l, peer_router.clone(), stop_rx.clone());
@@ -166,8 +173,14 @@ pub async fn run_with(
             Ok(())
         }));
     }
-    // As etcd: serve clients once the member has joined a leader and replayed its log.
-    if let Err(e) = wait_until_ready(&member, &mut apply_ended).await {
+    // As etcd: serve clients once the member has joined a leader and replayed its log,
+    // and a member is ready once its name and client URLs are published, so the
+    // membership checks never see a serving member as not started.
+    let ready = match wait_until_ready(&member, &mut apply_ended).await {
+        Ok(()) => publish_attributes(member.clone(), stop_rx.clone(), &mut apply_ended).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = ready {
         let _ = stop_tx.send(true);
         stop_member(&member);
         let e = match e {
@@ -176,9 +189,6 @@ pub async fn run_with(
         };
         return Err(e);
     }
-    // As etcd: a member is ready once its name and client URLs are published, so the
-    // membership checks never see a serving member as not started.
-    publish_attributes(member.clone(), stop_rx.clone()).await;
     if settings.initial_corrupt_check
         && let Err(e) = corrupt::initial_check(&jobs, &dialer).await
     {
@@ -301,9 +311,18 @@ pub async fn run_with(
         ));
     }
     tokio::spawn(crate::domains::version::monitor::run(
-        wiring::version(&member, dialer.clone()),
+        (*versions).clone(),
         stop_rx.clone(),
     ));
+    if !settings.downgrade_check_time.is_zero() {
+        tokio::spawn(
+            crate::domains::version::monitor::cancel_finished_downgrades(
+                (*versions).clone(),
+                settings.downgrade_check_time,
+                stop_rx.clone(),
+            ),
+        );
+    }
     if settings.auto_promote_learners {
         tokio::spawn(crate::domains::membership::auto_promote::run(
             membership.clone(),
@@ -412,23 +431,31 @@ fn stop_member(member: &Arc<Member>) {
 
 /// Publishes this member's name and client URLs through raft (as etcd does on start),
 /// retrying until it is applied or the member stops.
-async fn publish_attributes(member: Arc<Member>, mut stop: watch::Receiver<bool>) {
+async fn publish_attributes(
+    member: Arc<Member>,
+    mut stop: watch::Receiver<bool>,
+    apply_ended: &mut oneshot::Receiver<Result<(), Fatal>>,
+) -> Result<(), NotReady> {
     let attrs = oxcd_api::oxcdpb::MemberAttributes {
         id: member.id.member_id,
         name: member.id.name.clone(),
         client_urls: member.id.client_urls.clone(),
     };
     loop {
-        match member.writes.propose(attrs.clone(), None).await {
-            Ok(_) => {
-                tracing::info!(client_urls = ?attrs.client_urls, "published local member to cluster");
-                return;
-            }
-            Err(e) => tracing::warn!("failed to publish local member to cluster: {e}; retrying"),
+        tokio::select! {
+            published = member.writes.propose(attrs.clone(), None) => match published {
+                Ok(_) => {
+                    tracing::info!(client_urls = ?attrs.client_urls, "published local member to cluster");
+                    return Ok(());
+                }
+                Err(e) => tracing::warn!("failed to publish local member to cluster: {e}; retrying"),
+            },
+            // The member stopped (a fatal apply): its end says why, never retried.
+            ended = &mut *apply_ended => return Err(NotReady::Stopped(ended)),
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.wait_for(|s| *s) => return Ok(()),
         }
     }
 }

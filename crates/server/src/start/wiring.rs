@@ -53,6 +53,7 @@ pub fn membership(m: &Member) -> MembershipHandles {
         reconfig: m.reconfig.clone(),
         client_urls: m.id.client_urls.clone(),
         request_timeout: m.limits.request_timeout,
+        release: m.id.release,
     }
 }
 

@@ -125,7 +125,7 @@ async fn three_members_replicate_and_survive_losing_the_leader() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_from_another_cluster_is_refused() {
+async fn a_peer_from_another_cluster_or_release_is_refused() {
     use oxcd_api::oxcdpb::RaftEnvelope;
     use oxcd_api::oxcdpb::peer_client::PeerClient;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -148,6 +148,28 @@ async fn a_peer_from_another_cluster_is_refused() {
             "etcdserver: cluster ID mismatch"
         )
     );
+    // A sender too old for us (etcd reads its version headers before the cluster id:
+    // v3.6.14 rafthttp/http.go checkClusterCompatibilityFromHeader, util.go
+    // checkVersionCompatibility) is refused with etcd's errIncompatibleVersion.
+    for (server, min_cluster) in [("2.3.8", "2.0.0"), ("3.8.0", "3.7.0")] {
+        let mut req = tonic::Request::new(tokio_stream::iter(vec![RaftEnvelope {
+            message: Vec::new(),
+        }]));
+        req.metadata_mut()
+            .insert("x-oxcd-cluster-id", "deadbeef".parse().expect("meta"));
+        req.metadata_mut()
+            .insert("x-oxcd-from", "1".parse().expect("meta"));
+        req.metadata_mut()
+            .insert("x-server-version", server.parse().expect("meta"));
+        req.metadata_mut()
+            .insert("x-min-cluster-version", min_cluster.parse().expect("meta"));
+        let err = client.raft(req).await.expect_err("must be refused");
+        assert_eq!(
+            (err.code(), err.message()),
+            (tonic::Code::FailedPrecondition, "incompatible version"),
+            "{server}"
+        );
+    }
     // The cluster is unharmed.
     let mut c = members[1].client().await;
     c.put("still", "fine", None).await.expect("put");

@@ -498,3 +498,181 @@ async fn a_rolling_downgrade_to_3_5_and_back_under_load_loses_nothing() {
         m.stop().await;
     }
 }
+
+/// `curl -s -X method url`: the status line's code and the body.
+async fn request(method: &str, url: &str) -> (String, String) {
+    let out = tokio::process::Command::new("curl")
+        .args(["-s", "-X", method, "-w", "\n%{http_code}", url])
+        .output()
+        .await
+        .expect("curl (apt-get install -y curl)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", ""));
+    (code.to_string(), body.to_string())
+}
+
+// A member joining a running cluster with no data checks the cluster's version, as
+// etcd v3.6.14 server/etcdserver/cluster_util.go isCompatibleWithCluster does (and
+// bootstrap.go bootstrapExistingClusterNoWAL's error); `/downgrade/enabled` on the peer
+// port as etcdhttp/peer.go downgradeEnabledHandler serves it; the leader cancels a
+// finished downgrade every `--downgrade-check-time` (server.go monitorDowngrade).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joins_only_a_cluster_whose_version_it_can_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let peers: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
+    let cluster = cluster_of(&peers);
+    let first = cluster[..1].to_vec();
+    let mut members = vec![
+        InProc::start(dir.path().join("m0"), move |s| {
+            configure(s, 0, &first);
+            s.downgrade_check_time = Duration::from_millis(500);
+        })
+        .await,
+    ];
+    version_becomes(&members[0].endpoint(), V36)
+        .await
+        .expect("cluster 3.6");
+    let enabled_url = format!("http://127.0.0.1:{}/downgrade/enabled", peers[0]);
+    assert_eq!(
+        request("GET", &enabled_url).await,
+        ("200".to_string(), "false".to_string())
+    );
+    assert_eq!(
+        request("POST", &enabled_url).await,
+        ("405".to_string(), "Method Not Allowed\n".to_string())
+    );
+
+    // A learner, so that the one member keeps its quorum while the new one is away.
+    let learner = || Some(etcd_client::MemberAddOptions::new().with_is_learner());
+    let join = |i: usize, release: (i64, i64)| {
+        let cluster = cluster[..=i].to_vec();
+        let data = dir.path().join(format!("m{i}"));
+        InProc::try_start(data, move |s| {
+            configure(s, i, &cluster);
+            s.initial_cluster_existing = true;
+            s.emulated_version = oxcd_go::semver::Version::new(release.0, release.1, 0);
+        })
+    };
+    let mut c = members[0].client().await;
+    let added = c
+        .member_add(cluster[1].1.clone(), learner())
+        .await
+        .expect("member add");
+    let e = join(1, (3, 5))
+        .await
+        .err()
+        .expect("a 3.5 member must not join a 3.6 cluster");
+    assert!(
+        e.contains("incompatible with current running cluster"),
+        "{e}"
+    );
+    c.member_remove(added.member().expect("added").id())
+        .await
+        .expect("remove the learner that never came");
+
+    // A downgrade to 3.5, enabled: the member says so, the cluster version falls.
+    downgrade(&members[0], DowngradeAction::Enable, "3.5")
+        .await
+        .expect("enable");
+    assert_eq!(
+        request("GET", &enabled_url).await,
+        ("200".to_string(), "true".to_string())
+    );
+    let v35_on_36 = r#"{"etcdserver":"3.6.14","etcdcluster":"3.5.0","storage":"3.5.0"}"#;
+    version_becomes(&members[0].endpoint(), v35_on_36)
+        .await
+        .expect("cluster version 3.5");
+    // The member comes back as 3.5: the downgrade is done and the leader cancels it.
+    restart_as(
+        &mut members,
+        &peers[..1],
+        0,
+        oxcd_go::semver::Version::new(3, 5, 0),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while request("GET", &enabled_url).await.1 != "false" {
+        assert!(
+            Instant::now() < deadline,
+            "the finished downgrade is never cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // At cluster version 3.5, a 3.6 member and a 3.5 member join.
+    let mut c = members[0].client().await;
+    let added = c
+        .member_add(cluster[1].1.clone(), learner())
+        .await
+        .expect("member add");
+    members.push(
+        join(1, (3, 6))
+            .await
+            .expect("a 3.6 member joins a 3.5 cluster"),
+    );
+    let id = added.member().expect("added").id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while let Err(e) = c.member_promote(id).await {
+        assert!(Instant::now() < deadline, "promote: {e}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let url = cluster[2].1.clone();
+    common::cluster::healthy_retry(|| {
+        let (mut c, url) = (c.clone(), url.clone());
+        async move { c.member_add(url, learner()).await }
+    })
+    .await
+    .expect("member add");
+    members.push(
+        join(2, (3, 5))
+            .await
+            .expect("a 3.5 member joins a 3.5 cluster"),
+    );
+    assert_eq!(status(&members[1]).await.version, "3.6.14");
+    assert_eq!(status(&members[2]).await.version, "3.5.17");
+    for m in members {
+        m.stop().await;
+    }
+}
+
+// etcd v3.6.14 server/etcdserver/server.go MemberList: with auth on, the caller must be
+// an authenticated user (requireAuthInfo, since 3.6.10; any user, root or not); etcd
+// 3.5 checks nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn member_list_needs_a_user_under_auth_as_in_3_6() {
+    use etcd_client::ConnectOptions;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (members, _) = three_with_a_3_5(dir.path(), 2).await;
+    let mut admin = members[0].client().await;
+    admin.user_add("root", "rootpw", None).await.expect("root");
+    admin.user_grant_role("root", "root").await.expect("grant");
+    admin
+        .user_add("alice", "secret", None)
+        .await
+        .expect("alice");
+    admin.auth_enable().await.expect("enable");
+    for m in &members[..2] {
+        let mut anonymous = m.client().await;
+        let e = anonymous
+            .member_list()
+            .await
+            .expect_err("no user under auth");
+        assert!(
+            e.to_string().contains("etcdserver: user name is empty"),
+            "{e}"
+        );
+        let opts = ConnectOptions::new().with_user("alice", "secret");
+        let mut alice = etcd_client::Client::connect([m.endpoint()], Some(opts))
+            .await
+            .expect("alice");
+        assert_eq!(alice.member_list().await.expect("list").members().len(), 3);
+    }
+    // The 3.5 member lists for anyone.
+    let mut anonymous = members[2].client().await;
+    anonymous
+        .member_list()
+        .await
+        .expect("3.5 lists without a user");
+    for m in members {
+        m.stop().await;
+    }
+}

@@ -63,6 +63,16 @@ impl Callers {
         self.presenting(&credentials(req)).await
     }
 
+    /// etcd 3.6's `requireAuthInfo`: with auth on, `req` must come from an
+    /// authenticated user (any one); "user name is empty" otherwise.
+    pub async fn require_user<T>(&self, req: &Request<T>) -> Result<(), EtcdError> {
+        match self.of(req).await? {
+            Some(_) => Ok(()),
+            None if !self.auth.enabled() => Ok(()),
+            None => Err(EtcdError::UserEmpty),
+        }
+    }
+
     /// The caller a request presenting `creds` is made for (a stream keeps its
     /// credentials and asks again at each request on it, as etcd does): for a simple
     /// token, its recorded user and the current auth revision; for a JWT, the user and

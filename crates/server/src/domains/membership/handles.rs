@@ -31,4 +31,6 @@ pub struct MembershipHandles {
     pub client_urls: Vec<String>,
     /// How long a forwarded promotion is retried.
     pub request_timeout: Duration,
+    /// The release this member acts as (3.6 checks the caller of MemberList).
+    pub release: crate::domains::version::release::Release,
 }

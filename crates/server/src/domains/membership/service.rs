@@ -1,6 +1,7 @@
 //! The Cluster service, as etcd's: the member list, and membership changes (checked and
 //! proposed by [`crate::domains::membership::requests`]). Changes need the root role while auth
-//! is on. Headers carry no revision, as etcd's cluster headers.
+//! is on; the list an authenticated user (as etcd 3.6.10+). Headers carry no revision, as
+//! etcd's cluster headers.
 
 use std::sync::Arc;
 
@@ -122,6 +123,11 @@ impl Cluster for ClusterService {
         let m = &self.membership;
         if req.get_ref().linearizable {
             m.reads.barrier().await?;
+        }
+        // etcd 3.6.10+ (v3.6.14 server/etcdserver/server.go MemberList): after the
+        // read, any authenticated user while auth is on; 3.5 checks nothing.
+        if m.release.has_3_6() {
+            m.callers.require_user(&req).await?;
         }
         Ok(Response::new(MemberListResponse {
             header: self.header(),

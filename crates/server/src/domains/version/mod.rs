@@ -7,6 +7,8 @@
 //! - [`downgrade`]: the Downgrade RPC's checks and proposals;
 //! - [`storage`]: the storage version each member brings to the cluster version;
 //! - [`report`]: `/version` and Status's version fields;
+//! - [`enabled`]: `/downgrade/enabled` on the peer port, which joining members ask;
+//! - [`join`]: the check a member joining a running cluster runs on its version;
 //! - [`monitor`]: the loops: the leader asks every member its version and proposes the
 //!   choice; every member migrates its storage version.
 //!
@@ -18,7 +20,9 @@
 pub mod cluster;
 pub mod decide;
 pub mod downgrade;
+pub mod enabled;
 pub mod handles;
+pub mod join;
 pub mod monitor;
 pub mod release;
 pub mod report;

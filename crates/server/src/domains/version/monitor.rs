@@ -1,10 +1,11 @@
-//! The version loops etcd 3.6 runs (`monitorClusterVersions`, `monitorStorageVersion`),
-//! every [`INTERVAL`] and whenever leadership changes:
-//! - on the leader: ask every member its release ([`crate::peer::versions`]), decide the
-//!   cluster version ([`super::decide`]) and propose it, or cancel a downgrade every
-//!   member has made (etcd's `monitorDowngrade`, here on the same round);
-//! - on every member: bring the storage version to the cluster version
-//!   ([`super::storage::sync`]).
+//! The version loops etcd 3.6 runs:
+//! - [`run`] (`monitorClusterVersions`, `monitorStorageVersion`), every [`INTERVAL`] and
+//!   whenever leadership changes: on the leader, ask every member its release
+//!   ([`crate::peer::versions`]), decide the cluster version ([`super::decide`]) and
+//!   propose it; on every member, bring the storage version to the cluster version
+//!   ([`super::storage::sync`]);
+//! - [`cancel_finished_downgrades`] (`monitorDowngrade`), every `--downgrade-check-time`:
+//!   on the leader, cancel an enabled downgrade once every member runs its target.
 
 use std::time::Duration;
 
@@ -54,12 +55,11 @@ pub async fn run(handles: VersionHandles, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// The leader's step: every member's release, the decision, the proposal.
-async fn decide_and_propose(
+/// Every member's release (None where unknown), this one's included.
+async fn member_releases(
     handles: &VersionHandles,
     asker: &mut VersionAsker,
-    recorded: &cluster::ClusterVersions,
-) {
+) -> Vec<Option<oxcd_go::semver::Version>> {
     let me = handles.role.me();
     let mut versions = Vec::new();
     for m in handles.roster.members() {
@@ -73,7 +73,36 @@ async fn decide_and_propose(
             );
         }
     }
-    if downgrade_done(recorded, &versions) {
+    versions
+}
+
+/// Cancels an enabled downgrade once every member runs its target, checking every
+/// `every` while this member leads, until `stop` turns true.
+pub async fn cancel_finished_downgrades(
+    handles: VersionHandles,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut asker = VersionAsker::new(handles.dialer.clone());
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        if !handles.role.is_leader() {
+            continue;
+        }
+        let Ok(Ok(recorded)) = handles.reads.blocking(cluster::read).await else {
+            continue;
+        };
+        if !recorded.downgrade.enabled {
+            continue;
+        }
+        let versions = member_releases(&handles, &mut asker).await;
+        if !downgrade_done(&recorded, &versions) {
+            tracing::debug!("remotes server has mismatching etcd version");
+            continue;
+        }
         tracing::info!(
             cluster_version = %recorded.downgrade.target_version,
             "the cluster has been downgraded"
@@ -83,10 +112,18 @@ async fn decide_and_propose(
             ver: String::new(),
         };
         if let Err(e) = handles.writes.propose(cancel, None).await {
-            tracing::warn!(error = %e, "failed to cancel the finished downgrade");
+            tracing::warn!(error = %e, "failed to cancel downgrade");
         }
-        return;
     }
+}
+
+/// The leader's step: every member's release, the decision, the proposal.
+async fn decide_and_propose(
+    handles: &VersionHandles,
+    asker: &mut VersionAsker,
+    recorded: &cluster::ClusterVersions,
+) {
+    let versions = member_releases(handles, asker).await;
     let target = match decide(recorded, &versions) {
         Ok(Some(v)) => v,
         Ok(None) => return,

@@ -292,11 +292,8 @@ async fn authenticated<T>(
     release: Release,
     req: &Request<T>,
 ) -> Result<(), Status> {
-    if !release.has_3_6() || !callers.auth().enabled() {
-        return Ok(());
+    if release.has_3_6() {
+        callers.require_user(req).await?;
     }
-    match callers.of(req).await? {
-        Some(_) => Ok(()),
-        None => Err(EtcdError::UserEmpty.into()),
-    }
+    Ok(())
 }
