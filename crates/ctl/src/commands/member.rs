@@ -9,7 +9,7 @@
 use crate::args::{boolean, string};
 use crate::command::{Command, Run, bad_args, failed, printed};
 use crate::ctx::Ctx;
-use crate::fail::Fail;
+use crate::fail::{Fail, exit};
 use oxcd_go::strconv;
 
 /// `member`: prints its help.
@@ -75,7 +75,12 @@ pub const LIST: Command = Command {
     long: "When --write-out is set to simple, this command prints out comma-separated member lists for each endpoint.
 The items in the lists are ID, Status, Name, Peer Addrs, Client Addrs, Is Learner.
 ",
-    flags: &[],
+    // etcdctl 3.6 (v3.6.14 etcdctl/ctlv3/command/member_command.go NewMemberListCommand).
+    flags: &[string(
+        "consistency",
+        "l",
+        "Linearizable(l) or Serializable(s)",
+    )],
     persistent: &[],
     run: Some(list),
 };
@@ -163,11 +168,31 @@ fn update(mut ctx: Ctx) -> Run {
     })
 }
 
-/// `member list`: etcdctl takes (and ignores) any arguments.
+/// `member list`: etcdctl takes (and ignores) any arguments. `--consistency` as etcdctl
+/// 3.6's, whose error names the value `get` was given (a slip in its member command);
+/// oxcdctl names the value given.
 fn list(mut ctx: Ctx) -> Run {
     Box::pin(async move {
+        let linearizable = match ctx.flags.get("consistency") {
+            "l" => true,
+            "s" => false,
+            other => {
+                return Err(Fail::new(
+                    exit::BAD_FEATURE,
+                    format!(
+                        "unknown consistency flag {}",
+                        oxcd_go::quote::quote_str(other)
+                    ),
+                ));
+            }
+        };
         let s = ctx.session()?;
-        let resp = s.client().await?.member_list(false).await.map_err(failed)?;
+        let resp = s
+            .client()
+            .await?
+            .member_list(linearizable)
+            .await
+            .map_err(failed)?;
         printed(s.printer.member_list(&resp))
     })
 }

@@ -95,15 +95,19 @@ pub fn status(ep: &str, r: &StatusResponse) -> String {
     out
 }
 
-/// One endpoint's HashKV.
-pub fn hashkv(ep: &str, r: &HashKvResponse) -> String {
+/// One endpoint's HashKV (with etcdctl 3.6's `"HashRevision"` line when asked).
+pub fn hashkv(ep: &str, r: &HashKvResponse, with_revision: bool) -> String {
     let mut out = header(&r.header);
     let _ = write!(
         out,
-        "\"Endpoint\" : {}\n\"Hash\" : {}\n\n",
+        "\"Endpoint\" : {}\n\"Hash\" : {}\n",
         quote_str(ep),
         r.hash
     );
+    if with_revision {
+        let _ = writeln!(out, "\"HashRevision\" : {}", r.hash_revision);
+    }
+    out.push('\n');
     out
 }
 

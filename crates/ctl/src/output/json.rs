@@ -186,6 +186,7 @@ pub fn hashkv(r: &HashKvResponse) -> String {
         .raw("header", header(&r.header))
         .num("hash", r.hash)
         .num("compact_revision", r.compact_revision)
+        .num("hash_revision", r.hash_revision)
         .done()
 }
 

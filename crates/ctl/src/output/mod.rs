@@ -290,17 +290,35 @@ impl Printer {
         }))
     }
 
-    /// `endpoint hashkv`.
+    /// `endpoint hashkv`: etcdctl 3.6's columns, with the hash revision
+    /// (v3.6.14 etcdctl/ctlv3/command/printer.go makeEndpointHashKVTable), when a server
+    /// answered one; etcdctl 3.4/3.5's otherwise (an etcd 3.5 server never sets it, and
+    /// an etcd 3.6 server always does: it hashes at a revision of at least 1).
     pub fn hashkv(&self, list: &[(String, HashKvResponse)]) -> Result<Out, String> {
+        let with_revision = list.iter().any(|(_, h)| h.hash_revision != 0);
         let rows: Vec<Vec<String>> = list
             .iter()
-            .map(|(ep, h)| vec![ep.clone(), h.hash.to_string()])
+            .map(|(ep, h)| {
+                let mut row = vec![ep.clone(), h.hash.to_string()];
+                if with_revision {
+                    row.push(h.hash_revision.to_string());
+                }
+                row
+            })
             .collect();
+        let header: &[&str] = if with_revision {
+            &["endpoint", "hash", "hash_revision"]
+        } else {
+            &["endpoint", "hash"]
+        };
         Ok(Out::text(match self.format {
             Format::Simple => rows.iter().map(|r| r.join(", ") + "\n").collect(),
-            Format::Table => table::render(&["endpoint", "hash"], &rows),
+            Format::Table => table::render(header, &rows),
             Format::Json => json::endpoint_list(list, "HashKV", json::hashkv),
-            Format::Fields => list.iter().map(|(ep, h)| fields::hashkv(ep, h)).collect(),
+            Format::Fields => list
+                .iter()
+                .map(|(ep, h)| fields::hashkv(ep, h, with_revision))
+                .collect(),
             Format::Protobuf => return Err(self.format.unsupported()),
         }))
     }

@@ -1,8 +1,10 @@
 //! oxcdctl compared with etcdctl 3.4, in one test binary (one link of the server and the
 //! clients instead of one per file): `parity` runs both CLIs against oxcd members,
-//! `vs_etcd` runs both against real etcd 3.4 servers.
+//! `vs_etcd` runs both against real etcd 3.4 servers; `etcdctl36` checks what oxcdctl
+//! has of etcdctl 3.6 alone.
 
 mod coord;
+mod etcdctl36;
 mod parity;
 mod snapshot;
 mod vs_etcd;

@@ -13,7 +13,7 @@ use super::{wait_or_kill, without_json_logs};
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 
 /// `bin` with `args` in `cwd`: stdout, stderr less the JSON logs, exit code.
-fn run(bin: &str, cwd: &Path, args: &[String]) -> (String, String, Option<i32>) {
+pub(crate) fn run(bin: &str, cwd: &Path, args: &[String]) -> (String, String, Option<i32>) {
     let child = Command::new(bin)
         .current_dir(cwd)
         .args(args)
@@ -102,96 +102,4 @@ async fn snapshot_save_is_etcdctls() {
         .filter(|n| n.ends_with(".part"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-}
-
-// etcdctl 3.6's `downgrade` (v3.6.14 etcdctl/ctlv3/command/downgrade_command.go and
-// printer_simple.go; no etcdctl 3.6 runs here): its output, argument errors and exit
-// codes, against an oxcd member.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn downgrade_commands_are_etcdctl_3_6s() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (ep, _stop) = member(&dir.path().join("m")).await;
-    let oxcdctl = env!("CARGO_BIN_EXE_oxcdctl");
-    let endpoint = format!("--endpoints={ep}");
-    let ctl = |args: &[&str]| {
-        let mut a = vec![endpoint.clone()];
-        a.extend(args.iter().map(|s| s.to_string()));
-        run(oxcdctl, dir.path(), &a)
-    };
-    // The cluster version is decided a moment after the member starts.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let out = ctl(&["downgrade", "validate", "3.5"]);
-        if out.2 == Some(0) {
-            assert_eq!(out.0, "Downgrade validate success, cluster version 3.6\n");
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{out:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert_eq!(
-        ctl(&["downgrade", "validate"]),
-        (
-            String::new(),
-            "Error: TARGET_VERSION not provided\n".into(),
-            Some(128)
-        )
-    );
-    assert_eq!(
-        ctl(&["downgrade", "enable", "3.5", "3.4"]),
-        (
-            String::new(),
-            "Error: too many arguments\n".into(),
-            Some(128)
-        )
-    );
-    assert_eq!(
-        ctl(&["downgrade", "validate", "3.4"]),
-        (
-            String::new(),
-            "Error: etcdserver: invalid downgrade target version\n".into(),
-            Some(1)
-        )
-    );
-    assert_eq!(
-        ctl(&["downgrade", "cancel"]),
-        (
-            "Downgrade cancel success, cluster version 3.6\n".into(),
-            String::new(),
-            Some(0)
-        )
-    );
-    assert_eq!(
-        ctl(&["-w", "table", "downgrade", "cancel"]),
-        (
-            String::new(),
-            "Error: table not supported as output format\n".into(),
-            Some(4)
-        )
-    );
-    let json = ctl(&["-w", "json", "downgrade", "validate", "3.5"]);
-    assert!(
-        json.0.contains("\"version\":\"3.6\"") && json.0.starts_with("{\"header\":"),
-        "{json:?}"
-    );
-    assert_eq!(
-        ctl(&["downgrade", "enable", "3.5"]),
-        (
-            "Downgrade enable success, cluster version 3.6\n".into(),
-            String::new(),
-            Some(0)
-        )
-    );
-    // In progress until the leader lowers the cluster version; then 3.5 is no longer
-    // one minor below it (the target is checked first).
-    let again = ctl(&["downgrade", "enable", "3.5"]);
-    assert!(
-        again.2 == Some(1)
-            && [
-                "Error: etcdserver: cluster has a downgrade job in progress\n",
-                "Error: etcdserver: invalid downgrade target version\n"
-            ]
-            .contains(&again.1.as_str()),
-        "{again:?}"
-    );
 }
