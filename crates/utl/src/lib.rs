@@ -5,7 +5,8 @@
 //! snapshot or backend file, as etcdutl 3.5 computes and prints them) and [`restore`]
 //! (`snapshot restore`: an etcd 3.4/3.5 or oxcd snapshot turned into a new member's oxcd
 //! data dir) and [`migrate`] (`migrate`: a data dir's storage version moved between
-//! etcd 3.5 and 3.6, as etcdutl 3.6 does), with the helpers they print with ([`table`], [`log`]; Go's texts are
+//! etcd 3.5 and 3.6, as etcdutl 3.6 does) and [`hashkv`] (`hashkv`: etcd's KV history
+//! hash of a backend file, as etcdutl 3.6 computes it), with the helpers they print with ([`table`], [`log`]; Go's texts are
 //! oxcd-go's).
 //!
 //! Invariants:
@@ -17,6 +18,7 @@
 //! - Messages, flags and output are etcdutl 3.5.16's, byte for byte where etcd's are
 //!   defined.
 
+pub mod hashkv;
 pub mod log;
 pub mod migrate;
 pub mod restore;

@@ -7,6 +7,7 @@ mod common;
 mod defrag;
 mod errors;
 mod from_etcd;
+mod hashkv;
 mod into_cluster;
 mod migrate_versions;
 mod migration;

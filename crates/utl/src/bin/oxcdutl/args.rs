@@ -16,6 +16,8 @@ pub enum Kind {
     Str,
     /// A uint64 (Go's `strconv.ParseUint(s, 0, 64)`).
     Uint,
+    /// An int64 (Go's `strconv.ParseInt(s, 0, 64)`).
+    Int,
 }
 
 /// A flag.
@@ -64,6 +66,11 @@ impl Parsed {
     /// A uint64 flag's value (checked when parsed).
     pub fn uint(&self, name: &str, specs: &[Spec]) -> u64 {
         strconv::parse_uint(self.get(name, specs), 0, 64).unwrap_or(0)
+    }
+
+    /// Flag `name` as an int64 (checked when parsed).
+    pub fn int(&self, name: &str, specs: &[Spec]) -> i64 {
+        strconv::parse_int(self.get(name, specs), 0, 64).unwrap_or(0)
     }
 }
 
@@ -151,6 +158,9 @@ fn set(p: &mut Parsed, spec: &Spec, value: String) -> Result<(), String> {
         }
         Kind::Uint => {
             strconv::parse_uint(&value, 0, 64).map_err(|e| bad(e.to_string()))?;
+        }
+        Kind::Int => {
+            strconv::parse_int(&value, 0, 64).map_err(|e| bad(e.to_string()))?;
         }
         Kind::Str => {}
     }

@@ -174,6 +174,22 @@ pub const MIGRATE: Command = Command {
     runs: true,
 };
 
+/// `hashkv`, etcdutl 3.6.14's.
+pub const HASHKV: Command = Command {
+    path: &["hashkv"],
+    use_: "hashkv <filename>",
+    short: "Prints the KV history hash of a given file",
+    flags: &[Spec {
+        name: "rev",
+        short: None,
+        kind: Kind::Int,
+        default: "0",
+        usage: "maximum revision to hash (default: latest revision)",
+    }],
+    required: &[],
+    runs: true,
+};
+
 /// `version`.
 pub const VERSION: Command = Command {
     path: &["version"],
@@ -195,7 +211,7 @@ pub const HELP: Command = Command {
 };
 
 const ALL: &[&Command] = &[
-    &ROOT, &DEFRAG, &MIGRATE, &SNAPSHOT, &STATUS, &RESTORE, &VERSION, &HELP,
+    &ROOT, &DEFRAG, &HASHKV, &MIGRATE, &SNAPSHOT, &STATUS, &RESTORE, &VERSION, &HELP,
 ];
 
 impl Command {
@@ -243,6 +259,7 @@ pub fn help_flag(cmd: &Command) -> Spec {
             None => "help for oxcdutl",
             Some(&"defrag") => "help for defrag",
             Some(&"migrate") => "help for migrate",
+            Some(&"hashkv") => "help for hashkv",
             Some(&"snapshot") => "help for snapshot",
             Some(&"status") => "help for status",
             Some(&"restore") => "help for restore",

@@ -64,13 +64,14 @@ fn flag_usages(flags: &[Spec]) -> String {
                 Kind::Bool => {}
                 Kind::Str => left.push_str(" string"),
                 Kind::Uint => left.push_str(" uint"),
+                Kind::Int => left.push_str(" int"),
             }
             let mut right = f.usage.to_string();
             match f.kind {
                 Kind::Str if !f.default.is_empty() => {
                     right.push_str(&format!(" (default {:?})", f.default));
                 }
-                Kind::Uint if f.default != "0" => {
+                Kind::Uint | Kind::Int if f.default != "0" => {
                     right.push_str(&format!(" (default {})", f.default));
                 }
                 _ => {}

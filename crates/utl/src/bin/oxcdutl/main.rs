@@ -103,6 +103,7 @@ fn run(argv: &[String]) -> Outcome {
         },
         ["defrag"] => defrag(flags.get("data-dir", &specs)),
         ["migrate"] => migrate(&flags, &specs),
+        ["hashkv"] => hashkv(&flags, &specs),
         ["snapshot", "status"] => snapshot_status(&flags, &specs),
         ["snapshot", "restore"] => snapshot_restore(&flags),
         _ => Outcome::ok(help::usage(cmd)),
@@ -133,6 +134,25 @@ fn migrate(flags: &args::Parsed, specs: &[args::Spec]) -> Outcome {
             Outcome::fail(exit::BAD_ARGS, &e.to_string())
         }
         Err(e) => Outcome::fail(exit::ERROR, &e.to_string()),
+    }
+}
+
+/// etcdutl 3.6's `hashkv <filename> [--rev]`.
+fn hashkv(flags: &args::Parsed, specs: &[args::Spec]) -> Outcome {
+    if flags.args.len() != 1 {
+        return Outcome::fail(exit::BAD_ARGS, "hashkv requires exactly one argument");
+    }
+    let Some(format) = status::Format::parse(flags.get("write-out", specs)) else {
+        return Outcome::fail(exit::BAD_FEATURE, "unsupported output format");
+    };
+    let h = match oxcd_utl::hashkv::hash_kv(&PathBuf::from(&flags.args[0]), flags.int("rev", specs))
+    {
+        Ok(h) => h,
+        Err(e) => return Outcome::fail(exit::ERROR, &e.to_string()),
+    };
+    match oxcd_utl::hashkv::print(&h, format) {
+        Ok(text) => Outcome::ok(text),
+        Err(e) => Outcome::fail(exit::BAD_FEATURE, &e),
     }
 }
 
