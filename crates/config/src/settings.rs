@@ -71,6 +71,9 @@ pub struct Settings {
     pub initial_corrupt_check: bool,
     /// `--experimental-corrupt-check-time` (zero: off): the leader compares periodically.
     pub corrupt_check_time: Duration,
+    /// `--warning-apply-duration` (3.5: `--experimental-warning-apply-duration`): an
+    /// apply taking longer is logged and counted in `etcd_server_slow_apply_total`.
+    pub warning_apply_duration: Duration,
     /// `--downgrade-check-time` (3.5: `--experimental-downgrade-check-time`; zero: never):
     /// how often the leader checks whether every member has made an enabled downgrade,
     /// and cancels it once they have.

@@ -100,6 +100,7 @@ fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durabl
     let leases = oxcd_server::domains::lease::Lessor::empty(2);
     let auth = oxcd_auth::AuthStore::default();
     let membership = oxcd_server::domains::membership::Membership::default();
+    let timing = oxcd_server::edge::metrics::timing::ApplyTiming::default();
     let mut ctx = Applier::new(
         store,
         &leases,
@@ -118,7 +119,7 @@ fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durabl
             ..Default::default()
         };
         ctx.index = *index;
-        let applied = apply::apply_entry(&mut ctx, &entry).expect("apply");
+        let applied = apply::apply_entry(&mut ctx, &entry, &timing).expect("apply");
         black_box(applied);
     }
     let written = ctx.finish();

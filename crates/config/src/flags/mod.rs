@@ -812,6 +812,12 @@ impl Config {
                     key::CORRUPT_CHECK_TIME,
                 )
                 .unwrap_or_default(),
+            warning_apply_duration: self
+                .renamed(
+                    key::EXPERIMENTAL_WARNING_APPLY_DURATION,
+                    key::WARNING_APPLY_DURATION,
+                )
+                .unwrap_or(std::time::Duration::from_millis(100)),
             downgrade_check_time: self
                 .renamed(
                     key::EXPERIMENTAL_DOWNGRADE_CHECK_TIME,

@@ -8,6 +8,7 @@
 //! or an entry that cannot be read is not deterministic: it is [`Fatal`] and the member
 //! stops rather than skip it.
 
+use oxcd_api::errors::EtcdError;
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::{InternalRequest, RequestAuth};
 use oxcd_raft::{Entry, EntryType};
@@ -18,6 +19,7 @@ use crate::domains::kv::apply as kv;
 use crate::domains::lease::apply as lease;
 use crate::domains::membership::apply as membership;
 use crate::domains::version::cluster as version;
+use crate::edge::metrics::timing::{self, ApplyTiming};
 use crate::machine::alarms;
 use crate::machine::applied::{Applied, Outcome};
 use crate::machine::applier::{Applier, ApplyError};
@@ -27,7 +29,11 @@ use oxcd_auth::changes as rules;
 /// Applies the committed entry `e` at `ctx.index`: the proposer's request id (0: none)
 /// and the outcome its waiter gets, or None for an entry that answers no one (raft's
 /// empty entries, an empty request).
-pub fn apply_entry(ctx: &mut Applier<'_>, e: &Entry) -> Result<Option<(u64, Outcome)>, Fatal> {
+pub fn apply_entry(
+    ctx: &mut Applier<'_>,
+    e: &Entry,
+    timing: &ApplyTiming,
+) -> Result<Option<(u64, Outcome)>, Fatal> {
     match e.entry_type {
         EntryType::EntryNormal if e.data.is_empty() => Ok(None),
         EntryType::EntryNormal => match InternalRequest::decode(e.data.as_ref()) {
@@ -35,11 +41,23 @@ pub fn apply_entry(ctx: &mut Applier<'_>, e: &Entry) -> Result<Option<(u64, Outc
                 id,
                 op: Some(op),
                 auth,
-            }) => match apply(ctx, &op, auth.as_ref()) {
-                Ok(applied) => Ok(Some((id, Ok(applied)))),
-                Err(ApplyError::Request(err)) => Ok(Some((id, Err(err)))),
-                Err(ApplyError::Fatal(fatal)) => Err(Fatal::Backend(fatal)),
-            },
+            }) => {
+                let started = std::time::Instant::now();
+                let applied = apply(ctx, &op, auth.as_ref());
+                if let Some(i) = timing::op_index(&op) {
+                    let success = match &applied {
+                        Ok(_) => true,
+                        Err(ApplyError::Request(e)) => *e == EtcdError::Compacted,
+                        Err(ApplyError::Fatal(_)) => false,
+                    };
+                    timing.observe(i, success, started.elapsed());
+                }
+                match applied {
+                    Ok(applied) => Ok(Some((id, Ok(applied)))),
+                    Err(ApplyError::Request(err)) => Ok(Some((id, Err(err)))),
+                    Err(ApplyError::Fatal(fatal)) => Err(Fatal::Backend(fatal)),
+                }
+            }
             // Same bytes on every member, so every member skips it alike.
             Ok(InternalRequest { op: None, .. }) => {
                 tracing::warn!(index = e.index, "empty request in log");

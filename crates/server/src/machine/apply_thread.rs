@@ -26,6 +26,7 @@ use tokio::sync::oneshot;
 
 use crate::domains::membership;
 use crate::domains::version::release::Release;
+use crate::edge::metrics::timing::ApplyTiming;
 use crate::machine::applied::{Applied, Outcome};
 use crate::machine::applier::Applier;
 use crate::machine::apply;
@@ -52,6 +53,8 @@ pub struct ApplyLoop {
     pub snap_dir: PathBuf,
     /// The release this member acts as: a cluster version above it stops the loop.
     pub release: Release,
+    /// How long each operation took to apply (`etcd_server_apply_duration_seconds`).
+    pub timing: Arc<ApplyTiming>,
 }
 
 impl ApplyLoop {
@@ -158,7 +161,7 @@ impl ApplyLoop {
                 continue; // already in the backend (replayed after restart)
             }
             ctx.index = e.index;
-            if let Some(outcome) = apply::apply_entry(&mut ctx, e)? {
+            if let Some(outcome) = apply::apply_entry(&mut ctx, e, &self.timing)? {
                 if let (_, Ok(Applied::ClusterVersion(Some(_)))) = &outcome {
                     state.cluster_version_changed = true;
                 }

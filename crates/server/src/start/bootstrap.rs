@@ -19,6 +19,7 @@ use crate::domains::membership::reconfig::Reconfig;
 use crate::domains::membership::{self, Membership};
 use crate::domains::watch::WatchHub;
 use crate::edge::metrics::Metrics;
+use crate::edge::metrics::timing::ApplyTiming;
 use crate::machine::apply_thread::ApplyLoop;
 use crate::machine::fatal::Fatal;
 use crate::machine::member::{Identity, Limits, Member, Replicated};
@@ -229,7 +230,7 @@ pub fn start(
     peer_urls.mark_changed();
     let health = Arc::new(PeerHealth::default());
     let removed = membership.clone();
-    let metrics = Metrics::default();
+    let metrics = Metrics::with_apply_timing(ApplyTiming::new(s.warning_apply_duration));
     let reports = LinkReports {
         health: health.clone(),
         removed: Arc::new(move || removed.stop_as_removed()),
@@ -271,6 +272,7 @@ pub fn start(
         snapshot_count: s.snapshot_count.max(1),
         snap_dir: s.snap_dir(),
         release,
+        timing: metrics.apply.clone(),
     }
     .spawn(ended)
     .map_err(StartError::SpawnApply)?;

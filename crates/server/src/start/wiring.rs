@@ -115,6 +115,7 @@ pub fn services(
         membership: m.state.membership.clone(),
         max_txn_ops: m.limits.max_txn_ops,
         max_request_bytes: m.limits.max_request_bytes,
+        metrics: m.metrics.clone(),
     });
     let recipes = Arc::new(RecipeHandles {
         callers: m.callers.clone(),

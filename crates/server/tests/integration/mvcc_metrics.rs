@@ -1,5 +1,6 @@
 //! etcd's MVCC operation counts (`etcd_mvcc_range_total`, `_put_total`,
-//! `_delete_total`, `_txn_total`) after the same workload on etcd 3.5.16 and on oxcd:
+//! `_delete_total`, `_txn_total`), and the applies timed by operation
+//! (`etcd_server_apply_duration_seconds`), after the same workload on etcd 3.5.16 and on oxcd:
 //! the same increases (etcd 3.6 dropped 3.5's `etcd_debugging_mvcc_range_total`, which
 //! oxcd exports only as 3.5: `versions.rs`). etcd counts each Range, Put
 //! and DeleteRange its transactions make (compares and reads of previous values
@@ -20,20 +21,36 @@ const FAMILIES: [&str; 4] = [
     "etcd_mvcc_txn_total",
 ];
 
+/// The applies `etcd_server_apply_duration_seconds` counts by operation (v3.5.16
+/// server/etcdserver/apply.go `Apply`; v3.6.14 txn/metrics.go), as samples named in
+/// the scrape (none before the first). Txn is left out: etcd answers a read-only txn
+/// with a linearizable read, oxcd applies it through the log, and so counts it.
+const APPLIES: [&str; 4] = [
+    "etcd_server_apply_duration_seconds_count{op=\"Put\",success=\"true\",version=\"v3\"}",
+    "etcd_server_apply_duration_seconds_count{op=\"DeleteRange\",success=\"true\",version=\"v3\"}",
+    "etcd_server_apply_duration_seconds_count{op=\"LeaseGrant\",success=\"true\",version=\"v3\"}",
+    "etcd_server_apply_duration_seconds_count{op=\"LeaseRevoke\",success=\"true\",version=\"v3\"}",
+];
+
 /// The families' values in the scrape of `base` (`http://host:port`).
 async fn counts(base: &str) -> BTreeMap<&'static str, f64> {
     let text = scrape(base).await;
-    FAMILIES
+    let value = |f: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(f)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let mut out: BTreeMap<&'static str, f64> = FAMILIES
         .iter()
         .map(|f| {
-            let value = text
-                .lines()
-                .find_map(|l| l.strip_prefix(f)?.strip_prefix(' '))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("no {f} in the scrape of {base}"));
-            (*f, value)
+            let v = value(f).unwrap_or_else(|| panic!("no {f} in the scrape of {base}"));
+            (*f, v)
         })
-        .collect()
+        .collect();
+    for a in APPLIES {
+        out.insert(a, value(a).unwrap_or(0.0));
+    }
+    out
 }
 
 /// A workload of every kind of operation etcd counts; the counts' increases.
@@ -119,6 +136,7 @@ async fn increases(base: &str) -> BTreeMap<&'static str, f64> {
     let after = counts(base).await;
     FAMILIES
         .iter()
+        .chain(&APPLIES)
         .map(|f| (*f, after[f] - before[f]))
         .collect()
 }

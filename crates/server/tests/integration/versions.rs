@@ -164,6 +164,21 @@ async fn a_member_reports_itself_as_etcd_3_6_everywhere() {
     })
     .await
     .expect("clear the alarm");
+    // A cleared alarm's sample stays, at 0 (v3.6.14 server/etcdserver/apply/apply.go
+    // Alarm: the gauge is decremented); 3.6's Range timing and the apply timings.
+    let mut c = m.client().await;
+    c.get("k", None).await.expect("get");
+    let metrics = common::scrape(&m.endpoint()).await;
+    let cleared =
+        format!("etcd_debugging_server_alarms{{alarm_type=\"NOSPACE\",server_id=\"{me}\"}} 0");
+    for want in [
+        cleared.as_str(),
+        "etcd_server_range_duration_seconds_count{success=\"true\"} ",
+        "etcd_server_apply_duration_seconds_count{op=\"Alarm\",success=\"true\",version=\"v3\"} 2",
+        "etcd_server_slow_apply_total ",
+    ] {
+        assert!(metrics.contains(want), "{want} in {metrics}");
+    }
 
     // The gateway's JSON (grpc-gateway leaves zero fields out; a set message stays).
     let out = tokio::process::Command::new("curl")
@@ -231,7 +246,8 @@ async fn the_cluster_version_is_the_lowest_release_and_rises_when_it_goes() {
     let metrics = common::scrape(&members[2].endpoint()).await;
     assert!(
         metrics.contains("etcd_debugging_mvcc_range_total")
-            && !metrics.contains("etcd_server_feature_enabled"),
+            && !metrics.contains("etcd_server_feature_enabled")
+            && !metrics.contains("etcd_server_range_duration_seconds"),
         "3.5's families on the 3.5 member"
     );
 

@@ -22,4 +22,6 @@ pub struct KvHandles {
     pub max_txn_ops: usize,
     /// `--max-request-bytes`: the size RangeStream's chunks aim at.
     pub max_request_bytes: usize,
+    /// The time of each Range (`etcd_server_range_duration_seconds`).
+    pub metrics: Arc<crate::edge::metrics::Metrics>,
 }

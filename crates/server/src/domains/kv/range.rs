@@ -171,6 +171,7 @@ pub(crate) async fn answer(
     auth.check(caller.as_ref(), &r.key, &r.range_end, Access::Read)?;
     // etcd counts the range its read transaction makes.
     kv.reads.store().counts().add_range();
+    let started = std::time::Instant::now();
     let read = if r.range_end.is_empty() {
         read(kv.reads.store(), &r, as_stored)
     } else {
@@ -179,6 +180,7 @@ pub(crate) async fn answer(
             .blocking(move |store| read(store, &r, as_stored))
             .await?
     };
+    kv.metrics.range.observe(read.is_ok(), started.elapsed());
     let mut out = read.map_err(ApplyError::into_read_error)?;
     // As etcd: an answer read while the auth store changed is refused (the permission
     // it was read under may be gone).

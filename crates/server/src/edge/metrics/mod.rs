@@ -14,6 +14,7 @@ pub mod grpc;
 pub mod process;
 pub mod render;
 pub mod text;
+pub mod timing;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,7 +53,34 @@ pub struct Metrics {
     defrag_timing: DefragTiming,
     /// Every cluster version (major.minor) a scrape has seen: etcd keeps a replaced
     /// version's `etcd_cluster_version` sample, at 0.
-    cluster_versions_seen: Mutex<std::collections::BTreeSet<String>>,
+    cluster_versions_seen: Seen,
+    /// Every alarm a scrape has seen: etcd keeps a cleared one's sample, at 0.
+    alarms_seen: Seen,
+    /// The time of each applied operation (shared with the apply thread).
+    pub apply: Arc<timing::ApplyTiming>,
+    /// The time of each Range.
+    pub range: timing::RangeTiming,
+}
+
+/// Label values a scrape has seen: a Go gauge vector keeps a sample once set, so a
+/// value no longer current is still exported, at 0.
+#[derive(Debug, Default)]
+struct Seen(Mutex<std::collections::BTreeSet<Vec<String>>>);
+
+impl Seen {
+    /// Adds `current` to what was seen; gives everything seen, each with whether it is
+    /// current.
+    fn mark(&self, current: impl IntoIterator<Item = Vec<String>>) -> Vec<(Vec<String>, bool)> {
+        let current: std::collections::BTreeSet<Vec<String>> = current.into_iter().collect();
+        let mut seen = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.extend(current.iter().cloned());
+        seen.iter()
+            .map(|v| (v.clone(), current.contains(v)))
+            .collect()
+    }
 }
 
 /// etcd's defragmentation histogram, made with its buckets.
@@ -79,18 +107,35 @@ impl Drop for DefragTimer<'_> {
 }
 
 impl Metrics {
+    /// Counters from zero, applies timed by `apply`.
+    pub fn with_apply_timing(apply: timing::ApplyTiming) -> Metrics {
+        Metrics {
+            apply: Arc::new(apply),
+            ..Metrics::default()
+        }
+    }
+
     /// Records `current` (major.minor) as the cluster version now, and gives every
     /// version seen, each with whether it is the current one.
     pub fn cluster_versions(&self, current: Option<String>) -> Vec<(String, bool)> {
-        let mut seen = self
-            .cluster_versions_seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(c) = &current {
-            seen.insert(c.clone());
-        }
-        seen.iter()
-            .map(|v| (v.clone(), Some(v) == current.as_ref()))
+        self.cluster_versions_seen
+            .mark(current.map(|c| vec![c]))
+            .into_iter()
+            .filter_map(|(mut labels, now)| Some((labels.pop()?, now)))
+            .collect()
+    }
+
+    /// Records the alarms raised now, as (alarm type, member id) pairs, and gives every
+    /// one seen, each with whether it is raised (etcd's gauge keeps a cleared alarm's
+    /// sample, at 0).
+    pub fn alarms(&self, raised: Vec<(String, String)>) -> Vec<((String, String), bool)> {
+        self.alarms_seen
+            .mark(raised.into_iter().map(|(a, m)| vec![a, m]))
+            .into_iter()
+            .filter_map(|(labels, now)| match <[String; 2]>::try_from(labels) {
+                Ok([a, m]) => Some(((a, m), now)),
+                Err(_) => None,
+            })
             .collect()
     }
 

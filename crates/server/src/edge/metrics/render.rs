@@ -167,6 +167,7 @@ pub fn render(handles: &HttpHandles) -> String {
         }
         e.single(name, Kind::Counter, help, value as f64);
     }
+    server_timings(&mut e, handles);
     if handles.release.has_3_6() {
         v3_6_families(&mut e, handles, id);
     }
@@ -281,21 +282,68 @@ fn v3_6_families(e: &mut Exposition, handles: &HttpHandles, me: u64) {
     }
     e.add(f);
     let raised = crate::machine::alarms::raised(handles.reads.store()).unwrap_or_default();
-    if !raised.is_empty() {
+    let alarms = handles.metrics.alarms(
+        raised
+            .iter()
+            .map(|a| {
+                (
+                    a.alarm().as_str_name().to_string(),
+                    format!("{:x}", a.member_id),
+                )
+            })
+            .collect(),
+    );
+    if !alarms.is_empty() {
         let mut f = Family::new(
             "etcd_debugging_server_alarms",
             Kind::Gauge,
             "Alarms for every member in cluster. 1 for 'server_id' label with current ID. 2 for 'alarm_type' label with type of this alarm",
         );
-        for a in &raised {
+        for ((alarm, member), now) in &alarms {
             f.sample(
-                &[
-                    ("alarm_type", a.alarm().as_str_name()),
-                    ("server_id", &format!("{:x}", a.member_id)),
-                ],
-                1.0,
+                &[("alarm_type", alarm), ("server_id", member)],
+                if *now { 1.0 } else { 0.0 },
             );
         }
         e.add(f);
+    }
+}
+
+/// The apply timings etcd 3.5 and 3.6 export, and 3.6's Range timing.
+fn server_timings(e: &mut Exposition, handles: &HttpHandles) {
+    let apply = &handles.metrics.apply;
+    let mut f = Family::new(
+        "etcd_server_apply_duration_seconds",
+        Kind::Histogram,
+        "The latency distributions of v2 apply called by backend.",
+    );
+    let applied = apply.snapshot();
+    for (op, success, h) in &applied {
+        let success = if *success { "true" } else { "false" };
+        f.histogram(&[("op", op), ("success", success), ("version", "v3")], h);
+    }
+    // As a Go histogram vector, no family before its first sample.
+    if !applied.is_empty() {
+        e.add(f);
+    }
+    e.single(
+        "etcd_server_slow_apply_total",
+        Kind::Counter,
+        "The total number of slow apply requests (likely overloaded from slow disk).",
+        apply.slow() as f64,
+    );
+    if handles.release.has_3_6() {
+        let mut f = Family::new(
+            "etcd_server_range_duration_seconds",
+            Kind::Histogram,
+            "The latency distributions of txn.Range",
+        );
+        let ranges = handles.metrics.range.snapshot();
+        for (success, h) in &ranges {
+            f.histogram(&[("success", if *success { "true" } else { "false" })], h);
+        }
+        if !ranges.is_empty() {
+            e.add(f);
+        }
     }
 }
