@@ -60,6 +60,9 @@ impl<'a> KeyRange<'a> {
 #[derive(Debug, Default)]
 pub struct TreeIndex {
     keys: BTreeMap<Vec<u8>, KeyIndex>,
+    /// Keys live now (etcd's `etcd_debugging_mvcc_keys_total`: a put that opens a
+    /// generation adds one, a tombstone takes one away).
+    live: usize,
 }
 
 impl TreeIndex {
@@ -67,23 +70,31 @@ impl TreeIndex {
     pub fn put(&mut self, key: &[u8], rev: Revision) {
         // Overwrites are the common case: no key copy for them.
         if let Some(ki) = self.keys.get_mut(key) {
+            self.live += usize::from(!ki.is_live());
             ki.put(rev);
             return;
         }
+        self.live += 1;
         self.keys.entry(key.to_vec()).or_default().put(rev);
     }
 
     /// Records a put seen while rebuilding from the backend.
     pub fn restore_put(&mut self, key: &[u8], rev: Revision, created: Revision, version: i64) {
-        self.keys
-            .entry(key.to_vec())
-            .or_default()
-            .restore_put(rev, created, version);
+        let ki = self.keys.entry(key.to_vec()).or_default();
+        self.live += usize::from(!ki.is_live());
+        ki.restore_put(rev, created, version);
     }
 
     /// Records a delete; false if the key was not live.
     pub fn tombstone(&mut self, key: &[u8], rev: Revision) -> bool {
-        self.keys.get_mut(key).is_some_and(|ki| ki.tombstone(rev))
+        let deleted = self.keys.get_mut(key).is_some_and(|ki| ki.tombstone(rev));
+        self.live -= usize::from(deleted);
+        deleted
+    }
+
+    /// Keys live now.
+    pub fn live(&self) -> usize {
+        self.live
     }
 
     /// What a read of `key` at `at` finds.

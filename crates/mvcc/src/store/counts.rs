@@ -1,6 +1,7 @@
 //! What etcd's MVCC counts of the operations its transactions make
 //! (`etcd_mvcc_range_total`, `etcd_mvcc_put_total`, `etcd_mvcc_delete_total`,
-//! `etcd_mvcc_txn_total`, and the older `etcd_debugging_mvcc_range_total`), counted
+//! `etcd_mvcc_txn_total`, the older `etcd_debugging_mvcc_range_total`, and the bytes
+//! put, `etcd_debugging_mvcc_total_put_size_in_bytes`), counted
 //! the way etcd 3.5 counts them (`server/mvcc/metrics_txn.go`): each Range, Put and
 //! DeleteRange call one of its transactions makes, added when the transaction ends, and
 //! the transaction itself when it made more than one.
@@ -20,6 +21,8 @@ pub struct Tally {
     pub puts: u64,
     /// DeleteRange calls.
     pub deletes: u64,
+    /// The keys' and values' bytes of its puts.
+    pub put_bytes: u64,
 }
 
 /// The member's counts since it started.
@@ -29,6 +32,7 @@ pub struct OpCounts {
     puts: AtomicU64,
     deletes: AtomicU64,
     txns: AtomicU64,
+    put_bytes: AtomicU64,
 }
 
 impl OpCounts {
@@ -42,6 +46,7 @@ impl OpCounts {
             (&self.ranges, tally.ranges),
             (&self.puts, tally.puts),
             (&self.deletes, tally.deletes),
+            (&self.put_bytes, tally.put_bytes),
         ] {
             if n > 0 {
                 counter.fetch_add(n, Ordering::Relaxed);
@@ -77,6 +82,11 @@ impl OpCounts {
     pub fn txns(&self) -> u64 {
         self.txns.load(Ordering::Relaxed)
     }
+
+    /// The keys' and values' bytes put (`etcd_debugging_mvcc_total_put_size_in_bytes`).
+    pub fn put_bytes(&self) -> u64 {
+        self.put_bytes.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +104,7 @@ mod tests {
             ranges: 1,
             puts: 1,
             deletes: 0,
+            put_bytes: 3,
         });
         c.add(Tally::default());
         assert_eq!((c.ranges(), c.puts(), c.deletes(), c.txns()), (2, 1, 0, 1));

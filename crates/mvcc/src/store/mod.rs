@@ -102,6 +102,8 @@ pub struct Store {
     rows: RowDeleter,
     /// The operations etcd's metrics count.
     counts: OpCounts,
+    /// What its compactions took.
+    compactions: Arc<compaction_stats::CompactionStats>,
 }
 
 /// The revision of a row of the key table and whether it is a tombstone.
@@ -240,7 +242,8 @@ impl Store {
     pub fn open(backend: Arc<Backend>) -> Result<Store> {
         let loaded = load(&backend)?;
         let finished = loaded.index.compact_rev;
-        let rows = RowDeleter::start(backend.clone(), finished);
+        let compactions = Arc::new(compaction_stats::CompactionStats::default());
+        let rows = RowDeleter::start(backend.clone(), finished, compactions.clone());
         let store = Store {
             backend,
             index: RwLock::new(loaded.index),
@@ -249,12 +252,18 @@ impl Store {
             gate: RwLock::new(()),
             rows,
             counts: OpCounts::default(),
+            compactions,
         };
         if loaded.scheduled > 0 {
             let job = store.resume_compaction(loaded.scheduled);
             store.rows.reset(finished, Some(job));
         }
         Ok(store)
+    }
+
+    /// What its compactions took ([`compaction_stats`]).
+    pub fn compactions(&self) -> &compaction_stats::CompactionStats {
+        &self.compactions
     }
 
     /// The operations etcd's metrics count ([`counts`]); reads outside a write are
@@ -313,6 +322,11 @@ impl Store {
     /// The newest committed revision.
     pub fn current_rev(&self) -> i64 {
         self.current_rev.load(Ordering::Acquire)
+    }
+
+    /// Keys live now (`etcd_debugging_mvcc_keys_total`).
+    pub fn live_keys(&self) -> usize {
+        self.index_read().tree.live()
     }
 
     /// The compaction revision.
@@ -769,12 +783,18 @@ impl<'a> ApplyBatch<'a> {
                 return Err(MvccError::FutureRev);
             }
             idx.compact_rev = rev;
-            idx.tree.compact(rev)
+            let started = std::time::Instant::now();
+            let keep = idx.tree.compact(rev);
+            self.store.compactions.index_paused(started.elapsed());
+            keep
         };
         let rev_bytes = Revision::new(rev, 0).to_bytes(false);
         self.tx
             .put_meta(schema::META_SCHEDULED_COMPACT, rev_bytes.as_slice())?;
         self.store.rows.stage(Job { rev, keep });
+        // etcd reads a key after compacting, for the revision it answers with (v3.6.14
+        // server/etcdserver/apply/apply.go Compaction): a Range its metrics count.
+        self.store.counts.add_range();
         Ok(())
     }
 
@@ -862,6 +882,7 @@ impl TxnWrite<'_> {
         self.changes += 1;
         let mut t = self.tally.get();
         t.puts += 1;
+        t.put_bytes += (key.len() + value.len()) as u64;
         self.tally.set(t);
         if let Some(events) = self.events.as_deref_mut() {
             events.push(put_event(kv));
@@ -908,6 +929,7 @@ impl TxnWrite<'_> {
     }
 }
 
+pub mod compaction_stats;
 pub mod counts;
 mod history;
 mod row_deleter;

@@ -37,6 +37,7 @@ use oxcd_storage::backend::Backend;
 use oxcd_storage::backend::redb::ReadableTable;
 use oxcd_storage::schema;
 
+use super::compaction_stats::CompactionStats;
 use crate::revision::Revision;
 
 /// Key rows looked at per transaction at most.
@@ -63,6 +64,8 @@ struct State {
     generation: u64,
     /// Where the job's next transaction starts (None: at the first row).
     cursor: Option<Vec<u8>>,
+    /// When the job began.
+    began: Option<Instant>,
     /// The newest compaction whose rows are all deleted.
     finished: i64,
     stop: bool,
@@ -73,6 +76,7 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     backend: Arc<Backend>,
+    stats: Arc<CompactionStats>,
 }
 
 impl Shared {
@@ -91,8 +95,9 @@ pub(crate) struct RowDeleter {
 }
 
 impl RowDeleter {
-    /// Starts the deleter of `backend`, whose rows below `finished` are already gone.
-    pub fn start(backend: Arc<Backend>, finished: i64) -> RowDeleter {
+    /// Starts the deleter of `backend`, whose rows below `finished` are already gone,
+    /// timing its work into `stats`.
+    pub fn start(backend: Arc<Backend>, finished: i64, stats: Arc<CompactionStats>) -> RowDeleter {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 finished,
@@ -100,6 +105,7 @@ impl RowDeleter {
             }),
             changed: Condvar::new(),
             backend,
+            stats,
         });
         let worker = shared.clone();
         let thread = std::thread::Builder::new()
@@ -178,6 +184,7 @@ impl Drop for RowDeleter {
 fn begin(st: &mut State, job: Job) {
     st.job = Some(Arc::new(job));
     st.cursor = None;
+    st.began = Some(Instant::now());
     st.generation += 1;
 }
 
@@ -203,7 +210,12 @@ fn run(shared: &Shared) {
             if shared.state().generation != generation {
                 continue;
             }
-            delete_some(&shared.backend, &job, cursor.as_deref())
+            let started = Instant::now();
+            let outcome = delete_some(&shared.backend, &job, cursor.as_deref());
+            if let Ok((_, deleted)) = &outcome {
+                shared.stats.db_paused(started.elapsed(), *deleted);
+            }
+            outcome.map(|(next, _)| next)
         };
         let pause = match outcome {
             Ok(next) => {
@@ -215,6 +227,9 @@ fn run(shared: &Shared) {
                             st.job = None;
                             st.cursor = None;
                             st.finished = st.finished.max(job.rev);
+                            if let Some(began) = st.began.take() {
+                                shared.stats.finished(began.elapsed());
+                            }
                             shared.changed.notify_all();
                             tracing::info!(
                                 compact_revision = job.rev,
@@ -244,17 +259,18 @@ fn run(shared: &Shared) {
 }
 
 /// One transaction of `job` from after `cursor`: the next cursor, or None when the job
-/// is done (and `finishedCompactRev` written).
+/// is done (and `finishedCompactRev` written); and the rows it deleted.
 fn delete_some(
     backend: &Backend,
     job: &Job,
     cursor: Option<&[u8]>,
-) -> oxcd_storage::Result<Option<Vec<u8>>> {
+) -> oxcd_storage::Result<(Option<Vec<u8>>, u64)> {
     let tx = backend.begin_write()?;
     let upper = Revision::new(job.rev, 0).to_bytes(false);
     let lower = cursor.map_or(Bound::Unbounded, Bound::Excluded);
     let mut last = None;
     let mut scanned = 0;
+    let deleted;
     {
         let mut table = tx.open_table(schema::KEY).map_err(|e| backend.err(e))?;
         let mut doomed = Vec::new();
@@ -274,6 +290,7 @@ fn delete_some(
                 break;
             }
         }
+        deleted = doomed.len() as u64;
         for k in doomed {
             table.remove(k.as_slice()).map_err(|e| backend.err(e))?;
         }
@@ -290,5 +307,5 @@ fn delete_some(
     // physical Compact waits for), the file holds it, whenever the member stops next
     // (offline tools read the file; a restart would otherwise redo the deletions).
     backend.commit(tx, done)?;
-    Ok(if done { None } else { last })
+    Ok((if done { None } else { last }, deleted))
 }

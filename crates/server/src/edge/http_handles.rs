@@ -32,4 +32,6 @@ pub struct HttpHandles {
     pub feature_gates: oxcd_config::features::FeatureGates,
     /// How long a linearizable health check waits.
     pub request_timeout: std::time::Duration,
+    /// The watch feed (its stream, watcher and event counts).
+    pub watch_hub: Arc<crate::domains::watch::WatchHub>,
 }

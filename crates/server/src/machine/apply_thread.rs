@@ -126,15 +126,12 @@ impl ApplyLoop {
         }
     }
 
-    /// Refuses to go on when the cluster version recorded (at start, or in an installed
-    /// snapshot) is above this member's release.
+    /// Refuses to go on when the cluster version recorded (at start, in an installed
+    /// snapshot, or applied) is above this member's release ([`Release::check_cluster`]).
     fn check_cluster_version(&self) -> Result<(), Fatal> {
         let recorded = crate::domains::version::cluster::read(&self.state.store);
         match recorded {
-            Ok(v) => match v.cluster {
-                Some(cluster) => self.release.check_cluster(&cluster),
-                None => Ok(()),
-            },
+            Ok(v) => self.release.check_cluster(v.cluster.as_ref(), &v.downgrade),
             // Unreadable meta is the backend's fault, which the first apply meets too.
             Err(_) => Ok(()),
         }

@@ -75,6 +75,17 @@ pub enum Fatal {
         /// The cluster version it applied.
         cluster: String,
     },
+    /// A downgrade is enabled to a release other than this (3.5) member's (etcd 3.5's
+    /// `mustDetectDowngrade`).
+    #[error(
+        "invalid downgrade; server version is not allowed to join when downgrade is enabled (current-server-version {server}, target-cluster-version {target})"
+    )]
+    NotDowngradeTarget {
+        /// This member's server version.
+        server: String,
+        /// The downgrade's target.
+        target: String,
+    },
     /// The backend was written by a newer release than this member's (etcd 3.6's
     /// schema validation).
     #[error("version \"{version}\" is not supported")]

@@ -80,6 +80,7 @@ pub fn http(m: &Member) -> HttpHandles {
         release: m.id.release,
         feature_gates: m.id.feature_gates.clone(),
         request_timeout: m.limits.request_timeout,
+        watch_hub: m.state.watch_hub.clone(),
     }
 }
 

@@ -170,6 +170,21 @@ async fn a_peer_from_another_cluster_or_release_is_refused() {
             "{server}"
         );
     }
+    // No client request is served on the peer port (etcd 3.6: v3.6.14
+    // server/embed/etcd.go servePeers serves only the peer HTTP handler).
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{}", peers[0]))
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect peer port");
+    let err = oxcd_api::etcdserverpb::kv_client::KvClient::new(channel)
+        .range(oxcd_api::etcdserverpb::RangeRequest {
+            key: b"still".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("KV on the peer port");
+    assert_eq!(err.code(), tonic::Code::Unimplemented, "{err}");
     // The cluster is unharmed.
     let mut c = members[1].client().await;
     c.put("still", "fine", None).await.expect("put");

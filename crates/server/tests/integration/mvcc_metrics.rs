@@ -1,6 +1,8 @@
 //! etcd's MVCC operation counts (`etcd_mvcc_range_total`, `_put_total`,
 //! `_delete_total`, `_txn_total`), and the applies timed by operation
-//! (`etcd_server_apply_duration_seconds`), after the same workload on etcd 3.5.16 and on oxcd:
+//! (`etcd_server_apply_duration_seconds`), and etcd's debugging MVCC figures (live keys,
+//! bytes put, watch streams, watchers, events sent, rows compacted), after the same
+//! workload on etcd 3.5.16 and on oxcd:
 //! the same increases (etcd 3.6 dropped 3.5's `etcd_debugging_mvcc_range_total`, which
 //! oxcd exports only as 3.5: `versions.rs`). etcd counts each Range, Put
 //! and DeleteRange its transactions make (compares and reads of previous values
@@ -9,7 +11,10 @@
 
 use std::collections::BTreeMap;
 
-use etcd_client::{Client, Compare, CompareOp, DeleteOptions, GetOptions, PutOptions, Txn, TxnOp};
+use etcd_client::{
+    Client, CompactionOptions, Compare, CompareOp, DeleteOptions, GetOptions, PutOptions, Txn,
+    TxnOp, WatchOptions,
+};
 
 use crate::common::etcd::on_etcd_then_oxcd;
 use crate::common::scrape;
@@ -32,6 +37,17 @@ const APPLIES: [&str; 4] = [
     "etcd_server_apply_duration_seconds_count{op=\"LeaseRevoke\",success=\"true\",version=\"v3\"}",
 ];
 
+/// etcd's debugging MVCC figures that a workload moves (v3.5.16 server/mvcc/metrics.go):
+/// live keys, bytes put, watch streams, watchers and events sent, rows compacted.
+const DEBUGGING: [&str; 6] = [
+    "etcd_debugging_mvcc_keys_total",
+    "etcd_debugging_mvcc_total_put_size_in_bytes",
+    "etcd_debugging_mvcc_watch_stream_total",
+    "etcd_debugging_mvcc_watcher_total",
+    "etcd_debugging_mvcc_events_total",
+    "etcd_debugging_mvcc_db_compaction_keys_total",
+];
+
 /// The families' values in the scrape of `base` (`http://host:port`).
 async fn counts(base: &str) -> BTreeMap<&'static str, f64> {
     let text = scrape(base).await;
@@ -42,6 +58,7 @@ async fn counts(base: &str) -> BTreeMap<&'static str, f64> {
     };
     let mut out: BTreeMap<&'static str, f64> = FAMILIES
         .iter()
+        .chain(&DEBUGGING)
         .map(|f| {
             let v = value(f).unwrap_or_else(|| panic!("no {f} in the scrape of {base}"));
             (*f, v)
@@ -57,6 +74,10 @@ async fn counts(base: &str) -> BTreeMap<&'static str, f64> {
 async fn increases(base: &str) -> BTreeMap<&'static str, f64> {
     let mut c = Client::connect([base], None).await.expect("connect");
     let before = counts(base).await;
+    let mut events = c
+        .watch("k", Some(WatchOptions::new().with_prefix()))
+        .await
+        .expect("watch");
     for i in 0..5 {
         c.put(format!("k{i}"), "v", None).await.expect("put");
     }
@@ -133,10 +154,33 @@ async fn increases(base: &str) -> BTreeMap<&'static str, f64> {
             .expect("put with lease");
     }
     c.lease_revoke(lease).await.expect("revoke");
+    // Every event of the workload has reached the watcher before the scrape.
+    let last = c
+        .put("k9", "last", None)
+        .await
+        .expect("put")
+        .header()
+        .expect("h")
+        .revision();
+    loop {
+        let resp = events.message().await.expect("watch").expect("watch open");
+        if resp
+            .events()
+            .iter()
+            .any(|e| e.kv().is_some_and(|kv| kv.mod_revision() == last))
+        {
+            break;
+        }
+    }
+    // A physical compaction: its rows are gone when it answers.
+    c.compact(last - 3, Some(CompactionOptions::new().with_physical()))
+        .await
+        .expect("compact");
     let after = counts(base).await;
     FAMILIES
         .iter()
         .chain(&APPLIES)
+        .chain(&DEBUGGING)
         .map(|f| (*f, after[f] - before[f]))
         .collect()
 }

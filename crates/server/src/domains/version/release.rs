@@ -52,9 +52,28 @@ impl Release {
         self.server_version().minor_release()
     }
 
-    /// Err when `cluster` (a cluster version) is above this release: the member must
-    /// stop (etcd's `MustDetectDowngrade`).
-    pub fn check_cluster(self, cluster: &Version) -> Result<(), Fatal> {
+    /// Err when the member must stop at this cluster version and downgrade state:
+    /// etcd 3.6's `MustDetectDowngrade` (a cluster version above the release), or for
+    /// a 3.5 member etcd 3.5's `mustDetectDowngrade`, which first lets a member of an
+    /// enabled downgrade's target through and stops any other then.
+    pub fn check_cluster(
+        self,
+        cluster: Option<&Version>,
+        downgrade: &super::cluster::Downgrade,
+    ) -> Result<(), Fatal> {
+        if self == Release::Etcd35 && downgrade.enabled && !downgrade.target_version.is_empty() {
+            let target = Version::parse(&downgrade.target_version).ok();
+            if target.is_some_and(|t| t.cmp_minor(&self.server_version()).is_eq()) {
+                return Ok(());
+            }
+            return Err(Fatal::NotDowngradeTarget {
+                server: self.server_version().to_string(),
+                target: downgrade.target_version.clone(),
+            });
+        }
+        let Some(cluster) = cluster else {
+            return Ok(());
+        };
         if self.server_version().cmp_minor(cluster).is_lt() {
             return Err(Fatal::ServerTooOld {
                 server: self.server_version().to_string(),
@@ -68,5 +87,53 @@ impl Release {
     /// hash revision, the snapshot's version).
     pub fn has_3_6(self) -> bool {
         self == Release::Etcd36
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domains::version::cluster::Downgrade;
+
+    fn v(s: &str) -> Version {
+        Version::parse(s).expect("version")
+    }
+
+    #[test]
+    fn stops_below_the_cluster_version_as_etcd_does() {
+        let none = Downgrade::default();
+        let to_3_5 = Downgrade {
+            target_version: "3.5.0".into(),
+            enabled: true,
+        };
+        // etcd 3.6: v3.6.14 server/etcdserver/version/downgrade.go MustDetectDowngrade.
+        assert!(
+            Release::Etcd36
+                .check_cluster(Some(&v("3.6.0")), &none)
+                .is_ok()
+        );
+        assert!(Release::Etcd36.check_cluster(None, &none).is_ok());
+        assert!(
+            Release::Etcd35
+                .check_cluster(Some(&v("3.6.0")), &none)
+                .is_err()
+        );
+        // etcd 3.5: v3.5.16 server/etcdserver/api/membership/downgrade.go
+        // mustDetectDowngrade: a member of the target joins a cluster still at 3.6.
+        assert!(
+            Release::Etcd35
+                .check_cluster(Some(&v("3.6.0")), &to_3_5)
+                .is_ok()
+        );
+        let to_3_4 = Downgrade {
+            target_version: "3.4.0".into(),
+            enabled: true,
+        };
+        let e = Release::Etcd35
+            .check_cluster(Some(&v("3.5.0")), &to_3_4)
+            .expect_err("not the target");
+        assert!(e.to_string().starts_with(
+            "invalid downgrade; server version is not allowed to join when downgrade is enabled"
+        ));
     }
 }

@@ -21,6 +21,7 @@
 //!   before that lock is released: a subscription that registers an interest (write
 //!   lock) and then reads the store's current revision gets every later batch on it.
 
+pub mod counts;
 pub mod handles;
 pub mod outbox;
 pub mod routes;
@@ -93,6 +94,8 @@ pub struct WatchHub {
     closed: tokio::sync::watch::Sender<bool>,
     /// `--experimental-watch-progress-notify-interval`.
     pub progress_interval: Duration,
+    /// Streams, watchers and events, as etcd counts them.
+    pub counts: counts::WatchCounts,
 }
 
 impl WatchHub {
@@ -107,6 +110,7 @@ impl WatchHub {
             published,
             closed: tokio::sync::watch::Sender::new(false),
             progress_interval,
+            counts: counts::WatchCounts::default(),
         }
     }
 

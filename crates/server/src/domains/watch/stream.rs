@@ -54,11 +54,19 @@ pub struct WatchStream {
     creds: Credentials,
 }
 
+impl Drop for WatchStream {
+    fn drop(&mut self) {
+        self.hub.counts.streams_add(-1);
+        self.hub.counts.watchers_add(-(self.watchers.len() as i64));
+    }
+}
+
 impl WatchStream {
     /// A stream over `handles` opened with `creds`, answering through `out`.
     pub fn new(handles: Arc<WatchHandles>, out: Outbox, creds: Credentials) -> WatchStream {
         let hub = handles.hub.clone();
         let feed = hub.subscribe();
+        hub.counts.streams_add(1);
         WatchStream {
             handles,
             hub,
@@ -210,8 +218,13 @@ impl WatchStream {
         let published = self.hub.published();
         self.routes.change(id, watcher.key(), watcher.end(), true);
         self.watchers.insert(id, watcher);
+        self.hub.counts.watchers_add(1);
         if start <= published {
-            self.catch_up(id, published).await?;
+            // Unsynced, as etcd calls a watcher that starts in the past, until caught up.
+            self.hub.counts.slow_add(1);
+            let caught_up = self.catch_up(id, published).await;
+            self.hub.counts.slow_add(-1);
+            caught_up?;
         }
         Ok(())
     }
@@ -234,6 +247,7 @@ impl WatchStream {
             Some(w) => {
                 self.feed.remove_interest(w.key(), w.end());
                 self.routes.change(id, w.key(), w.end(), false);
+                self.hub.counts.watchers_add(-1);
                 true
             }
             None => false,
@@ -354,6 +368,7 @@ impl WatchStream {
                 if let Some(w) = self.watchers.get_mut(&id) {
                     w.set_sent(true);
                 }
+                self.hub.counts.sent(picked.shared.len());
                 let out = WatchOut {
                     resp: self.response(last, id),
                     encoded: shared.encode(feeds, picked.shared),
@@ -383,10 +398,19 @@ impl WatchStream {
             .filter(|(_, w)| w.next_rev <= to)
             .map(|(id, _)| *id)
             .collect();
+        let mut slow = behind.len() as i64;
+        self.hub.counts.slow_add(slow);
+        let mut caught_up = Ok(());
         for id in behind {
-            self.catch_up(id, to).await?;
+            caught_up = self.catch_up(id, to).await;
+            slow -= 1;
+            self.hub.counts.slow_add(-1);
+            if caught_up.is_err() {
+                break;
+            }
         }
-        Ok(())
+        self.hub.counts.slow_add(-slow);
+        caught_up
     }
 
     /// Sends watcher `id` its events up to revision `to` from the history, in chunks of
@@ -452,6 +476,7 @@ impl WatchStream {
                 .await
                 .map_err(|_| Gone)?;
         }
+        self.hub.counts.sent(events.len());
         let mut resp = self.response(rev, id);
         resp.events = events;
         let pieces = if fragment {

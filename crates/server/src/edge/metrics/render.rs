@@ -133,6 +133,7 @@ pub fn render(handles: &HttpHandles) -> String {
         "The revision of the last compaction in store.",
         handles.reads.store().compact_rev() as f64,
     );
+    mvcc_debugging_families(&mut e, handles);
     let counts = handles.reads.store().counts();
     for (name, help, value) in [
         (
@@ -345,5 +346,101 @@ fn server_timings(e: &mut Exposition, handles: &HttpHandles) {
         if !ranges.is_empty() {
             e.add(f);
         }
+    }
+}
+
+/// `h` (seconds) as a histogram in milliseconds.
+fn in_ms(h: oxcd_storage::timing::HistogramSnapshot) -> oxcd_storage::timing::HistogramSnapshot {
+    oxcd_storage::timing::HistogramSnapshot {
+        buckets: h.buckets.iter().map(|(b, c)| (b * 1000.0, *c)).collect(),
+        count: h.count,
+        sum: h.sum * 1000.0,
+    }
+}
+
+/// etcd's `etcd_debugging_mvcc_*` families beside the revisions and the range count
+/// (v3.5.16 server/mvcc/metrics.go; the same in 3.6.14).
+fn mvcc_debugging_families(e: &mut Exposition, handles: &HttpHandles) {
+    let store = handles.reads.store();
+    let watch = &handles.watch_hub.counts;
+    for (name, kind, help, value) in [
+        (
+            "etcd_debugging_mvcc_keys_total",
+            Kind::Gauge,
+            "Total number of keys.",
+            store.live_keys() as f64,
+        ),
+        (
+            "etcd_debugging_mvcc_watch_stream_total",
+            Kind::Gauge,
+            "Total number of watch streams.",
+            watch.streams() as f64,
+        ),
+        (
+            "etcd_debugging_mvcc_watcher_total",
+            Kind::Gauge,
+            "Total number of watchers.",
+            watch.watchers() as f64,
+        ),
+        (
+            "etcd_debugging_mvcc_slow_watcher_total",
+            Kind::Gauge,
+            "Total number of unsynced slow watchers.",
+            watch.slow() as f64,
+        ),
+        (
+            "etcd_debugging_mvcc_events_total",
+            Kind::Counter,
+            "Total number of events sent by this member.",
+            watch.events() as f64,
+        ),
+        (
+            "etcd_debugging_mvcc_pending_events_total",
+            Kind::Gauge,
+            "Total number of pending events to be sent.",
+            0.0,
+        ),
+        (
+            "etcd_debugging_mvcc_db_compaction_last",
+            Kind::Gauge,
+            "The unix time of the last db compaction. Resets to 0 on start.",
+            store.compactions().last() as f64,
+        ),
+        (
+            "etcd_debugging_mvcc_db_compaction_keys_total",
+            Kind::Counter,
+            "Total number of db keys compacted.",
+            store.compactions().rows() as f64,
+        ),
+        (
+            "etcd_debugging_mvcc_total_put_size_in_bytes",
+            Kind::Gauge,
+            "The total size of put kv pairs seen by this member.",
+            store.counts().put_bytes() as f64,
+        ),
+    ] {
+        e.single(name, kind, help, value);
+    }
+    let compactions = store.compactions();
+    for (name, help, h) in [
+        (
+            "etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds",
+            "Bucketed histogram of index compaction pause duration.",
+            compactions.index_pause(),
+        ),
+        (
+            "etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds",
+            "Bucketed histogram of db compaction pause duration.",
+            compactions.db_pause(),
+        ),
+        (
+            "etcd_debugging_mvcc_db_compaction_total_duration_milliseconds",
+            "Bucketed histogram of db compaction total duration.",
+            compactions.total(),
+        ),
+    ] {
+        let mut f = Family::new(name, Kind::Histogram, help);
+        f.histogram(&[], &in_ms(h));
+        e.add(f);
     }
 }
