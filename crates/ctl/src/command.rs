@@ -96,6 +96,22 @@ impl Tree {
     }
 }
 
+/// etcdctl's `--consistency` value: true for `s` (serializable), false for `l`
+/// (linearizable); anything else is etcdctl's "unknown consistency flag".
+pub fn serializable(consistency: &str) -> Result<bool, Fail> {
+    match consistency {
+        "s" => Ok(true),
+        "l" => Ok(false),
+        other => Err(Fail::new(
+            exit::BAD_FEATURE,
+            format!(
+                "unknown consistency flag {}",
+                oxcd_go::quote::quote_str(other)
+            ),
+        )),
+    }
+}
+
 /// A command's refusal of its arguments, with etcdctl's exit code for them.
 pub fn bad_args(msg: &str) -> Fail {
     Fail::new(exit::BAD_ARGS, msg)

@@ -149,19 +149,7 @@ pub fn range_request(p: &Parsed) -> Result<RangeRequest, Fail> {
         key: args[0].clone().into_bytes(),
         ..Default::default()
     };
-    match p.get("consistency") {
-        "s" => r.serializable = true,
-        "l" => {}
-        other => {
-            return Err(Fail::new(
-                exit::BAD_FEATURE,
-                format!(
-                    "unknown consistency flag {}",
-                    oxcd_go::quote::quote_str(other)
-                ),
-            ));
-        }
-    }
+    r.serializable = crate::command::serializable(p.get("consistency"))?;
     if args.len() > 1 {
         if prefix || from_key {
             return Err(bad_args(TOO_MANY));

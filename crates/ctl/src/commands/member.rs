@@ -9,7 +9,7 @@
 use crate::args::{boolean, string};
 use crate::command::{Command, Run, bad_args, failed, printed};
 use crate::ctx::Ctx;
-use crate::fail::{Fail, exit};
+use crate::fail::Fail;
 use oxcd_go::strconv;
 
 /// `member`: prints its help.
@@ -173,19 +173,7 @@ fn update(mut ctx: Ctx) -> Run {
 /// oxcdctl names the value given.
 fn list(mut ctx: Ctx) -> Run {
     Box::pin(async move {
-        let linearizable = match ctx.flags.get("consistency") {
-            "l" => true,
-            "s" => false,
-            other => {
-                return Err(Fail::new(
-                    exit::BAD_FEATURE,
-                    format!(
-                        "unknown consistency flag {}",
-                        oxcd_go::quote::quote_str(other)
-                    ),
-                ));
-            }
-        };
+        let linearizable = !crate::command::serializable(ctx.flags.get("consistency"))?;
         let s = ctx.session()?;
         let resp = s
             .client()

@@ -7,6 +7,13 @@ use std::time::Duration;
 use super::parity::member;
 use super::snapshot::run;
 
+/// oxcdctl against `ep`, run in `dir`: stdout, stderr, exit code.
+fn oxcdctl(ep: &str, dir: &std::path::Path, args: &[&str]) -> (String, String, Option<i32>) {
+    let mut a = vec![format!("--endpoints={ep}")];
+    a.extend(args.iter().map(|s| s.to_string()));
+    run(env!("CARGO_BIN_EXE_oxcdctl"), dir, &a)
+}
+
 // etcdctl 3.6's `downgrade` (v3.6.14 etcdctl/ctlv3/command/downgrade_command.go and
 // printer_simple.go; no etcdctl 3.6 runs here): its output, argument errors and exit
 // codes, against an oxcd member.
@@ -14,13 +21,7 @@ use super::snapshot::run;
 async fn downgrade_commands_are_etcdctl_3_6s() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (ep, _stop) = member(&dir.path().join("m")).await;
-    let oxcdctl = env!("CARGO_BIN_EXE_oxcdctl");
-    let endpoint = format!("--endpoints={ep}");
-    let ctl = |args: &[&str]| {
-        let mut a = vec![endpoint.clone()];
-        a.extend(args.iter().map(|s| s.to_string()));
-        run(oxcdctl, dir.path(), &a)
-    };
+    let ctl = |args: &[&str]| oxcdctl(&ep, dir.path(), args);
     // The cluster version is decided a moment after the member starts.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
@@ -105,13 +106,7 @@ async fn downgrade_commands_are_etcdctl_3_6s() {
 async fn member_list_consistency_and_the_hash_revision_are_etcdctl_3_6s() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (ep, _stop) = member(&dir.path().join("m")).await;
-    let oxcdctl = env!("CARGO_BIN_EXE_oxcdctl");
-    let endpoint = format!("--endpoints={ep}");
-    let ctl = |args: &[&str]| {
-        let mut a = vec![endpoint.clone()];
-        a.extend(args.iter().map(|s| s.to_string()));
-        run(oxcdctl, dir.path(), &a)
-    };
+    let ctl = |args: &[&str]| oxcdctl(&ep, dir.path(), args);
     let l = ctl(&["member", "list"]);
     assert_eq!(l.2, Some(0), "{l:?}");
     for c in ["l", "s"] {

@@ -133,14 +133,21 @@ async fn a_peer_from_another_cluster_or_release_is_refused() {
     let mut client = PeerClient::connect(format!("http://127.0.0.1:{}", peers[0]))
         .await
         .expect("connect peer port");
-    let mut req = tonic::Request::new(tokio_stream::iter(vec![RaftEnvelope {
-        message: Vec::new(),
-    }]));
-    req.metadata_mut()
-        .insert("x-oxcd-cluster-id", "deadbeef".parse().expect("meta"));
-    req.metadata_mut()
-        .insert("x-oxcd-from", "1".parse().expect("meta"));
-    let err = client.raft(req).await.expect_err("must be refused");
+    // A raft stream with these metadata.
+    let raft_request = |meta: &[(&'static str, &str)]| {
+        let mut req = tonic::Request::new(tokio_stream::iter(vec![RaftEnvelope {
+            message: Vec::new(),
+        }]));
+        for (k, v) in meta {
+            req.metadata_mut().insert(*k, v.parse().expect("meta"));
+        }
+        req
+    };
+    let foreign = [("x-oxcd-cluster-id", "deadbeef"), ("x-oxcd-from", "1")];
+    let err = client
+        .raft(raft_request(&foreign))
+        .await
+        .expect_err("must be refused");
     assert_eq!(
         (err.code(), err.message()),
         (
@@ -152,17 +159,12 @@ async fn a_peer_from_another_cluster_or_release_is_refused() {
     // v3.6.14 rafthttp/http.go checkClusterCompatibilityFromHeader, util.go
     // checkVersionCompatibility) is refused with etcd's errIncompatibleVersion.
     for (server, min_cluster) in [("2.3.8", "2.0.0"), ("3.8.0", "3.7.0")] {
-        let mut req = tonic::Request::new(tokio_stream::iter(vec![RaftEnvelope {
-            message: Vec::new(),
-        }]));
-        req.metadata_mut()
-            .insert("x-oxcd-cluster-id", "deadbeef".parse().expect("meta"));
-        req.metadata_mut()
-            .insert("x-oxcd-from", "1".parse().expect("meta"));
-        req.metadata_mut()
-            .insert("x-server-version", server.parse().expect("meta"));
-        req.metadata_mut()
-            .insert("x-min-cluster-version", min_cluster.parse().expect("meta"));
+        let req = raft_request(&[
+            foreign[0],
+            foreign[1],
+            ("x-server-version", server),
+            ("x-min-cluster-version", min_cluster),
+        ]);
         let err = client.raft(req).await.expect_err("must be refused");
         assert_eq!(
             (err.code(), err.message()),
