@@ -175,7 +175,6 @@ pub async fn check_fresh_member(
         if !crate::domains::version::join::compatible_with_cluster(
             &joined.members,
             joined.me,
-            dialer.release(),
             dialer,
             s.request_timeout(),
         )

@@ -1,7 +1,6 @@
 //! Starting a member: lock the data dir, open the backend and the store, start the raft
 //! loop over the WAL and the apply thread.
 
-use crate::domains::version::release::Release;
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
@@ -263,7 +262,8 @@ pub fn start(
         watch_hub,
     };
     let (ended, apply_ended) = oneshot::channel();
-    let release = Release::emulating(&s.emulated_version);
+    // The release `serve` chose for the dialer's version headers.
+    let release = dialer.release();
     let apply_thread = ApplyLoop {
         state: state.clone(),
         raft: raft.clone(),

@@ -81,15 +81,15 @@ pub fn judge(reported: &[(u64, Option<Version>)], min: &Version, max: &Version) 
     verdict
 }
 
-/// Whether a member of `release` with id `me` may join the running cluster of
-/// `members`, asking them with `dialer`, each within `timeout`.
+/// Whether a member with id `me`, of the release `dialer` announces, may join the
+/// running cluster of `members`, asking them with `dialer`, each within `timeout`.
 pub async fn compatible_with_cluster(
     members: &[MemberInfo],
     me: u64,
-    release: Release,
     dialer: &PeerDialer,
     timeout: Duration,
 ) -> bool {
+    let release = dialer.release();
     let mut asker = VersionAsker::new(dialer.clone());
     let others: Vec<&MemberInfo> = members.iter().filter(|m| m.id != me).collect();
     for attempt in 0..=UNDECIDED_RETRIES {

@@ -28,9 +28,13 @@ impl WatchCounts {
         self.watchers.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Watchers that started (`> 0`) or finished (`< 0`) catching up from the history.
-    pub fn slow_add(&self, n: i64) {
-        self.slow.fetch_add(n, Ordering::Relaxed);
+    /// `n` watchers begin catching up from the history: counted slow until each is
+    /// marked done, or the returned guard is dropped (an error, or the stream's task
+    /// cancelled mid-way).
+    pub fn catching_up(&self, n: usize) -> CatchingUp<'_> {
+        let left = n as i64;
+        self.slow.fetch_add(left, Ordering::Relaxed);
+        CatchingUp { counts: self, left }
     }
 
     /// Events sent to a watcher.
@@ -56,5 +60,27 @@ impl WatchCounts {
     /// Events sent (`etcd_debugging_mvcc_events_total`).
     pub fn events(&self) -> u64 {
         self.events.load(Ordering::Relaxed)
+    }
+}
+
+/// Watchers counted slow while they catch up ([`WatchCounts::catching_up`]).
+pub struct CatchingUp<'a> {
+    counts: &'a WatchCounts,
+    left: i64,
+}
+
+impl CatchingUp<'_> {
+    /// One of them has caught up.
+    pub fn done_one(&mut self) {
+        if self.left > 0 {
+            self.left -= 1;
+            self.counts.slow.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for CatchingUp<'_> {
+    fn drop(&mut self) {
+        self.counts.slow.fetch_sub(self.left, Ordering::Relaxed);
     }
 }

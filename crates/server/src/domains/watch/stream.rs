@@ -221,10 +221,9 @@ impl WatchStream {
         self.hub.counts.watchers_add(1);
         if start <= published {
             // Unsynced, as etcd calls a watcher that starts in the past, until caught up.
-            self.hub.counts.slow_add(1);
-            let caught_up = self.catch_up(id, published).await;
-            self.hub.counts.slow_add(-1);
-            caught_up?;
+            let hub = self.hub.clone();
+            let _slow = hub.counts.catching_up(1);
+            self.catch_up(id, published).await?;
         }
         Ok(())
     }
@@ -398,19 +397,13 @@ impl WatchStream {
             .filter(|(_, w)| w.next_rev <= to)
             .map(|(id, _)| *id)
             .collect();
-        let mut slow = behind.len() as i64;
-        self.hub.counts.slow_add(slow);
-        let mut caught_up = Ok(());
+        let hub = self.hub.clone();
+        let mut slow = hub.counts.catching_up(behind.len());
         for id in behind {
-            caught_up = self.catch_up(id, to).await;
-            slow -= 1;
-            self.hub.counts.slow_add(-1);
-            if caught_up.is_err() {
-                break;
-            }
+            self.catch_up(id, to).await?;
+            slow.done_one();
         }
-        self.hub.counts.slow_add(-slow);
-        caught_up
+        Ok(())
     }
 
     /// Sends watcher `id` its events up to revision `to` from the history, in chunks of

@@ -58,8 +58,8 @@ pub struct Metrics {
     alarms_seen: Seen,
     /// The time of each applied operation (shared with the apply thread).
     pub apply: Arc<timing::ApplyTiming>,
-    /// The time of each Range.
-    pub range: timing::RangeTiming,
+    /// The time of each Range (`etcd_server_range_duration_seconds`), by outcome.
+    pub range: timing::ByOutcome,
 }
 
 /// Label values a scrape has seen: a Go gauge vector keeps a sample once set, so a
