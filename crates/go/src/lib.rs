@@ -14,7 +14,8 @@
 //! - [`hex`]: `%016x` of an `int64`;
 //! - [`humanize`]: go-humanize's `Bytes`;
 //! - [`capnslog`]: capnslog's timestamp;
-//! - [`semver`]: go-semver's `Version`, as etcd's versions use it.
+//! - [`semver`]: go-semver's `Version`, as etcd's versions use it;
+//! - [`time`]: Go's `time.RFC3339Nano`.
 //!
 //! Invariant: byte-for-byte Go/etcd behaviour. What Go accepts is accepted with Go's
 //! value, what Go refuses is refused with Go's first error and its exact text, and what
@@ -30,4 +31,5 @@ pub mod os;
 pub mod quote;
 pub mod semver;
 pub mod strconv;
+pub mod time;
 pub mod url;

@@ -85,6 +85,11 @@ pub fn decode_message(b: &[u8]) -> Result<raft::prelude::Message, RaftError> {
         .map_err(|e| RaftError::Decode(format!("raft message: {e}")))
 }
 
+/// Decodes one entry of a peer's message, wherever it sits in the log.
+pub fn decode_sent_entry(b: &[u8]) -> Result<Entry, RaftError> {
+    Entry::parse_from_bytes(b).map_err(|e| RaftError::Decode(format!("raft entry: {e}")))
+}
+
 /// Encodes a membership change (a conf change entry's data).
 pub fn encode_conf_change(cc: &raft::prelude::ConfChange) -> Vec<u8> {
     cc.write_to_bytes().unwrap_or_default()

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oxcd_transport::dial::Dialer;
+use oxcd_transport::dial::{ClientConn, Dialer};
 use oxcd_transport::listen::{Bind, parse_listen_url};
 use oxcd_transport::tls::ClientTls;
 use tonic::transport::{Channel, Endpoint};
@@ -41,6 +41,12 @@ pub enum DialError {
     /// The connection failed (its causes printed `a: b: c`, as Go prints them).
     #[error("{}", error_chain(.0))]
     Connect(tonic::transport::Error),
+    /// A plain connection failed.
+    #[error(transparent)]
+    Io(std::io::Error),
+    /// An HTTP/1.1 connection to a TLS peer (not supported yet).
+    #[error("{0}: etcd's peer protocol over TLS is not supported yet")]
+    Http1OverTls(String),
 }
 
 /// Dials peers: plain `http://` URLs, or `https://` ones with the peer TLS settings.
@@ -78,16 +84,16 @@ impl PeerDialer {
         self.release
     }
 
-    /// A channel to the peer at `url`, connected within `timeout`.
-    pub async fn connect(&self, url: &str, timeout: Duration) -> Result<Channel, DialError> {
+    /// The transport dialer for `url`, and the `http://` URI a connection is made for.
+    fn dialer_for(&self, url: &str) -> Result<(Dialer, String), DialError> {
         let mut dialer = Dialer::new(self.tls.clone()).with_source_ip(self.source_ip);
-        // The channel is always made for an http:// URI; TLS is the dialer's business.
+        // Connections are always made for an http:// URI; TLS is the dialer's business.
         let mut target = url.replacen("https://", "http://", 1);
         if url.starts_with("https://") {
             dialer = dialer.with_tls(true);
         }
         if url.starts_with("unix") {
-            // A unix socket peer: the socket path comes from the URL, the channel gets a
+            // A unix socket peer: the socket path comes from the URL, the URI gets a
             // placeholder authority.
             let parsed = parse_listen_url(url).map_err(DialError::Url)?;
             if let Bind::Unix(path) = parsed.bind {
@@ -95,6 +101,12 @@ impl PeerDialer {
                 target = "http://localhost".into();
             }
         }
+        Ok((dialer, target))
+    }
+
+    /// A channel to the peer at `url`, connected within `timeout`.
+    pub async fn connect(&self, url: &str, timeout: Duration) -> Result<Channel, DialError> {
+        let (dialer, target) = self.dialer_for(url)?;
         let endpoint = Endpoint::from_shared(target)
             .map_err(|error| DialError::InvalidUrl {
                 url: url.to_string(),
@@ -109,6 +121,32 @@ impl PeerDialer {
             .connect_with_connector(dialer)
             .await
             .map_err(DialError::Connect)
+    }
+
+    /// A plain connection to the peer at `url` for HTTP/1.1 (etcd's peer protocol),
+    /// made within `timeout`, and the URI its requests are made for. TLS peers are not
+    /// dialed this way yet: the peer TLS configuration offers only `h2`, which an etcd
+    /// member would route to its gRPC server.
+    pub async fn connection(
+        &self,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<(ClientConn, http::Uri), DialError> {
+        let (dialer, target) = self.dialer_for(url)?;
+        if url.starts_with("https://") || url.starts_with("unixs") {
+            return Err(DialError::Http1OverTls(url.to_string()));
+        }
+        let uri: http::Uri = target
+            .parse()
+            .map_err(|_| DialError::Url(format!("invalid peer URL {url:?}")))?;
+        match tokio::time::timeout(timeout, dialer.connect(&uri)).await {
+            Ok(Ok(conn)) => Ok((conn, uri)),
+            Ok(Err(e)) => Err(DialError::Io(e)),
+            Err(_) => Err(DialError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("dial {url}: i/o timeout"),
+            ))),
+        }
     }
 }
 

@@ -2,10 +2,12 @@
 //! ([`transport`]: one sending task and stream per peer) and the receiving service
 //! ([`service`]), dialed with one [`PeerDialer`]. Streams carry the cluster id and the
 //! sender's versions; a member of another cluster, or of an incompatible version
-//! ([`compat`]), is refused.
+//! ([`compat`]), is refused. Members of an etcd cluster are spoken to in etcd's own
+//! protocol ([`etcd`]).
 
 pub mod compat;
 pub mod dialer;
+pub mod etcd;
 pub mod health;
 pub mod remote;
 pub mod server;

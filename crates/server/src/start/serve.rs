@@ -164,6 +164,9 @@ pub async fn run_with(
     ))
     .merge(crate::domains::version::enabled::routes(Arc::downgrade(
         &versions,
+    )))
+    .merge(crate::peer::etcd::routes::routes(Arc::downgrade(
+        &membership,
     )));
     for (l, url) in peer_listeners {
         tracing::info!(address = %l.local_addr(), url, "serving peer traffic");

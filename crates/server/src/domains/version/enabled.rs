@@ -32,17 +32,7 @@ pub fn routes(handles: Weak<VersionHandles>) -> axum::Router {
 
 async fn answer(method: Method, handles: Option<&VersionHandles>) -> Response {
     if method != Method::GET {
-        // Go's http.Error: its text with a newline, as text/plain.
-        return (
-            StatusCode::METHOD_NOT_ALLOWED,
-            [
-                (header::ALLOW, "GET"),
-                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            ],
-            "Method Not Allowed\n",
-        )
-            .into_response();
+        return crate::peer::etcd::method_not_allowed("GET");
     }
     let Some(handles) = handles else {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
@@ -54,15 +44,10 @@ async fn answer(method: Method, handles: Option<&VersionHandles>) -> Response {
             if enabled { "true" } else { "false" },
         )
             .into_response(),
-        Err(e) => (
+        Err(e) => crate::peer::etcd::go_error(
             StatusCode::INTERNAL_SERVER_ERROR,
-            [
-                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            ],
-            format!("failed linearized read: {e}\n"),
-        )
-            .into_response(),
+            &format!("failed linearized read: {e}"),
+        ),
     };
     if let Ok(v) = HeaderValue::from_str(&cluster_id) {
         response.headers_mut().insert("x-etcd-cluster-id", v);

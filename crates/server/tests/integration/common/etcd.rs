@@ -34,8 +34,8 @@ pub fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String
     start_etcd_from(command(dir, scheme), scheme, flags, ctl)
 }
 
-/// etcd from a data dir restored for member `default` with the peer URL on port `peer`.
-pub fn start_restored_etcd(dir: &Path, peer: u16) -> Etcd {
+/// etcd (member `default`, its data dir fresh or restored for it) with its peer URL on port `peer`.
+pub fn start_etcd_with_peer(dir: &Path, peer: u16) -> Etcd {
     start_etcd_from(command_with_peer(dir, "http", peer), "http", &[], &[])
 }
 

@@ -1,0 +1,321 @@
+//! Requests to an etcd member's peer port, over HTTP/1.1 as etcd's peers speak it:
+//! plain `GET`s (`/members`, `/version`), the pipeline (`POST /raft`, one message, no
+//! length prefix) and the dial of a stream (`GET /raft/stream/{message,msgapp}/<me>`),
+//! whose answer's body is the endless stream of messages the peer sends this member.
+//!
+//! Every request to raft's paths carries this member's [`Identity`] in etcd's headers.
+//! Each request has its own connection: etcd closes an idle peer connection after 5 s,
+//! and streams hold theirs for as long as they last.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use oxcd_raft::Message;
+
+use super::codec::{CodecError, MessageDecoder, MsgAppDecoder};
+use super::headers;
+use crate::domains::version::release::{MIN_CLUSTER_VERSION, Release};
+use crate::peer::PeerDialer;
+use crate::peer::dialer::DialError;
+
+/// Who this member is, as its requests to etcd peers say.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// This member's id.
+    pub member: u64,
+    /// The cluster's id.
+    pub cluster: u64,
+    /// This member's advertised peer URLs.
+    pub peer_urls: Vec<String>,
+    /// The release whose versions the requests announce.
+    pub release: Release,
+}
+
+impl Identity {
+    /// The headers of a request to raft's paths.
+    fn stamp(&self, h: &mut HeaderMap) {
+        let mut put = |name: &'static str, value: String| {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                h.insert(name, v);
+            }
+        };
+        put(headers::FROM, headers::id(self.member));
+        put(
+            headers::SERVER_VERSION,
+            self.release.server_version().to_string(),
+        );
+        put(
+            headers::MIN_CLUSTER_VERSION,
+            MIN_CLUSTER_VERSION.to_string(),
+        );
+        put(headers::CLUSTER_ID, headers::id(self.cluster));
+        put(headers::PEER_URLS, self.peer_urls.join(","));
+    }
+}
+
+/// The two streams a member dials to each peer (etcd's `streamTypeMessage` and
+/// `streamTypeMsgAppV2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// Every message, each length-prefixed ([`super::codec::MessageDecoder`]).
+    Message,
+    /// Appends ([`super::codec::MsgAppDecoder`]).
+    MsgAppV2,
+}
+
+impl StreamKind {
+    /// A decoder for a stream of this kind that member `from` sends member `to`.
+    pub fn decoder(self, to: u64, from: u64) -> StreamDecoder {
+        match self {
+            StreamKind::Message => StreamDecoder::Message(MessageDecoder),
+            StreamKind::MsgAppV2 => StreamDecoder::MsgApp(MsgAppDecoder::new(to, from)),
+        }
+    }
+
+    /// The path a stream of this kind for member `me` is dialed at.
+    pub fn path(self, me: u64) -> String {
+        let kind = match self {
+            StreamKind::Message => "message",
+            StreamKind::MsgAppV2 => "msgapp",
+        };
+        format!("/raft/stream/{kind}/{}", headers::id(me))
+    }
+}
+
+/// The decoder of one dialed stream.
+#[derive(Debug)]
+pub enum StreamDecoder {
+    /// A message stream.
+    Message(MessageDecoder),
+    /// A msgappv2 stream.
+    MsgApp(MsgAppDecoder),
+}
+
+impl StreamDecoder {
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Message>, CodecError> {
+        match self {
+            StreamDecoder::Message(d) => d.decode(buf),
+            StreamDecoder::MsgApp(d) => d.decode(buf),
+        }
+    }
+}
+
+/// Why a dialed stream ended.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamEnded {
+    /// The peer closed it, or the connection failed.
+    #[error(transparent)]
+    Http(#[from] hyper::Error),
+    /// Its bytes did not decode.
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// Whoever read the messages has gone.
+    #[error("the stream's reader has gone")]
+    Dropped,
+}
+
+/// Decodes the messages of the dialed stream `body` into `out`, in order, until the
+/// stream ends (Ok when the peer closed it cleanly). Every message is handed on, link
+/// heartbeats too ([`super::codec::is_link_heartbeat`]): raft must not be given those.
+pub async fn read_stream(
+    mut body: Incoming,
+    mut decoder: StreamDecoder,
+    out: tokio::sync::mpsc::Sender<Message>,
+) -> Result<(), StreamEnded> {
+    let mut buf = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        buf.extend_from_slice(&data);
+        while let Some(m) = decoder.decode(&mut buf)? {
+            out.send(m).await.map_err(|_| StreamEnded::Dropped)?;
+        }
+    }
+    Ok(())
+}
+
+/// Why a request to an etcd peer failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerHttpError {
+    /// The peer could not be reached.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// The HTTP exchange failed.
+    #[error(transparent)]
+    Http(#[from] hyper::Error),
+    /// The request could not be built (a URL or header of ours).
+    #[error(transparent)]
+    Request(#[from] http::Error),
+    /// No answer in time.
+    #[error("request to {0} timed out")]
+    TimedOut(String),
+    /// The peer refused: its status and its text (etcd's, newline trimmed).
+    #[error("{status}: {text}")]
+    Refused {
+        /// The status.
+        status: StatusCode,
+        /// The body, trimmed of Go's newline.
+        text: String,
+        /// The answer's headers (the dialer of a stream reads the version first).
+        headers: HeaderMap,
+    },
+}
+
+/// A whole answer.
+#[derive(Debug)]
+pub struct Answer {
+    /// Its status.
+    pub status: StatusCode,
+    /// Its headers.
+    pub headers: HeaderMap,
+    /// Its body.
+    pub body: Bytes,
+}
+
+/// Sends `req` to the peer at `url` on a new connection; the answer's head within
+/// `timeout`.
+async fn send(
+    dialer: &PeerDialer,
+    url: &str,
+    mut req: Request<Full<Bytes>>,
+    timeout: Duration,
+) -> Result<http::Response<Incoming>, PeerHttpError> {
+    let exchange = async {
+        let (conn, uri) = dialer.connection(url, timeout).await?;
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(conn)).await?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "etcd peer connection ended");
+            }
+        });
+        if let Some(host) = uri.authority()
+            && let Ok(v) = HeaderValue::from_str(host.as_str())
+        {
+            req.headers_mut().insert(http::header::HOST, v);
+        }
+        Ok::<_, PeerHttpError>(sender.send_request(req).await?)
+    };
+    tokio::time::timeout(timeout, exchange)
+        .await
+        .map_err(|_| PeerHttpError::TimedOut(url.to_string()))?
+}
+
+/// The whole body of `answer`, within `timeout`.
+async fn read_all(
+    url: &str,
+    answer: http::Response<Incoming>,
+    timeout: Duration,
+) -> Result<Answer, PeerHttpError> {
+    let (head, body) = answer.into_parts();
+    let body = tokio::time::timeout(timeout, body.collect())
+        .await
+        .map_err(|_| PeerHttpError::TimedOut(url.to_string()))??
+        .to_bytes();
+    Ok(Answer {
+        status: head.status,
+        headers: head.headers,
+        body,
+    })
+}
+
+/// `GET path` at the peer `url`, with no identity (as etcd asks `/members` and
+/// `/version`), whatever its status.
+pub async fn get(
+    dialer: &PeerDialer,
+    url: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<Answer, PeerHttpError> {
+    bare(dialer, url, Method::GET, path, timeout).await
+}
+
+/// `POST path` at the peer `url` with no body and no identity (as etcd forwards a
+/// promotion), whatever its status.
+pub async fn post_empty(
+    dialer: &PeerDialer,
+    url: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<Answer, PeerHttpError> {
+    bare(dialer, url, Method::POST, path, timeout).await
+}
+
+/// A request with no body and no identity.
+async fn bare(
+    dialer: &PeerDialer,
+    url: &str,
+    method: Method,
+    path: &str,
+    timeout: Duration,
+) -> Result<Answer, PeerHttpError> {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .body(Full::new(Bytes::new()))?;
+    let answer = send(dialer, url, req, timeout).await?;
+    read_all(url, answer, timeout).await
+}
+
+/// Sends `m` on the pipeline (`POST /raft`) of the peer at `url`; Ok once the peer has
+/// handed it to raft (204).
+pub async fn post_message(
+    dialer: &PeerDialer,
+    url: &str,
+    me: &Identity,
+    m: &Message,
+    timeout: Duration,
+) -> Result<(), PeerHttpError> {
+    let body = Bytes::from(oxcd_raft::persist::encode_message(m));
+    let mut req = Request::builder()
+        .method(Method::POST)
+        .uri("/raft")
+        .header(http::header::CONTENT_TYPE, "application/protobuf")
+        .body(Full::new(body))?;
+    me.stamp(req.headers_mut());
+    let answer = read_all(url, send(dialer, url, req, timeout).await?, timeout).await?;
+    if answer.status == StatusCode::NO_CONTENT {
+        return Ok(());
+    }
+    Err(refused(answer))
+}
+
+/// Dials the stream of `kind` that the peer `to` at `url` sends this member; the
+/// answer's body is the stream.
+pub async fn dial_stream(
+    dialer: &PeerDialer,
+    url: &str,
+    me: &Identity,
+    to: u64,
+    kind: StreamKind,
+    timeout: Duration,
+) -> Result<Incoming, PeerHttpError> {
+    let mut req = Request::builder()
+        .method(Method::GET)
+        .uri(kind.path(me.member))
+        .body(Full::new(Bytes::new()))?;
+    me.stamp(req.headers_mut());
+    if let Ok(v) = HeaderValue::from_str(&headers::id(to)) {
+        req.headers_mut().insert(headers::RAFT_TO, v);
+    }
+    let answer = send(dialer, url, req, timeout).await?;
+    if answer.status() == StatusCode::OK {
+        return Ok(answer.into_body());
+    }
+    Err(refused(read_all(url, answer, timeout).await?))
+}
+
+/// A refusal from an answer that was not the one hoped for.
+fn refused(answer: Answer) -> PeerHttpError {
+    let text = String::from_utf8_lossy(&answer.body);
+    PeerHttpError::Refused {
+        status: answer.status,
+        text: text.strip_suffix('\n').unwrap_or(&text).to_string(),
+        headers: answer.headers,
+    }
+}

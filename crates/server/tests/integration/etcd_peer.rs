@@ -1,0 +1,304 @@
+//! oxcd's side of etcd's peer protocol against a running etcd 3.5.16 (issue 35, the
+//! design's step 1; `docs/etcd-peer-design.md` §A, which cites etcd's
+//! `server/etcdserver/api/rafthttp/` and `etcdhttp/peer.go` for each rule):
+//! - etcd's streams, dialed as a learner it was told of, decode with oxcd's codec
+//!   (whole messages, the msgappv2 frames of a replicating leader, link heartbeats), and
+//!   etcd takes the answers oxcd sends on its pipeline: it counts the learner caught up
+//!   and promotes it;
+//! - the read-only peer endpoints (`/members`, `/raft/probing`) answer as etcd's do.
+
+use std::time::Duration;
+
+use etcd_client::{Client, MemberAddOptions};
+use oxcd_raft::{Message, MessageType};
+use oxcd_server::domains::version::release::Release;
+use oxcd_server::peer::PeerDialer;
+use oxcd_server::peer::etcd::client::{self, Identity, StreamKind};
+use oxcd_server::peer::etcd::codec::is_link_heartbeat;
+use tokio::sync::mpsc;
+
+use crate::common::etcd::start_etcd_with_peer;
+use crate::common::{InProc, free_port};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The next message on `rx` that `pick` accepts, within [`WAIT`].
+async fn next_where(
+    rx: &mut mpsc::Receiver<Message>,
+    what: &str,
+    mut pick: impl FnMut(&Message) -> bool,
+) -> Message {
+    let found = tokio::time::timeout(WAIT, async {
+        while let Some(m) = rx.recv().await {
+            if pick(&m) {
+                return Some(m);
+            }
+        }
+        None
+    })
+    .await;
+    match found {
+        Ok(Some(m)) => m,
+        _ => panic!("no {what} from etcd within {WAIT:?}"),
+    }
+}
+
+/// Dials the stream of `kind` etcd sends `me`, decoding it on a task.
+async fn dial(
+    dialer: &PeerDialer,
+    url: &str,
+    me: &Identity,
+    etcd_id: u64,
+    kind: StreamKind,
+) -> mpsc::Receiver<Message> {
+    let body = client::dial_stream(dialer, url, me, etcd_id, kind, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("etcd refused the {kind:?} stream: {e}"));
+    let (tx, rx) = mpsc::channel(1024);
+    tokio::spawn(client::read_stream(
+        body,
+        kind.decoder(me.member, etcd_id),
+        tx,
+    ));
+    rx
+}
+
+/// An append answer from `me` to the leader.
+fn append_response(me: u64, leader: u64, term: u64, index: u64, reject: bool) -> Message {
+    let mut m = Message::default();
+    m.set_msg_type(MessageType::MsgAppendResponse);
+    m.from = me;
+    m.to = leader;
+    m.term = term;
+    m.index = index;
+    m.reject = reject;
+    m
+}
+
+#[tokio::test]
+async fn etcds_streams_decode_and_etcd_takes_our_pipeline_messages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let peer_port = free_port();
+    let etcd = start_etcd_with_peer(dir.path(), peer_port);
+    let etcd_url = format!("http://127.0.0.1:{peer_port}");
+    let mut c = Client::connect([format!("http://{}", etcd.endpoint)], None)
+        .await
+        .expect("connect");
+    for i in 0..5 {
+        c.put(format!("before{i}"), "v", None).await.expect("put");
+    }
+    // A learner nobody runs: this test is its raft, through oxcd's codec and client.
+    let learner_url = format!("http://127.0.0.1:{}", free_port());
+    let added = c
+        .member_add(
+            [learner_url.clone()],
+            Some(MemberAddOptions::new().with_is_learner()),
+        )
+        .await
+        .expect("member add --learner");
+    let header = added.header().expect("header");
+    let (cluster, etcd_id) = (header.cluster_id(), header.member_id());
+    let learner = added.member().expect("the added member").id();
+    let me = Identity {
+        member: learner,
+        cluster,
+        peer_urls: vec![learner_url],
+        release: Release::Etcd35,
+    };
+    let dialer = PeerDialer::default();
+    let mut messages = dial(&dialer, &etcd_url, &me, etcd_id, StreamKind::Message).await;
+    let mut appends = dial(&dialer, &etcd_url, &me, etcd_id, StreamKind::MsgAppV2).await;
+
+    // Heartbeats come on the message stream. The leader probed the learner before
+    // the streams were up (on the pipeline, to nobody) and waits for an answer: a
+    // heartbeat's answer makes it probe again.
+    let beat = next_where(&mut messages, "a heartbeat", |m| {
+        m.get_msg_type() == MessageType::MsgHeartbeat && !is_link_heartbeat(m)
+    })
+    .await;
+    assert_eq!((beat.from, beat.to), (etcd_id, learner));
+    let term = beat.term;
+    let mut answer = Message::default();
+    answer.set_msg_type(MessageType::MsgHeartbeatResponse);
+    answer.from = learner;
+    answer.to = etcd_id;
+    answer.term = term;
+    client::post_message(&dialer, &etcd_url, &me, &answer, WAIT)
+        .await
+        .expect("etcd takes a heartbeat's answer on its pipeline");
+    // The probe: a whole append (a type-2 frame) on msgappv2, now attached.
+    let probe = next_where(&mut appends, "probe", |m| {
+        m.get_msg_type() == MessageType::MsgAppend
+    })
+    .await;
+    assert_eq!((probe.from, probe.to), (etcd_id, learner));
+    assert_eq!(probe.term, term);
+    // etcd's whole messages always carry a snapshot field (gogo writes the empty one).
+    assert!(probe.has_snapshot(), "a whole message");
+    eprintln!(
+        "probe: index {} log term {} term {term} commit {}",
+        probe.index, probe.log_term, probe.commit
+    );
+    // An empty log here: refused, etcd goes back to the first entry and sends the log.
+    client::post_message(
+        &dialer,
+        &etcd_url,
+        &me,
+        &append_response(learner, etcd_id, term, probe.index, true),
+        WAIT,
+    )
+    .await
+    .expect("etcd takes a refusal on its pipeline");
+    let log = next_where(&mut appends, "the log", |m| {
+        m.get_msg_type() == MessageType::MsgAppend && m.index == 0
+    })
+    .await;
+    let last = log.get_entries().last().expect("entries").index;
+    assert_eq!(log.get_entries()[0].index, 1);
+    assert!(
+        log.get_entries()
+            .iter()
+            .any(|e| e.data.windows(7).any(|w| w == b"before4")),
+        "the puts are in etcd's log"
+    );
+    client::post_message(
+        &dialer,
+        &etcd_url,
+        &me,
+        &append_response(learner, etcd_id, term, last, false),
+        WAIT,
+    )
+    .await
+    .expect("etcd takes an acceptance on its pipeline");
+
+    // Replicating now: the next put continues the log in the same term, which etcd
+    // sends as an entries-only frame; the decoder must rebuild its index and terms.
+    c.put("after", "v", None).await.expect("put");
+    let next = next_where(&mut appends, "the put", |m| {
+        m.get_entries()
+            .iter()
+            .any(|e| e.data.windows(5).any(|w| w == b"after"))
+    })
+    .await;
+    assert_eq!((next.from, next.to), (etcd_id, learner));
+    // Rebuilt from an entries-only frame, which carries no snapshot field.
+    assert!(!next.has_snapshot(), "an entries-only frame");
+    assert_eq!(next.term, term);
+    assert_eq!(next.log_term, term);
+    assert!(
+        next.index >= last,
+        "continues the log: {} >= {last}",
+        next.index
+    );
+    assert_eq!(next.get_entries()[0].index, next.index + 1);
+    let last = next.get_entries().last().expect("entries").index;
+    client::post_message(
+        &dialer,
+        &etcd_url,
+        &me,
+        &append_response(learner, etcd_id, term, last, false),
+        WAIT,
+    )
+    .await
+    .expect("etcd takes the acceptance");
+
+    // Link heartbeats keep the message stream alive; the reader hands them on, and
+    // they are not raft's.
+    next_where(&mut messages, "a link heartbeat", is_link_heartbeat).await;
+
+    // etcd promotes a learner only once its match is close to the leader's: it read
+    // our answers as a caught-up follower's.
+    c.member_promote(learner)
+        .await
+        .expect("etcd counts the learner caught up and promotes it");
+    drop(etcd);
+}
+
+#[tokio::test]
+async fn the_read_only_peer_endpoints_answer_as_etcds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd_port = free_port();
+    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_port);
+    let oxcd_port = free_port();
+    let oxcd = InProc::start(dir.path().join("oxcd"), |s| {
+        s.listen_peer_urls = vec![format!("http://127.0.0.1:{oxcd_port}")];
+    })
+    .await;
+    let dialer = PeerDialer::default();
+    let mut answers = Vec::new();
+    for port in [etcd_port, oxcd_port] {
+        let url = format!("http://127.0.0.1:{port}");
+        let members = client::get(&dialer, &url, "/members", WAIT)
+            .await
+            .expect("GET /members");
+        let probing = client::get(&dialer, &url, "/raft/probing", WAIT)
+            .await
+            .expect("GET /raft/probing");
+        answers.push((url, members, probing));
+    }
+    for (url, members, probing) in &answers {
+        let who = if url.ends_with(&etcd_port.to_string()) {
+            "etcd"
+        } else {
+            "oxcd"
+        };
+        eprintln!(
+            "{who} /members: {:?} {}",
+            members.headers,
+            String::from_utf8_lossy(&members.body)
+        );
+        eprintln!(
+            "{who} /raft/probing: {}",
+            String::from_utf8_lossy(&probing.body)
+        );
+        assert_eq!(members.status, 200);
+        assert_eq!(members.headers["content-type"], "application/json");
+        let cluster = members.headers["x-etcd-cluster-id"].to_str().expect("text");
+        assert!(u64::from_str_radix(cluster, 16).is_ok(), "{who}: {cluster}");
+        let list =
+            oxcd_server::peer::etcd::members::parse_list(&members.body).expect("etcd's JSON");
+        assert_eq!(list.len(), 1, "{who}");
+        assert_eq!(list[0].name, "default", "{who}");
+        assert_eq!(list[0].client_urls.len(), 1, "{who}");
+        // The one member's JSON, with its values masked, is the same text.
+        let shape = String::from_utf8_lossy(&members.body)
+            .replace(&list[0].id.to_string(), "ID")
+            .replace(&list[0].client_urls[0], "CLIENT")
+            .replace(
+                &list[0].peer_urls.clone().unwrap_or_default().join("\",\""),
+                "PEER",
+            );
+        assert_eq!(
+            shape,
+            "[{\"id\":ID,\"peerURLs\":[\"PEER\"],\"name\":\"default\",\"clientURLs\":[\"CLIENT\"]}]\n",
+            "{who}"
+        );
+        let text = String::from_utf8_lossy(&probing.body);
+        assert_eq!(probing.status, 200);
+        assert!(
+            text.starts_with("{\"OK\":true,\"Now\":\"") && text.ends_with("\"}\n"),
+            "{who}: {text}"
+        );
+        assert_eq!(
+            probing.headers["content-type"], "text/plain; charset=utf-8",
+            "{who}"
+        );
+    }
+    // A POST to /members: 405, naming GET, with Go's text.
+    let (etcd_url, oxcd_url) = (&answers[0].0, &answers[1].0);
+    let mut refusals = Vec::new();
+    for url in [etcd_url, oxcd_url] {
+        refusals.push(
+            client::post_empty(&dialer, url, "/members", WAIT)
+                .await
+                .expect("POST /members"),
+        );
+    }
+    for r in &refusals {
+        assert_eq!(r.status, 405);
+        assert_eq!(r.headers["allow"], "GET");
+        assert_eq!(&r.body[..], b"Method Not Allowed\n");
+    }
+    oxcd.stop().await;
+    drop(etcd);
+}
