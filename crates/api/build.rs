@@ -5,8 +5,9 @@
 //! is the one etcd's gRPC gateway speaks.
 
 /// The packages etcd's gateway speaks JSON for.
-const JSON_PACKAGES: [&str; 5] = [
+const JSON_PACKAGES: [&str; 6] = [
     ".mvccpb",
+    ".membershippb",
     ".authpb",
     ".etcdserverpb",
     ".v3lockpb",
@@ -21,6 +22,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "etcd/api/mvccpb/kv.proto",
         "etcd/api/authpb/auth.proto",
         "etcd/api/etcdserverpb/rpc.proto",
+        "etcd/api/etcdserverpb/etcdserver.proto",
+        "etcd/api/etcdserverpb/raft_internal.proto",
+        "etcd/api/membershippb/membership.proto",
         "etcd/api/v3lockpb/v3lock.proto",
         "etcd/api/v3electionpb/v3election.proto",
         "oxcd/internal.proto",

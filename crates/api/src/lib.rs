@@ -1,7 +1,8 @@
 //! oxcd-api: the etcd v3 wire protocol as generated Rust types, and etcd's error strings.
 //!
 //! Owns: the generated prost messages and tonic client/server stubs for `etcdserverpb`,
-//! `mvccpb`, `authpb`, `v3lockpb`, `v3electionpb` and gRPC's `grpc.health.v1` (package,
+//! `mvccpb`, `authpb`, `v3lockpb`, `v3electionpb`, `membershippb` (with etcd's raft log
+//! entries: `InternalRaftRequest` and the v2 `Request`) and gRPC's `grpc.health.v1` (package,
 //! message and field numbers identical to etcd's, so etcd clients interoperate), oxcd's
 //! internal log-entry message (`oxcdpb`), [`errors::EtcdError`] and the table of etcd's
 //! client-visible errors. With the `json` feature, etcd's messages also implement serde's
@@ -52,6 +53,13 @@ pub mod v3electionpb {
 /// gRPC's health checking protocol (`grpc.health.v1`), served as etcd serves it.
 pub mod grpc_health_v1 {
     tonic::include_proto!("grpc.health.v1");
+}
+
+/// etcd's membership requests in its raft log (`membershippb`).
+pub mod membershippb {
+    tonic::include_proto!("membershippb");
+    #[cfg(feature = "json")]
+    include!(concat!(env!("OUT_DIR"), "/membershippb.serde.rs"));
 }
 
 /// oxcd's internal, replicated log entries (`oxcdpb`).

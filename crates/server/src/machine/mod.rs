@@ -9,7 +9,8 @@
 //! [`apply_thread`] takes committed entries from raft, runs each through [`apply`] (the
 //! one dispatch, into each domain's apply function, and [`alarms`]) in one backend
 //! transaction per batch, publishes the batch to readers and watchers, then completes
-//! the waiters with what each entry produced.
+//! the waiters with what each entry produced. A log written in etcd's vocabulary (a
+//! member inside an etcd cluster) is read through [`etcd_entries`].
 //!
 //! Invariants:
 //! - Every write goes through raft: propose, WAL fsync, commit, apply, then respond.
@@ -21,6 +22,7 @@ pub mod applied;
 pub mod applier;
 pub mod apply;
 pub mod apply_thread;
+pub mod etcd_entries;
 pub mod fatal;
 pub mod member;
 pub mod proposal;

@@ -170,6 +170,7 @@ async fn etcds_streams_decode_and_etcd_takes_our_pipeline_messages() {
     )
     .await
     .expect("etcd takes an acceptance on its pipeline");
+    read_etcds_log(log.get_entries(), etcd_id);
 
     // Replicating now: the next put continues the log in the same term, which etcd
     // sends as an entries-only frame; the decoder must rebuild its index and terms.
@@ -212,6 +213,37 @@ async fn etcds_streams_decode_and_etcd_takes_our_pipeline_messages() {
         .await
         .expect("etcd counts the learner caught up and promotes it");
     drop(etcd);
+}
+
+/// etcd's log, from its first entry, read through oxcd's reader of etcd's entries:
+/// every normal entry reads, and they are etcd 3.5's published attributes, its cluster
+/// version and the test's puts.
+fn read_etcds_log(entries: &[oxcd_raft::Entry], etcd_id: u64) {
+    use oxcd_api::oxcdpb::internal_request::Op;
+    use oxcd_server::machine::etcd_entries::{EtcdEntry, read};
+    let mut ops = Vec::new();
+    for e in entries {
+        if e.get_entry_type() != oxcd_raft::EntryType::EntryNormal || e.data.is_empty() {
+            continue;
+        }
+        match read(&e.data) {
+            Ok(EtcdEntry::Request { op, .. }) => ops.push(op),
+            Ok(other) => panic!("entry {}: {other:?}", e.index),
+            Err(err) => panic!("entry {} does not read: {err}", e.index),
+        }
+    }
+    eprintln!("etcd's log read as: {ops:?}");
+    assert!(
+        ops.iter().any(
+            |op| matches!(op, Op::MemberAttributes(a) if a.id == etcd_id && a.name == "default")
+        )
+    );
+    assert!(
+        ops.iter()
+            .any(|op| matches!(op, Op::ClusterVersionSet(v) if v.ver == "3.5.0"))
+    );
+    let puts = ops.iter().filter(|op| matches!(op, Op::Put(_))).count();
+    assert_eq!(puts, 5);
 }
 
 #[tokio::test]
