@@ -119,7 +119,8 @@ fn apply_batch(store: &Store, batch_entries: &[Vec<u8>], index: &mut u64, durabl
             ..Default::default()
         };
         ctx.index = *index;
-        let applied = apply::apply_entry(&mut ctx, &entry, &timing).expect("apply");
+        let applied =
+            apply::apply_entry(&mut ctx, &entry, &timing, Default::default()).expect("apply");
         black_box(applied);
     }
     let written = ctx.finish();

@@ -93,3 +93,7 @@ pub const RAFT_POSITION_KEYS: &[&str] = &[
     META_CONF_STATE,
     META_STORAGE_VERSION,
 ];
+/// The vocabulary of the raft log this member applies: absent for oxcd's own, `etcd`
+/// for etcd's (a member inside an etcd cluster). Set by the member when it joins;
+/// snapshots carry it.
+pub const META_LOG_VOCABULARY: &str = "oxcd_log_vocabulary";

@@ -23,41 +23,44 @@ use crate::edge::metrics::timing::{self, ApplyTiming};
 use crate::machine::alarms;
 use crate::machine::applied::{Applied, Outcome};
 use crate::machine::applier::{Applier, ApplyError};
+use crate::machine::etcd_entries::{self, EtcdEntry};
 use crate::machine::fatal::Fatal;
+use crate::machine::vocabulary::Vocabulary;
 use oxcd_auth::changes as rules;
 
-/// Applies the committed entry `e` at `ctx.index`: the proposer's request id (0: none)
-/// and the outcome its waiter gets, or None for an entry that answers no one (raft's
-/// empty entries, an empty request).
+/// Applies the committed entry `e` at `ctx.index`, read in the log's `vocabulary`: the
+/// proposer's request id (0: none) and the outcome its waiter gets, or None for an entry
+/// that answers no one (raft's empty entries, an empty request).
 pub fn apply_entry(
     ctx: &mut Applier<'_>,
     e: &Entry,
     timing: &ApplyTiming,
+    vocabulary: Vocabulary,
 ) -> Result<Option<(u64, Outcome)>, Fatal> {
     match e.entry_type {
         EntryType::EntryNormal if e.data.is_empty() => Ok(None),
+        EntryType::EntryNormal if vocabulary == Vocabulary::Etcd => {
+            match etcd_entries::read(&e.data) {
+                Ok(EtcdEntry::Request { id, op, caller }) => {
+                    run(ctx, id, &op, caller.as_ref(), timing).map(Some)
+                }
+                Ok(EtcdEntry::NoEffect { what, .. }) => {
+                    tracing::debug!(index = e.index, what, "etcd entry with no effect here");
+                    Ok(None)
+                }
+                // etcd panics on such an entry: no member can apply past it.
+                Err(source) => Err(Fatal::EtcdEntryUnreadable {
+                    index: e.index,
+                    source,
+                }),
+            }
+        }
         EntryType::EntryNormal => match InternalRequest::decode(e.data.as_ref()) {
             Ok(InternalRequest {
                 id,
                 op: Some(op),
                 auth,
-            }) => {
-                let started = std::time::Instant::now();
-                let applied = apply(ctx, &op, auth.as_ref());
-                if let Some(i) = timing::op_index(&op) {
-                    let success = match &applied {
-                        Ok(_) => true,
-                        Err(ApplyError::Request(e)) => *e == EtcdError::Compacted,
-                        Err(ApplyError::Fatal(_)) => false,
-                    };
-                    timing.observe(i, success, started.elapsed());
-                }
-                match applied {
-                    Ok(applied) => Ok(Some((id, Ok(applied)))),
-                    Err(ApplyError::Request(err)) => Ok(Some((id, Err(err)))),
-                    Err(ApplyError::Fatal(fatal)) => Err(Fatal::Backend(fatal)),
-                }
-            }
+            }) => run(ctx, id, &op, auth.as_ref(), timing).map(Some),
             // Same bytes on every member, so every member skips it alike.
             Ok(InternalRequest { op: None, .. }) => {
                 tracing::warn!(index = e.index, "empty request in log");
@@ -68,8 +71,33 @@ pub fn apply_entry(
                 Ok(None)
             }
         },
-        EntryType::EntryConfChange => membership::apply_conf_change(ctx, e).map(Some),
+        EntryType::EntryConfChange => membership::apply_conf_change(ctx, e, vocabulary).map(Some),
         EntryType::EntryConfChangeV2 => Ok(None),
+    }
+}
+
+/// Applies request `id`'s `op` for `caller`, timing it: its outcome for the waiter.
+fn run(
+    ctx: &mut Applier<'_>,
+    id: u64,
+    op: &Op,
+    caller: Option<&RequestAuth>,
+    timing: &ApplyTiming,
+) -> Result<(u64, Outcome), Fatal> {
+    let started = std::time::Instant::now();
+    let applied = apply(ctx, op, caller);
+    if let Some(i) = timing::op_index(op) {
+        let success = match &applied {
+            Ok(_) => true,
+            Err(ApplyError::Request(e)) => *e == EtcdError::Compacted,
+            Err(ApplyError::Fatal(_)) => false,
+        };
+        timing.observe(i, success, started.elapsed());
+    }
+    match applied {
+        Ok(applied) => Ok((id, Ok(applied))),
+        Err(ApplyError::Request(err)) => Ok((id, Err(err))),
+        Err(ApplyError::Fatal(fatal)) => Err(Fatal::Backend(fatal)),
     }
 }
 

@@ -32,6 +32,7 @@ use crate::machine::applier::Applier;
 use crate::machine::apply;
 use crate::machine::fatal::Fatal;
 use crate::machine::member::Replicated;
+use crate::machine::vocabulary::Vocabulary;
 use crate::machine::waiters::Waiters;
 
 /// How often the backend is made durable while writes flow.
@@ -55,6 +56,8 @@ pub struct ApplyLoop {
     pub release: Release,
     /// How long each operation took to apply (`etcd_server_apply_duration_seconds`).
     pub timing: Arc<ApplyTiming>,
+    /// The vocabulary the log is written in.
+    pub vocabulary: Vocabulary,
 }
 
 impl ApplyLoop {
@@ -158,7 +161,7 @@ impl ApplyLoop {
                 continue; // already in the backend (replayed after restart)
             }
             ctx.index = e.index;
-            if let Some(outcome) = apply::apply_entry(&mut ctx, e, &self.timing)? {
+            if let Some(outcome) = apply::apply_entry(&mut ctx, e, &self.timing, self.vocabulary)? {
                 if let (_, Ok(Applied::ClusterVersion(Some(_)))) = &outcome {
                     state.cluster_version_changed = true;
                 }

@@ -14,9 +14,16 @@
 //! - read-only requests (Range, AuthStatus, user and role gets and lists) change
 //!   nothing on a member that did not propose them.
 //!
+//! [`write`] is the other way: a request this member proposes, as an etcd 3.5 member
+//! would write it, so that etcd members apply it alike; what etcd has no entry for is
+//! refused, never sent.
+//!
 //! Invariant: a pure function of the entry's bytes, so every member reads an entry alike.
 
-use oxcd_api::etcdserverpb::{InternalRaftRequest, Request as V2Request};
+use oxcd_api::etcdserverpb::{
+    InternalAuthenticateRequest, InternalRaftRequest, Request as V2Request, RequestHeader,
+};
+use oxcd_api::membershippb;
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::{
     AuthenticateOp, ClusterVersionSet, DowngradeInfoSet, MemberAttributes, RequestAuth,
@@ -61,6 +68,124 @@ pub enum UnreadableEntry {
     /// An `InternalRaftRequest` with none of the requests etcd 3.5 applies.
     #[error("an etcd request with no operation (request id {0:x})")]
     NoOperation(u64),
+}
+
+/// An operation etcd 3.5 has no entry for (oxcd's own extensions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0} cannot be proposed in a cluster of etcd members")]
+pub struct NotInEtcdsVocabulary(pub &'static str);
+
+/// The entry an etcd 3.5 member would propose for `op`, request `id`, made by `caller`:
+/// its attributes and the cluster version as v2 PUTs (as 3.5 writes them), the rest as
+/// an `InternalRaftRequest` with the header.
+pub fn write(
+    id: u64,
+    op: Op,
+    caller: Option<RequestAuth>,
+) -> Result<Vec<u8>, NotInEtcdsVocabulary> {
+    let mut r = InternalRaftRequest {
+        header: Some(RequestHeader {
+            id,
+            username: caller
+                .as_ref()
+                .map(|c| c.username.clone())
+                .unwrap_or_default(),
+            auth_revision: caller.as_ref().map_or(0, |c| c.revision),
+        }),
+        ..Default::default()
+    };
+    match op {
+        Op::MemberAttributes(a) => {
+            let mut val = String::from("{");
+            if !a.name.is_empty() {
+                val.push_str(&format!("\"name\":{}", oxcd_go::json::json_string(&a.name)));
+            }
+            if !a.client_urls.is_empty() {
+                let urls: Vec<String> = a
+                    .client_urls
+                    .iter()
+                    .map(|u| oxcd_go::json::json_string(u))
+                    .collect();
+                if val.len() > 1 {
+                    val.push(',');
+                }
+                val.push_str(&format!("\"clientURLs\":[{}]", urls.join(",")));
+            }
+            val.push('}');
+            return Ok(v2_put(
+                id,
+                &format!("/0/members/{:x}/attributes", a.id),
+                val,
+            ));
+        }
+        Op::ClusterVersionSet(v) => return Ok(v2_put(id, "/0/version", v.ver)),
+        Op::Put(x) => r.put = Some(x),
+        Op::DeleteRange(x) => r.delete_range = Some(x),
+        Op::Txn(x) => r.txn = Some(x),
+        Op::Compaction(x) => r.compaction = Some(x),
+        Op::LeaseGrant(x) => r.lease_grant = Some(x),
+        Op::LeaseRevoke(x) => r.lease_revoke = Some(x),
+        Op::Alarm(x) => r.alarm = Some(x),
+        Op::Authenticate(x) => {
+            // etcd's header of an Authenticate holds the id only.
+            r.header = Some(RequestHeader {
+                id,
+                ..Default::default()
+            });
+            r.authenticate = Some(InternalAuthenticateRequest {
+                name: x.name,
+                password: String::new(),
+                simple_token: x.simple_token,
+            });
+        }
+        Op::AuthEnable(x) => r.auth_enable = Some(x),
+        Op::AuthDisable(x) => r.auth_disable = Some(x),
+        Op::AuthUserAdd(x) => r.auth_user_add = Some(x),
+        Op::AuthUserDelete(x) => r.auth_user_delete = Some(x),
+        Op::AuthUserChangePassword(x) => r.auth_user_change_password = Some(x),
+        Op::AuthUserGrantRole(x) => r.auth_user_grant_role = Some(x),
+        Op::AuthUserRevokeRole(x) => r.auth_user_revoke_role = Some(x),
+        Op::AuthRoleAdd(x) => r.auth_role_add = Some(x),
+        Op::AuthRoleDelete(x) => r.auth_role_delete = Some(x),
+        Op::AuthRoleGrantPermission(x) => r.auth_role_grant_permission = Some(x),
+        Op::AuthRoleRevokePermission(x) => r.auth_role_revoke_permission = Some(x),
+        Op::DowngradeInfoSet(x) => {
+            r.downgrade_info_set = Some(membershippb::DowngradeInfoSetRequest {
+                enabled: x.enabled,
+                ver: x.ver,
+            })
+        }
+        Op::LeaseRenew(_) => return Err(NotInEtcdsVocabulary("a replicated keepalive")),
+        Op::LeaseExpire(_) => return Err(NotInEtcdsVocabulary("a conditional lease expiry")),
+        Op::MemberUpdate(_) => {
+            return Err(NotInEtcdsVocabulary("a member update as a normal entry"));
+        }
+    }
+    Ok(r.encode_to_vec())
+}
+
+/// A v2 PUT as etcd 3.5 writes it: proto2 with every non-nullable field present.
+fn v2_put(id: u64, path: &str, val: String) -> Vec<u8> {
+    V2Request {
+        id: Some(id),
+        method: Some("PUT".into()),
+        path: Some(path.into()),
+        val: Some(val),
+        dir: Some(false),
+        prev_value: Some(String::new()),
+        prev_index: Some(0),
+        prev_exist: None,
+        expiration: Some(0),
+        wait: Some(false),
+        since: Some(0),
+        recursive: Some(false),
+        sorted: Some(false),
+        quorum: Some(false),
+        time: Some(0),
+        stream: Some(false),
+        refresh: None,
+    }
+    .encode_to_vec()
 }
 
 /// Reads the normal entry `data` (not empty) as etcd 3.5 would apply it.
@@ -335,27 +460,42 @@ mod tests {
         ));
     }
 
-    /// A v2 request as etcd 3.5.16 writes it: proto2, every non-nullable field present.
+    /// A v2 request as etcd 3.5.16 writes it.
     fn v2_put(path: &str, val: &str) -> Vec<u8> {
-        V2Request {
-            id: Some(0x390d_a221_604b_0402),
-            method: Some("PUT".into()),
-            path: Some(path.into()),
-            val: Some(val.into()),
-            dir: Some(false),
-            prev_value: Some(String::new()),
-            prev_index: Some(0),
-            expiration: Some(0),
-            wait: Some(false),
-            since: Some(0),
-            recursive: Some(false),
-            sorted: Some(false),
-            quorum: Some(false),
-            time: Some(0),
-            stream: Some(false),
-            ..Default::default()
-        }
-        .encode_to_vec()
+        super::v2_put(0x390d_a221_604b_0402, path, val.to_string())
+    }
+
+    #[test]
+    fn what_is_written_reads_back_the_same() {
+        let attrs = Op::MemberAttributes(MemberAttributes {
+            id: 0xbdae_9bbc_11dd_390d,
+            name: "n1".into(),
+            client_urls: vec!["http://127.0.0.1:23791".into()],
+        });
+        let bytes = write(7, attrs.clone(), None).expect("writes");
+        assert_eq!(
+            read(&bytes).expect("reads"),
+            EtcdEntry::Request {
+                id: 7,
+                op: attrs,
+                caller: None
+            }
+        );
+        let caller = Some(RequestAuth {
+            username: "root".into(),
+            revision: 4,
+        });
+        let put = put_entry().put.map(Op::Put).expect("a put");
+        let bytes = write(8, put.clone(), caller.clone()).expect("writes");
+        assert_eq!(
+            read(&bytes).expect("reads"),
+            EtcdEntry::Request {
+                id: 8,
+                op: put,
+                caller
+            }
+        );
+        assert!(write(9, Op::LeaseRenew(Default::default()), None).is_err());
     }
 
     #[test]

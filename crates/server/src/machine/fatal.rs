@@ -25,6 +25,15 @@ pub enum Fatal {
         /// The decoder's words.
         reason: String,
     },
+    /// A committed entry in etcd's vocabulary that etcd could not apply either (etcd
+    /// panics on it).
+    #[error("etcd entry at index {index} cannot be read: {source}")]
+    EtcdEntryUnreadable {
+        /// Its log index.
+        index: u64,
+        /// Why.
+        source: crate::machine::etcd_entries::UnreadableEntry,
+    },
     /// Raft could not take a committed conf change (it stopped, or its log is damaged).
     #[error("conf change at index {index}: {source}")]
     ConfChangeRaft {

@@ -64,6 +64,8 @@ pub struct Identity {
     pub release: crate::domains::version::release::Release,
     /// The feature gates it runs with.
     pub feature_gates: oxcd_config::features::FeatureGates,
+    /// The vocabulary of its raft log.
+    pub vocabulary: crate::machine::vocabulary::Vocabulary,
 }
 
 impl Limits {
@@ -151,6 +153,7 @@ impl Member {
                 priority_requests: limits.priority_requests,
             },
             metrics.clone(),
+            id.vocabulary,
         );
         Member {
             role: Role::new(id.member_id, raft.clone()),

@@ -10,7 +10,8 @@
 //! one dispatch, into each domain's apply function, and [`alarms`]) in one backend
 //! transaction per batch, publishes the batch to readers and watchers, then completes
 //! the waiters with what each entry produced. A log written in etcd's vocabulary (a
-//! member inside an etcd cluster) is read through [`etcd_entries`].
+//! member inside an etcd cluster, as [`vocabulary`] records) is read through
+//! [`etcd_entries`].
 //!
 //! Invariants:
 //! - Every write goes through raft: propose, WAL fsync, commit, apply, then respond.
@@ -29,5 +30,6 @@ pub mod proposal;
 pub mod quota;
 pub mod reads;
 pub mod role;
+pub mod vocabulary;
 pub mod waiters;
 pub mod writes;

@@ -26,8 +26,10 @@ use tokio::sync::{Mutex, oneshot};
 use crate::edge::metrics::Metrics;
 use crate::machine::alarms;
 use crate::machine::applied::{Applied, Outcome};
+use crate::machine::etcd_entries;
 use crate::machine::proposal::{Admitted, Free, Proposal};
 use crate::machine::reads::{Reads, raft_err};
+use crate::machine::vocabulary::Vocabulary;
 use crate::machine::waiters::{Registration, Waiters};
 
 /// How proposals are bounded.
@@ -72,6 +74,8 @@ pub struct Writes {
     /// propose it once.
     raising_nospace: Arc<Mutex<()>>,
     metrics: Arc<Metrics>,
+    /// The vocabulary proposals are written in.
+    vocabulary: Vocabulary,
 }
 
 impl Writes {
@@ -83,6 +87,7 @@ impl Writes {
         waiters: Arc<Waiters>,
         limits: WriteLimits,
         metrics: Arc<Metrics>,
+        vocabulary: Vocabulary,
     ) -> Writes {
         Writes {
             reads,
@@ -91,6 +96,7 @@ impl Writes {
             limits,
             raising_nospace: Arc::new(Mutex::new(())),
             metrics,
+            vocabulary,
         }
     }
 
@@ -191,12 +197,18 @@ impl Writes {
             return Err(EtcdError::TooManyRequests);
         }
         let (waiter, done) = self.waiters.register();
-        let data = InternalRequest {
-            id: waiter.id(),
-            op: Some(op),
-            auth,
-        }
-        .encode_to_vec();
+        let data = match self.vocabulary {
+            Vocabulary::Oxcd => InternalRequest {
+                id: waiter.id(),
+                op: Some(op),
+                auth,
+            }
+            .encode_to_vec(),
+            Vocabulary::Etcd => etcd_entries::write(waiter.id(), op, auth).map_err(|e| {
+                tracing::warn!("{e}");
+                EtcdError::NotCapable
+            })?,
+        };
         if data.len() > self.limits.max_request_bytes {
             return Err(EtcdError::RequestTooLarge);
         }
@@ -215,6 +227,14 @@ impl Writes {
         id: u64,
         mut ctx: ConfChangeContext,
     ) -> Result<Vec<MemberInfo>, EtcdError> {
+        if self.vocabulary == Vocabulary::Etcd {
+            // etcd's numbering and JSON contexts, proposed by an oxcd leader, come with
+            // the leading member (issue 35's next step).
+            tracing::warn!(
+                "membership changes through an oxcd member of an etcd cluster are not supported yet"
+            );
+            return Err(EtcdError::NotCapable);
+        }
         let (waiter, done) = self.waiters.register();
         ctx.request_id = waiter.id();
         let mut cc = ConfChange::default();

@@ -84,6 +84,15 @@ pub enum AskError {
     /// It did not answer in time.
     #[error("timed out")]
     TimedOut,
+    /// An etcd member's peer port could not be asked.
+    #[error(transparent)]
+    EtcdRequest(Box<super::etcd::client::PeerHttpError>),
+    /// An etcd member's member list did not read.
+    #[error("unreadable member list: {0}")]
+    EtcdMembers(#[from] serde_json::Error),
+    /// An etcd member's answer carried no cluster id.
+    #[error("no cluster id in the member list's answer")]
+    EtcdNoClusterId,
 }
 
 /// Why no answering peer gave a cluster to join.
@@ -126,7 +135,15 @@ fn list(unanswered: &[Unanswered]) -> String {
     list.join("; ")
 }
 
-async fn ask(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse, AskError> {
+/// A peer's answer: its cluster and members, and whether it spoke etcd's protocol.
+struct Answer {
+    members: PeerMembersResponse,
+    etcd: bool,
+}
+
+/// Asks the peer at `url` what it knows: in oxcd's protocol, else (an etcd member's
+/// peer port routes HTTP/2 to its gRPC server, which has no oxcd service) in etcd's.
+async fn ask(dialer: &PeerDialer, url: &str) -> Result<Answer, AskError> {
     let call = async {
         let channel = dialer.connect(url, ASK_TIMEOUT).await?;
         PeerClient::new(channel)
@@ -135,9 +152,60 @@ async fn ask(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse, AskE
             .map(|r| r.into_inner())
             .map_err(|s| AskError::Refused(Box::new(s)))
     };
-    tokio::time::timeout(ASK_TIMEOUT, call)
+    let oxcd = tokio::time::timeout(ASK_TIMEOUT, call)
         .await
-        .map_err(|_| AskError::TimedOut)?
+        .map_err(|_| AskError::TimedOut)
+        .and_then(|r| r);
+    match oxcd {
+        Ok(members) => Ok(Answer {
+            members,
+            etcd: false,
+        }),
+        Err(AskError::Refused(status)) if status.code() == tonic::Code::Unimplemented => {
+            ask_etcd(dialer, url).await.map(|members| Answer {
+                members,
+                etcd: true,
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// etcd's `GET /members`, as a joining etcd member reads it
+/// (`cluster_util.go` `getClusterFromRemotePeers`): the cluster id from its header, the
+/// members from its JSON; a member with client URLs has started.
+async fn ask_etcd(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse, AskError> {
+    use super::etcd::{client, headers, members};
+    let answer = client::get(dialer, url, "/members", ASK_TIMEOUT)
+        .await
+        .map_err(|e| AskError::EtcdRequest(Box::new(e)))?;
+    let cluster_id = answer
+        .headers
+        .get(headers::CLUSTER_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(headers::parse_id)
+        .ok_or(AskError::EtcdNoClusterId)?;
+    let list = members::parse_list(&answer.body)?;
+    let published = list
+        .iter()
+        .filter(|m| !m.client_urls.is_empty())
+        .map(|m| m.id)
+        .collect();
+    let members = list
+        .into_iter()
+        .map(|m| MemberInfo {
+            id: m.id,
+            name: m.name,
+            peer_urls: m.peer_urls.unwrap_or_default(),
+            client_urls: m.client_urls,
+            is_learner: m.is_learner,
+        })
+        .collect();
+    Ok(PeerMembersResponse {
+        cluster_id,
+        members,
+        published,
+    })
 }
 
 /// Checks a member that has no WAL yet against its peers; Err says why it must not start.
@@ -190,7 +258,7 @@ pub async fn check_fresh_member(
         || ids::member_id(my_urls, &s.initial_cluster_token),
         |c| c.me,
     );
-    if answers.iter().any(|a| a.published.contains(&my_id)) {
+    if answers.iter().any(|a| a.members.published.contains(&my_id)) {
         return Err(FreshMemberError::AlreadyBootstrapped {
             id: my_id,
             data_dir: s.data_dir.clone(),
@@ -204,7 +272,7 @@ const JOIN_RETRIES: usize = 10;
 const JOIN_RETRY_PAUSE: Duration = Duration::from_millis(300);
 
 /// Every peer's answer (the first URL of each that answers), and why the others did not.
-async fn ask_all(s: &Settings, dialer: &PeerDialer) -> (Vec<PeerMembersResponse>, Vec<Unanswered>) {
+async fn ask_all(s: &Settings, dialer: &PeerDialer) -> (Vec<Answer>, Vec<Unanswered>) {
     let mut answers = Vec::new();
     let mut failures = Vec::new();
     for (name, urls) in s.initial_cluster.iter().filter(|(n, _)| *n != s.name) {
@@ -227,15 +295,17 @@ async fn ask_all(s: &Settings, dialer: &PeerDialer) -> (Vec<PeerMembersResponse>
 
 /// The cluster to join, from the first answer that lists this member as
 /// `--initial-cluster` describes it; else the first answer's refusal.
-fn join(s: &Settings, answers: &[PeerMembersResponse]) -> Result<InitialCluster, JoinError> {
+fn join(s: &Settings, answers: &[Answer]) -> Result<InitialCluster, JoinError> {
     let mut first_err = None;
-    for remote in answers {
+    for answer in answers {
+        let remote = &answer.members;
         match assign_ids(&s.initial_cluster, &remote.members, &s.name) {
             Ok(me) => {
                 return Ok(InitialCluster {
                     me,
                     cluster_id: remote.cluster_id,
                     members: remote.members.clone(),
+                    joins_etcd: answer.etcd,
                 });
             }
             Err(error) => {

@@ -157,13 +157,29 @@ impl PeerTransport {
             url,
             dialer: self.dialer.clone(),
         };
-        self.runtime.spawn(peer_loop(
-            link,
-            id,
-            rx,
-            self.raft.clone(),
-            self.reports.clone(),
-        ));
+        let raft = self.raft.clone();
+        let reports = self.reports.clone();
+        self.runtime.spawn(async move {
+            // A peer that turns out to speak etcd's protocol gets an etcd link.
+            if let Some(queue) =
+                peer_loop(link.clone(), id, rx, raft.clone(), reports.clone()).await
+            {
+                let etcd = super::etcd::link::EtcdLink {
+                    me: super::etcd::client::Identity {
+                        member: link.me,
+                        cluster: link.cluster_id,
+                        peer_urls: Vec::new(),
+                        release: link.dialer.release(),
+                    },
+                    peer: id,
+                    url: link.url.clone(),
+                    dialer: link.dialer.clone(),
+                    raft,
+                    reports,
+                };
+                super::etcd::link::run(etcd, queue).await;
+            }
+        });
     }
 
     /// Follows the membership: a new member gets a sending task, a removed one loses
@@ -285,14 +301,16 @@ impl Transport for PeerTransport {
     }
 }
 
-/// Keeps a stream open to one peer and forwards its queue into it.
+/// Keeps a stream open to one peer and forwards its queue into it, until the queue
+/// closes; gives the queue back if the peer turns out to be an etcd member (its peer
+/// port has no oxcd service).
 async fn peer_loop(
     link: Link,
     id: u64,
     mut queue: mpsc::Receiver<Message>,
     raft: Arc<OnceLock<RaftHandle>>,
     reports: LinkReports,
-) {
+) -> Option<mpsc::Receiver<Message>> {
     let report = |raft: &Arc<OnceLock<RaftHandle>>| {
         if let Some(r) = raft.get() {
             r.report_unreachable(id);
@@ -320,7 +338,7 @@ async fn peer_loop(
                             PeerCounts::add(&counts.sent_failures, 1);
                         }
                         Err(mpsc::error::TryRecvError::Empty) => break,
-                        Err(mpsc::error::TryRecvError::Disconnected) => return,
+                        Err(mpsc::error::TryRecvError::Disconnected) => return None,
                     }
                 }
                 if dropped {
@@ -347,7 +365,7 @@ async fn peer_loop(
                         call.abort();
                         prober.abort();
                         reports.health.disconnected(id);
-                        return;
+                        return None;
                     };
                     // Never wait on the stream here: the call's end must stay observable.
                     let message = encode_message(&m);
@@ -366,6 +384,13 @@ async fn peer_loop(
                     }
                 }
                 res = &mut call => {
+                    if let Ok(Err(status)) = &res
+                        && status.code() == tonic::Code::Unimplemented
+                    {
+                        prober.abort();
+                        reports.health.disconnected(id);
+                        return Some(queue);
+                    }
                     match res {
                         Ok(Err(status)) if super::Refusal::of(&status) == Some(super::Refusal::Etcd(oxcd_api::errors::EtcdError::ClusterIdMismatch)) => {
                             tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", status.message());

@@ -127,7 +127,8 @@ impl VersionAsker {
         Err(last)
     }
 
-    /// The body of `GET path` at `url`, within `timeout`.
+    /// The body of `GET path` at `url`, within `timeout`: over HTTP/2 (oxcd's peers),
+    /// else over HTTP/1.1 (an etcd member's peer port routes HTTP/2 to its gRPC server).
     async fn get(
         &mut self,
         url: &str,
@@ -136,10 +137,14 @@ impl VersionAsker {
     ) -> Result<bytes::Bytes, VersionError> {
         let answer = tokio::time::timeout(timeout, self.fetch(url, path, timeout)).await;
         let answer = answer.unwrap_or(Err(VersionError::TimedOut));
-        if answer.is_err() {
-            self.channels.remove(url);
+        let Err(over_h2) = answer else {
+            return answer;
+        };
+        self.channels.remove(url);
+        match crate::peer::etcd::client::get(&self.dialer, url, path, timeout).await {
+            Ok(a) if a.status.is_success() => Ok(a.body),
+            _ => Err(over_h2),
         }
-        answer
     }
 
     async fn fetch(

@@ -2,6 +2,8 @@
 //! loop over the WAL and the apply thread.
 
 use std::sync::{Arc, OnceLock};
+
+use crate::machine::vocabulary::Vocabulary;
 use std::thread::JoinHandle;
 
 use oxcd_mvcc::Store;
@@ -200,6 +202,10 @@ pub fn start(
     let store = Arc::new(Store::open(backend)?);
     let joins = joining.is_some();
     let cluster = cluster_of(s, joining)?;
+    if cluster.joins_etcd {
+        Vocabulary::Etcd.record(&store)?;
+    }
+    let vocabulary = Vocabulary::of(&store)?;
     let ms = s.heartbeat.as_millis().max(1);
     let election_ticks = (s.election_timeout.as_millis() / ms) as u32;
     let leases = Arc::new(Lessor::load(
@@ -273,6 +279,7 @@ pub fn start(
         snap_dir: s.snap_dir(),
         release,
         timing: metrics.apply.clone(),
+        vocabulary,
     }
     .spawn(ended)
     .map_err(StartError::SpawnApply)?;
@@ -285,6 +292,7 @@ pub fn start(
         members: cluster.members.clone(),
         release,
         feature_gates: s.feature_gates.clone(),
+        vocabulary,
     };
     let limits = Limits {
         max_txn_ops: s.max_txn_ops,

@@ -106,6 +106,7 @@ async fn etcds_streams_decode_and_etcd_takes_our_pipeline_messages() {
         release: Release::Etcd35,
     };
     let dialer = PeerDialer::default();
+    let mut pipeline = client::Pipeline::new(dialer.clone(), etcd_url.clone(), me.clone());
     let mut messages = dial(&dialer, &etcd_url, &me, etcd_id, StreamKind::Message).await;
     let mut appends = dial(&dialer, &etcd_url, &me, etcd_id, StreamKind::MsgAppV2).await;
 
@@ -123,7 +124,8 @@ async fn etcds_streams_decode_and_etcd_takes_our_pipeline_messages() {
     answer.from = learner;
     answer.to = etcd_id;
     answer.term = term;
-    client::post_message(&dialer, &etcd_url, &me, &answer, WAIT)
+    pipeline
+        .post(&answer, WAIT)
         .await
         .expect("etcd takes a heartbeat's answer on its pipeline");
     // The probe: a whole append (a type-2 frame) on msgappv2, now attached.
@@ -140,15 +142,13 @@ async fn etcds_streams_decode_and_etcd_takes_our_pipeline_messages() {
         probe.index, probe.log_term, probe.commit
     );
     // An empty log here: refused, etcd goes back to the first entry and sends the log.
-    client::post_message(
-        &dialer,
-        &etcd_url,
-        &me,
-        &append_response(learner, etcd_id, term, probe.index, true),
-        WAIT,
-    )
-    .await
-    .expect("etcd takes a refusal on its pipeline");
+    pipeline
+        .post(
+            &append_response(learner, etcd_id, term, probe.index, true),
+            WAIT,
+        )
+        .await
+        .expect("etcd takes a refusal on its pipeline");
     let log = next_where(&mut appends, "the log", |m| {
         m.get_msg_type() == MessageType::MsgAppend && m.index == 0
     })
@@ -161,15 +161,10 @@ async fn etcds_streams_decode_and_etcd_takes_our_pipeline_messages() {
             .any(|e| e.data.windows(7).any(|w| w == b"before4")),
         "the puts are in etcd's log"
     );
-    client::post_message(
-        &dialer,
-        &etcd_url,
-        &me,
-        &append_response(learner, etcd_id, term, last, false),
-        WAIT,
-    )
-    .await
-    .expect("etcd takes an acceptance on its pipeline");
+    pipeline
+        .post(&append_response(learner, etcd_id, term, last, false), WAIT)
+        .await
+        .expect("etcd takes an acceptance on its pipeline");
     read_etcds_log(log.get_entries(), etcd_id);
 
     // Replicating now: the next put continues the log in the same term, which etcd
@@ -193,15 +188,10 @@ async fn etcds_streams_decode_and_etcd_takes_our_pipeline_messages() {
     );
     assert_eq!(next.get_entries()[0].index, next.index + 1);
     let last = next.get_entries().last().expect("entries").index;
-    client::post_message(
-        &dialer,
-        &etcd_url,
-        &me,
-        &append_response(learner, etcd_id, term, last, false),
-        WAIT,
-    )
-    .await
-    .expect("etcd takes the acceptance");
+    pipeline
+        .post(&append_response(learner, etcd_id, term, last, false), WAIT)
+        .await
+        .expect("etcd takes the acceptance");
 
     // Link heartbeats keep the message stream alive; the reader hands them on, and
     // they are not raft's.
@@ -331,6 +321,130 @@ async fn the_read_only_peer_endpoints_answer_as_etcds() {
         assert_eq!(r.headers["allow"], "GET");
         assert_eq!(&r.body[..], b"Method Not Allowed\n");
     }
+    oxcd.stop().await;
+    drop(etcd);
+}
+
+/// Issue 35's point 2, as far as it goes: an oxcd learner joins a running etcd 3.5
+/// cluster (`member add --learner`, then `--initial-cluster-state existing`), receives
+/// etcd's log over etcd's peer protocol, applies etcd's entries, publishes itself as
+/// etcd does, and serves serializable reads of what etcd wrote.
+#[tokio::test]
+async fn an_oxcd_learner_joins_an_etcd_cluster_and_applies_its_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd_peer = free_port();
+    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer);
+    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
+    let mut c = Client::connect([format!("http://{}", etcd.endpoint)], None)
+        .await
+        .expect("connect");
+    for i in 0..20 {
+        c.put(format!("k{i:02}"), format!("v{i}"), None)
+            .await
+            .expect("put");
+    }
+    c.delete("k00", None).await.expect("delete");
+    let oxcd_peer_url = format!("http://127.0.0.1:{}", free_port());
+    c.member_add(
+        [oxcd_peer_url.clone()],
+        Some(MemberAddOptions::new().with_is_learner()),
+    )
+    .await
+    .expect("member add --learner");
+    let oxcd = InProc::start(dir.path().join("oxcd"), |s| {
+        s.name = "oxcd1".into();
+        s.listen_peer_urls = vec![oxcd_peer_url.clone()];
+        s.peer_urls = vec![oxcd_peer_url.clone()];
+        s.initial_cluster = vec![
+            ("default".into(), vec![etcd_peer_url.clone()]),
+            ("oxcd1".into(), vec![oxcd_peer_url.clone()]),
+        ];
+        s.initial_cluster_existing = true;
+        // etcd's defaults, which the etcd member runs with.
+        s.heartbeat = Duration::from_millis(100);
+        s.election_timeout = Duration::from_millis(1000);
+    })
+    .await;
+    // Written on etcd after the learner joined: it arrives through the log too.
+    c.put("after", "joined", None).await.expect("put");
+    let rev = c
+        .get("after", None)
+        .await
+        .expect("get")
+        .header()
+        .expect("header")
+        .revision();
+    let mut ours = oxcd.client().await;
+    let serializable = etcd_client::GetOptions::new()
+        .with_serializable()
+        .with_prefix();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let got = loop {
+        let got = ours
+            .get("", Some(serializable.clone()))
+            .await
+            .expect("serializable get on the learner");
+        if got.header().expect("header").revision() >= rev || tokio::time::Instant::now() > deadline
+        {
+            break got;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let theirs = c
+        .get("", Some(etcd_client::GetOptions::new().with_prefix()))
+        .await
+        .expect("get on etcd");
+    let kvs = |r: &etcd_client::GetResponse| {
+        r.kvs()
+            .iter()
+            .map(|kv| {
+                (
+                    kv.key().to_vec(),
+                    kv.value().to_vec(),
+                    kv.create_revision(),
+                    kv.mod_revision(),
+                    kv.version(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kvs(&got), kvs(&theirs), "the learner holds etcd's keys");
+    eprintln!(
+        "the learner serves {} keys at revision {rev}, as etcd does",
+        got.kvs().len()
+    );
+    assert_eq!(got.header().expect("header").revision(), rev);
+    // A learner serves no HashKV to clients (etcd's learners neither); etcd's
+    // corruption checks ask every member on its peer port: the same answer.
+    let mut hashes = Vec::new();
+    for url in [&etcd_peer_url, &oxcd_peer_url] {
+        let answer = client::request(
+            &PeerDialer::default(),
+            url,
+            http::Method::GET,
+            "/members/hashkv",
+            format!("{{\"revision\":{rev}}}").into(),
+            WAIT,
+        )
+        .await
+        .expect("GET /members/hashkv");
+        assert_eq!(answer.status, 200, "{url}");
+        hashes.push(String::from_utf8_lossy(&answer.body).into_owned());
+    }
+    eprintln!(
+        "/members/hashkv at {rev}: etcd {} oxcd {}",
+        hashes[0], hashes[1]
+    );
+    assert_eq!(hashes[0], hashes[1], "HashKV equal");
+    // etcd lists the learner with the name and client URLs it published.
+    let members = c.member_list().await.expect("member list");
+    let learner = members
+        .members()
+        .iter()
+        .find(|m| m.is_learner())
+        .expect("the learner");
+    assert_eq!(learner.name(), "oxcd1");
+    assert_eq!(learner.client_urls(), [oxcd.endpoint()]);
     oxcd.stop().await;
     drop(etcd);
 }

@@ -1,5 +1,6 @@
 //! Applying a committed conf change entry, on the apply thread: the change is read from
-//! the entry (the raft `ConfChange` and its `oxcdpb.ConfChangeContext`), checked against
+//! the entry (the raft `ConfChange` and its `oxcdpb.ConfChangeContext`, or etcd's
+//! ([`super::etcd_conf_change`]) in a log of etcd's vocabulary), checked against
 //! the membership, handed to raft, and written with the configuration raft gives into
 //! the batch's transaction. A refused change changes nothing, on every member alike, and
 //! its proposer gets etcd's error.
@@ -15,6 +16,7 @@ use super::{Change, table};
 use crate::machine::applied::{Applied, Outcome};
 use crate::machine::applier::{Applier, ApplyError};
 use crate::machine::fatal::Fatal;
+use crate::machine::vocabulary::Vocabulary;
 
 /// The change a conf change entry describes. (raft-rs has no UpdateNode: a change of
 /// peer URLs leaves raft's configuration alone and travels as a normal entry.)
@@ -39,11 +41,9 @@ pub fn change_of(cc: &ConfChange, ctx: &ConfChangeContext) -> Change {
     }
 }
 
-/// Applies the conf change entry `e`: the proposer's request id (0: none) and its
-/// outcome. A refused change changes nothing, on every member alike. An error is fatal
-/// (the entry cannot be read, raft is gone, the backend failed): the member stops rather
-/// than skip it. Raft takes the change on its own thread: this waits for it.
-pub fn apply_conf_change(ctx: &mut Applier<'_>, e: &Entry) -> Result<(u64, Outcome), Fatal> {
+/// Reads the conf change entry `e` in oxcd's vocabulary: the proposer's request id, the
+/// change, and what raft takes.
+fn read_oxcd(e: &Entry) -> Result<(u64, Change, Option<ConfChange>), Fatal> {
     let index = e.index;
     let cc = persist::decode_conf_change(&e.data).map_err(|err| Fatal::ConfChangeUndecodable {
         index,
@@ -57,29 +57,63 @@ pub fn apply_conf_change(ctx: &mut Applier<'_>, e: &Entry) -> Result<(u64, Outco
             reason: err.to_string(),
         }
     })?;
+    Ok((cctx.request_id, change_of(&cc, &cctx), Some(cc)))
+}
+
+/// Reads the conf change entry `e` in etcd's vocabulary (etcd panics where this fails).
+fn read_etcd(e: &Entry) -> Result<(u64, Change, Option<ConfChange>), Fatal> {
+    let read =
+        super::etcd_conf_change::read(&e.data).map_err(|err| Fatal::ConfChangeUndecodable {
+            index: e.index,
+            what: "etcd's conf change",
+            reason: err.to_string(),
+        })?;
+    Ok((read.request_id, read.change, read.raft))
+}
+
+/// Applies the conf change entry `e`, read in the log's `vocabulary`: the proposer's
+/// request id (0: none) and its outcome. A refused change changes nothing, on every
+/// member alike. An error is fatal (the entry cannot be read, raft is gone, the backend
+/// failed): the member stops rather than skip it. Raft takes the change on its own
+/// thread: this waits for it.
+pub fn apply_conf_change(
+    ctx: &mut Applier<'_>,
+    e: &Entry,
+    vocabulary: Vocabulary,
+) -> Result<(u64, Outcome), Fatal> {
+    let index = e.index;
+    let (request_id, change, cc) = match vocabulary {
+        Vocabulary::Oxcd => read_oxcd(e)?,
+        Vocabulary::Etcd => read_etcd(e)?,
+    };
     let membership = ctx.membership;
-    let change = change_of(&cc, &cctx);
     if let Err(refused) = membership.state().validate(&change) {
         tracing::warn!(index, ?change, "membership change refused: {refused}");
-        return Ok((cctx.request_id, Err(refused.into())));
+        return Ok((request_id, Err(refused.into())));
     }
-    let conf = match ctx.raft.apply_conf_change(index, cc) {
-        Ok(conf) => conf,
-        Err(oxcd_raft::RaftError::Raft(err)) => {
+    // An update of peer URLs (etcd's UpdateNode) leaves raft's configuration alone.
+    let conf = match cc.map(|cc| ctx.raft.apply_conf_change(index, cc)) {
+        None => None,
+        Some(Ok(conf)) => Some(conf),
+        Some(Err(oxcd_raft::RaftError::Raft(err))) => {
             // raft-rs refuses what would leave no voter: the same on every member.
             tracing::warn!(index, ?change, "raft refused a membership change: {err}");
-            return Ok((cctx.request_id, Err(EtcdError::MemberNotEnoughStarted)));
+            return Ok((request_id, Err(EtcdError::MemberNotEnoughStarted)));
         }
-        Err(source) => return Err(Fatal::ConfChangeRaft { index, source }),
+        Some(Err(source)) => return Err(Fatal::ConfChangeRaft { index, source }),
     };
     membership
         .apply(&change)
         .map_err(|source| Fatal::ConfChangeRefused { index, source })?;
     let state = membership.state();
     table::write(ctx.tx, &state, &change)?;
-    ctx.tx
-        .put_meta(META_CONF_STATE, &persist::encode_conf_state(&conf))?;
-    tracing::info!(index, ?change, voters = ?conf.voters, learners = ?conf.learners, "membership changed");
+    if let Some(conf) = conf {
+        ctx.tx
+            .put_meta(META_CONF_STATE, &persist::encode_conf_state(&conf))?;
+        tracing::info!(index, ?change, voters = ?conf.voters, learners = ?conf.learners, "membership changed");
+    } else {
+        tracing::info!(index, ?change, "membership changed");
+    }
     if let Change::Remove { id } = change
         && id == ctx.raft.member_id()
     {
@@ -87,7 +121,7 @@ pub fn apply_conf_change(ctx: &mut Applier<'_>, e: &Entry) -> Result<(u64, Outco
         membership.stop_as_removed();
     }
     let members = state.members.values().cloned().collect();
-    Ok((cctx.request_id, Ok(Applied::Membership(members))))
+    Ok((request_id, Ok(Applied::Membership(members))))
 }
 
 /// Applies a change of peer URLs (a normal entry: raft's configuration is untouched).

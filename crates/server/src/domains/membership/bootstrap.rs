@@ -32,6 +32,9 @@ pub struct InitialCluster {
     pub cluster_id: u64,
     /// Every member, this one included.
     pub members: Vec<MemberInfo>,
+    /// The running cluster it joins is an etcd cluster (its members answered in etcd's
+    /// peer protocol): the log is in etcd's vocabulary.
+    pub joins_etcd: bool,
 }
 
 impl InitialCluster {
@@ -63,6 +66,7 @@ impl InitialCluster {
             me,
             cluster_id: ids::cluster_id(&ids),
             members,
+            joins_etcd: false,
         })
     }
 
@@ -77,6 +81,7 @@ impl InitialCluster {
             me,
             cluster_id,
             members: list.members,
+            joins_etcd: false,
         })
     }
 

@@ -13,6 +13,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use oxcd_raft::Message;
 
@@ -177,6 +178,26 @@ pub struct Answer {
     pub body: Bytes,
 }
 
+/// A new HTTP/1.1 connection to the peer at `url`, made within `timeout`, and the host
+/// its requests name.
+async fn connect(
+    dialer: &PeerDialer,
+    url: &str,
+    timeout: Duration,
+) -> Result<(SendRequest<Full<Bytes>>, Option<HeaderValue>), PeerHttpError> {
+    let (conn, uri) = dialer.connection(url, timeout).await?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(conn)).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "etcd peer connection ended");
+        }
+    });
+    let host = uri
+        .authority()
+        .and_then(|a| HeaderValue::from_str(a.as_str()).ok());
+    Ok((sender, host))
+}
+
 /// Sends `req` to the peer at `url` on a new connection; the answer's head within
 /// `timeout`.
 async fn send(
@@ -186,24 +207,76 @@ async fn send(
     timeout: Duration,
 ) -> Result<http::Response<Incoming>, PeerHttpError> {
     let exchange = async {
-        let (conn, uri) = dialer.connection(url, timeout).await?;
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(conn)).await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "etcd peer connection ended");
-            }
-        });
-        if let Some(host) = uri.authority()
-            && let Ok(v) = HeaderValue::from_str(host.as_str())
-        {
-            req.headers_mut().insert(http::header::HOST, v);
+        let (mut sender, host) = connect(dialer, url, timeout).await?;
+        if let Some(host) = host {
+            req.headers_mut().insert(http::header::HOST, host);
         }
         Ok::<_, PeerHttpError>(sender.send_request(req).await?)
     };
     tokio::time::timeout(timeout, exchange)
         .await
         .map_err(|_| PeerHttpError::TimedOut(url.to_string()))?
+}
+
+/// The pipeline to one peer (`POST /raft`), on one kept connection, made again when
+/// the peer closed it (etcd closes a peer connection idle for 5 s).
+pub struct Pipeline {
+    dialer: PeerDialer,
+    url: String,
+    me: Identity,
+    connection: Option<(SendRequest<Full<Bytes>>, Option<HeaderValue>)>,
+}
+
+impl Pipeline {
+    /// The pipeline to the peer at `url`, for the member `me`.
+    pub fn new(dialer: PeerDialer, url: String, me: Identity) -> Pipeline {
+        Pipeline {
+            dialer,
+            url,
+            me,
+            connection: None,
+        }
+    }
+
+    /// Sends `m`; Ok once the peer has handed it to raft (204), within `timeout`.
+    pub async fn post(&mut self, m: &Message, timeout: Duration) -> Result<(), PeerHttpError> {
+        let sent = tokio::time::timeout(timeout, self.exchange(m, timeout)).await;
+        let sent = sent.unwrap_or_else(|_| Err(PeerHttpError::TimedOut(self.url.clone())));
+        if sent.is_err() {
+            self.connection = None;
+        }
+        sent
+    }
+
+    async fn exchange(&mut self, m: &Message, timeout: Duration) -> Result<(), PeerHttpError> {
+        let reusable = self
+            .connection
+            .as_ref()
+            .is_some_and(|(sender, _)| !sender.is_closed());
+        if !reusable {
+            self.connection = Some(connect(&self.dialer, &self.url, timeout).await?);
+        }
+        let Some((sender, host)) = self.connection.as_mut() else {
+            return Err(PeerHttpError::TimedOut(self.url.clone()));
+        };
+        let body = Bytes::from(oxcd_raft::persist::encode_message(m));
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri("/raft")
+            .header(http::header::CONTENT_TYPE, "application/protobuf")
+            .body(Full::new(body))?;
+        self.me.stamp(req.headers_mut());
+        if let Some(host) = host {
+            req.headers_mut().insert(http::header::HOST, host.clone());
+        }
+        sender.ready().await?;
+        let answer = sender.send_request(req).await?;
+        let answer = read_all(&self.url, answer, timeout).await?;
+        if answer.status == StatusCode::NO_CONTENT {
+            return Ok(());
+        }
+        Err(refused(answer))
+    }
 }
 
 /// The whole body of `answer`, within `timeout`.
@@ -232,7 +305,7 @@ pub async fn get(
     path: &str,
     timeout: Duration,
 ) -> Result<Answer, PeerHttpError> {
-    bare(dialer, url, Method::GET, path, timeout).await
+    request(dialer, url, Method::GET, path, Bytes::new(), timeout).await
 }
 
 /// `POST path` at the peer `url` with no body and no identity (as etcd forwards a
@@ -243,46 +316,25 @@ pub async fn post_empty(
     path: &str,
     timeout: Duration,
 ) -> Result<Answer, PeerHttpError> {
-    bare(dialer, url, Method::POST, path, timeout).await
+    request(dialer, url, Method::POST, path, Bytes::new(), timeout).await
 }
 
-/// A request with no body and no identity.
-async fn bare(
+/// A request with no identity (a GET with a body too, as etcd's corruption checks send
+/// `/members/hashkv`), whatever its answer's status.
+pub async fn request(
     dialer: &PeerDialer,
     url: &str,
     method: Method,
     path: &str,
+    body: Bytes,
     timeout: Duration,
 ) -> Result<Answer, PeerHttpError> {
     let req = Request::builder()
         .method(method)
         .uri(path)
-        .body(Full::new(Bytes::new()))?;
+        .body(Full::new(body))?;
     let answer = send(dialer, url, req, timeout).await?;
     read_all(url, answer, timeout).await
-}
-
-/// Sends `m` on the pipeline (`POST /raft`) of the peer at `url`; Ok once the peer has
-/// handed it to raft (204).
-pub async fn post_message(
-    dialer: &PeerDialer,
-    url: &str,
-    me: &Identity,
-    m: &Message,
-    timeout: Duration,
-) -> Result<(), PeerHttpError> {
-    let body = Bytes::from(oxcd_raft::persist::encode_message(m));
-    let mut req = Request::builder()
-        .method(Method::POST)
-        .uri("/raft")
-        .header(http::header::CONTENT_TYPE, "application/protobuf")
-        .body(Full::new(body))?;
-    me.stamp(req.headers_mut());
-    let answer = read_all(url, send(dialer, url, req, timeout).await?, timeout).await?;
-    if answer.status == StatusCode::NO_CONTENT {
-        return Ok(());
-    }
-    Err(refused(answer))
 }
 
 /// Dials the stream of `kind` that the peer `to` at `url` sends this member; the

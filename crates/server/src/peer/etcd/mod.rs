@@ -7,10 +7,12 @@
 //! - [`client`]: requests to an etcd member's peer port (GETs, the pipeline, stream
 //!   dials);
 //! - [`codec`]: the raft message encodings of etcd's streams (message, msgappv2);
+//! - [`link`]: the link to one etcd peer (its streams received, the pipeline sent on);
 //! - [`members`]: etcd's member list in JSON;
 //! - [`headers`]: the headers etcd's peer requests and answers carry, and ids as etcd
 //!   writes them;
-//! - [`routes`]: the read-only endpoints (`/members`, `/raft/probing`).
+//! - [`routes`]: the read-only endpoints (`/members`, `/raft/probing`,
+//!   `/members/hashkv`).
 //!
 //! Invariant: what goes to an etcd member is what an etcd 3.5 member would send, byte for
 //! byte where etcd checks bytes (ids as lowercase hex, texts of errors); anything etcd
@@ -19,6 +21,7 @@
 pub mod client;
 pub mod codec;
 pub mod headers;
+pub mod link;
 pub mod members;
 pub mod routes;
 

@@ -4,7 +4,10 @@
 //!   etcd's JSON ([`super::members`]), with the cluster id in `X-Etcd-Cluster-ID`; a
 //!   member joining an etcd cluster reads its cluster id and its own id from it;
 //! - `/raft/probing`: `{"OK":true,"Now":"<RFC3339Nano>"}` and a newline, which etcd's
-//!   prober asks every 4 s for its round-trip and clock-drift figures.
+//!   prober asks every 4 s for its round-trip and clock-drift figures;
+//! - `GET /members/hashkv` (etcd 3.5.16 `server/etcdserver/corrupt.go`
+//!   `hashKVHandler`): the HashKV of the revision a JSON body names, which etcd's
+//!   corruption checks ask every member for.
 //!
 //! `/version` and `/downgrade/enabled` are served by the version domain.
 //!
@@ -14,19 +17,22 @@
 use std::sync::Weak;
 use std::time::SystemTime;
 
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::{headers, members, method_not_allowed};
+use super::{go_error, headers, members, method_not_allowed};
 use crate::domains::membership::MembershipHandles;
 
 /// etcd's `peerMembersPath`.
 pub const MEMBERS: &str = "/members";
 /// etcd's `ProbingPrefix` (the probing library's handler).
 pub const PROBING: &str = "/raft/probing";
+/// etcd's `PeerHashKVPath`.
+pub const HASH_KV: &str = "/members/hashkv";
 
 /// The routes, answering from `membership` while the member runs.
 pub fn routes(membership: Weak<MembershipHandles>) -> axum::Router {
+    let for_hash = membership.clone();
     axum::Router::new()
         .route(
             MEMBERS,
@@ -34,6 +40,15 @@ pub fn routes(membership: Weak<MembershipHandles>) -> axum::Router {
                 let answer = member_list(method, membership.upgrade().as_deref());
                 async move { answer }
             }),
+        )
+        .route(
+            HASH_KV,
+            axum::routing::any(
+                move |method: Method, headers: HeaderMap, body: axum::body::Bytes| {
+                    let membership = for_hash.upgrade();
+                    async move { hash_kv(method, &headers, &body, membership.as_deref()).await }
+                },
+            ),
         )
         .route(PROBING, axum::routing::any(|| async { probing() }))
 }
@@ -53,6 +68,70 @@ fn member_list(method: Method, membership: Option<&MembershipHandles>) -> Respon
     )
         .into_response();
     if let Ok(v) = HeaderValue::from_str(&headers::id(m.reads.ids().cluster_id)) {
+        response.headers_mut().insert(headers::CLUSTER_ID, v);
+    }
+    response
+}
+
+/// The body of a `/members/hashkv` request.
+#[derive(serde::Deserialize)]
+struct HashKvRequest {
+    #[serde(default)]
+    revision: i64,
+}
+
+/// `GET /members/hashkv`.
+async fn hash_kv(
+    method: Method,
+    request_headers: &HeaderMap,
+    body: &[u8],
+    membership: Option<&MembershipHandles>,
+) -> Response {
+    if method != Method::GET {
+        return method_not_allowed("GET");
+    }
+    let Some(m) = membership else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let cluster = headers::id(m.reads.ids().cluster_id);
+    if let Some(theirs) = request_headers.get(headers::CLUSTER_ID)
+        && !theirs.is_empty()
+        && theirs.as_bytes() != cluster.as_bytes()
+    {
+        return go_error(StatusCode::PRECONDITION_FAILED, "cluster ID mismatch");
+    }
+    let Ok(req) = serde_json::from_slice::<HashKvRequest>(body) else {
+        return go_error(StatusCode::BAD_REQUEST, "error unmarshalling request");
+    };
+    let store = m.reads.store().clone();
+    let rev = req.revision;
+    let hashed = crate::machine::reads::read_blocking(store, move |store| {
+        (store.hash_kv(rev), store.current_rev())
+    })
+    .await;
+    let (hashed, current) = match hashed {
+        Ok(h) => h,
+        Err(e) => return go_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let (hash, compact_revision, _) = match hashed {
+        Ok(h) => h,
+        Err(e) => return go_error(StatusCode::BAD_REQUEST, &e.to_string()),
+    };
+    // Go's encoding of HashKVResponse: zero fields left out.
+    let mut json = String::from("{\"header\":{");
+    if current != 0 {
+        json.push_str(&format!("\"revision\":{current}"));
+    }
+    json.push('}');
+    if hash != 0 {
+        json.push_str(&format!(",\"hash\":{hash}"));
+    }
+    if compact_revision != 0 {
+        json.push_str(&format!(",\"compact_revision\":{compact_revision}"));
+    }
+    json.push('}');
+    let mut response = ([(header::CONTENT_TYPE, "application/json")], json).into_response();
+    if let Ok(v) = HeaderValue::from_str(&cluster) {
         response.headers_mut().insert(headers::CLUSTER_ID, v);
     }
     response
