@@ -325,12 +325,13 @@ async fn the_read_only_peer_endpoints_answer_as_etcds() {
     drop(etcd);
 }
 
-/// Issue 35's point 2, as far as it goes: an oxcd learner joins a running etcd 3.5
-/// cluster (`member add --learner`, then `--initial-cluster-state existing`), receives
-/// etcd's log over etcd's peer protocol, applies etcd's entries, publishes itself as
-/// etcd does, and serves serializable reads of what etcd wrote.
+/// Issue 35's point 2 and the start of point 3: an oxcd learner joins a running etcd
+/// 3.5 cluster (`member add --learner`, then `--initial-cluster-state existing`),
+/// receives etcd's log over etcd's peer protocol, applies etcd's entries (HashKV equal),
+/// publishes itself as etcd does, serves serializable reads of what etcd wrote, rejoins
+/// after a restart, and once etcd promotes it, votes and serves linearizable reads.
 #[tokio::test]
-async fn an_oxcd_learner_joins_an_etcd_cluster_and_applies_its_log() {
+async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd_peer = free_port();
     let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer);
@@ -445,6 +446,81 @@ async fn an_oxcd_learner_joins_an_etcd_cluster_and_applies_its_log() {
         .expect("the learner");
     assert_eq!(learner.name(), "oxcd1");
     assert_eq!(learner.client_urls(), [oxcd.endpoint()]);
+    let learner_id = learner.id();
+
+    // Restarted on its data dir, it rejoins as itself and catches up.
+    let data = oxcd.data_dir.clone();
+    let client_url = oxcd.endpoint();
+    oxcd.stop().await;
+    c.put("while-down", "v", None).await.expect("put");
+    let oxcd = InProc::start(data, |s| {
+        s.name = "oxcd1".into();
+        s.listen_client_urls = vec![client_url.clone()];
+        s.advertise_client_urls = vec![client_url.clone()];
+        s.listen_peer_urls = vec![oxcd_peer_url.clone()];
+        s.peer_urls = vec![oxcd_peer_url.clone()];
+        s.initial_cluster = vec![
+            ("default".into(), vec![etcd_peer_url.clone()]),
+            ("oxcd1".into(), vec![oxcd_peer_url.clone()]),
+        ];
+        s.initial_cluster_existing = true;
+        s.heartbeat = Duration::from_millis(100);
+        s.election_timeout = Duration::from_millis(1000);
+    })
+    .await;
+    let mut ours = oxcd.client().await;
+    let caught_up = eventually(|| {
+        let mut ours = ours.clone();
+        async move {
+            ours.get(
+                "while-down",
+                Some(etcd_client::GetOptions::new().with_serializable()),
+            )
+            .await
+            .is_ok_and(|r| r.count() == 1)
+        }
+    })
+    .await;
+    assert!(caught_up, "the restarted learner caught up");
+
+    // Promoted, it votes: with two voters every write needs its acknowledgement.
+    c.member_promote(learner_id)
+        .await
+        .expect("etcd promotes the caught-up oxcd learner");
+    for i in 0..10 {
+        c.put(format!("voted{i}"), "v", None)
+            .await
+            .expect("a write the oxcd voter acknowledged");
+    }
+    let rev = c
+        .get("voted9", None)
+        .await
+        .expect("get")
+        .header()
+        .expect("header")
+        .revision();
+    let linearizable = ours
+        .get("voted", Some(etcd_client::GetOptions::new().with_prefix()))
+        .await
+        .expect("a linearizable read on the oxcd voter (read index from etcd's leader)");
+    assert_eq!(linearizable.count(), 10);
+    assert!(linearizable.header().expect("header").revision() >= rev);
     oxcd.stop().await;
     drop(etcd);
+}
+
+/// Whether `check` holds within [`WAIT`], asked every 50 ms.
+async fn eventually<F, Fut>(check: F) -> bool
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while tokio::time::Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
 }
