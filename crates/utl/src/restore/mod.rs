@@ -7,7 +7,7 @@
 //! 2. the data dir must be absent or empty, a `--wal-dir` absent;
 //! 3. the snapshot file ([`source`]): its trailer, then (once the directories exist)
 //!    its sha256 unless `--skip-hash-check`, read on a thread of its own while
-//! 4. the backend ([`backend`]) is written: etcd's buckets translated row by row, the
+//! 4. the backend (`oxcd_server::backup::etcd_import`) is written: etcd's buckets translated row by row, the
 //!    revision bumped if asked (a hash mismatch is the error, whatever else failed);
 //! 5. the WAL, exactly as a brand-new member of that cluster creates it
 //!    ([`oxcd_server::start::bootstrap::create_member_wal`]): its first start applies the
@@ -20,7 +20,6 @@
 //! `--skip-hash-check`, is a clear error (etcd panics). `--initial-memory-map-size` is
 //! accepted and has no effect (oxcd's backend maps no memory).
 
-pub mod backend;
 pub mod cluster;
 pub mod source;
 pub mod staging;
@@ -28,6 +27,7 @@ pub mod staging;
 use std::path::{Path, PathBuf};
 
 use crate::log::{Field, info};
+use oxcd_server::backup::etcd_import::{self, Import, Written};
 
 /// What `snapshot restore` was asked to do.
 #[derive(Debug, Clone)]
@@ -60,7 +60,7 @@ pub struct Restored {
     /// The new cluster's id.
     pub cluster_id: u64,
     /// Rows of the key table and the revision the member will start at.
-    pub written: backend::Written,
+    pub written: Written,
 }
 
 /// Runs the restore `cfg` describes; the error is etcdutl's text (or oxcd's where
@@ -113,13 +113,16 @@ pub fn restore(cfg: &RestoreConfig) -> Result<Restored, String> {
             src.verify(cfg.skip_hash_check)?;
             None
         };
-        let written = backend::write(
+        let written = etcd_import::write(
             &src.path,
             src.db_len,
             &staging.backend_path(),
-            cfg.bump_revision,
+            Import {
+                bump: cfg.bump_revision,
+                cluster: false,
+            },
         )
-        .map_err(disk_full_said_plainly);
+        .map_err(|e| disk_full_said_plainly(e.to_string()));
         if let Some(v) = verified {
             v.join()
                 .unwrap_or_else(|_| Err("restore: the hash check panicked".to_string()))?;

@@ -1,21 +1,27 @@
 //! etcd's backend (a bbolt file, from etcd 3.4, 3.5 or oxcd's own snapshot) written as
-//! the backend of a new oxcd member, streamed row by row: one thread reads the file and
-//! hands batches of [`FLUSH_BYTES`] of rows to another, which commits each in one redb
-//! transaction (the last one durable) while the next is read, and a third writes back to
-//! disk what the commits left in the kernel's cache meanwhile; at most three batches are
-//! in memory.
+//! an oxcd backend, streamed row by row: one thread reads the file and hands batches of
+//! [`FLUSH_BYTES`] of rows to another, which commits each in one redb transaction (the
+//! last one durable) while the next is read, and a third writes back to disk what the
+//! commits left in the kernel's cache meanwhile; at most three batches are in memory.
+//! `oxcdutl snapshot restore` makes a new member's backend this way, and a member of an
+//! etcd cluster the backend of a snapshot etcd's leader sent it.
 //!
 //! - `key`, `lease`, `auth`, `authUsers`, `authRoles`: copied as they are (oxcd keeps
 //!   etcd's encodings); every `key` row must be a revision and a `KeyValue` (a row with
 //!   an empty value too: a bumped revision's mark);
 //! - `meta`: the compaction revisions (`finishedCompactRev`, `scheduledCompactRev`) as
 //!   they are; etcd's raft position (`consistent_index`, `term`) and `confState` are
-//!   dropped: the new member starts at index 0 and applies its WAL's bootstrap entries,
-//!   which give it its configuration;
+//!   dropped: a restored member starts at index 0 and applies its WAL's bootstrap
+//!   entries, which give it its configuration, and a snapshot's position and
+//!   configuration are its raft metadata's;
 //! - `alarm`: each encoded `AlarmMember` key becomes oxcd's `alarm/<id>/<type>` meta row
 //!   (alarms survive a restore, as in etcd);
-//! - `members`, `members_removed`, `cluster` and any other bucket: dropped (the new
-//!   cluster's members come from the WAL's bootstrap, as etcd 3.5 replaces them).
+//! - `members`, `members_removed`, `cluster`: dropped by a restore (the new cluster's
+//!   members come from the WAL's bootstrap, as etcd 3.5 replaces them); carried for a
+//!   snapshot of the running cluster ([`Import::cluster`]): each member's JSON as oxcd's
+//!   member row and its published attributes, each removed id, the cluster version and
+//!   the downgrade;
+//! - any other bucket: dropped.
 //!
 //! `--bump-revision N --mark-compacted`, as etcdutl 3.5: a row with an empty value at
 //! `{latest.main + N, 0}` (latest: the greatest revision in `key`, `{0, 0}` if none) and
@@ -23,9 +29,13 @@
 
 use std::path::Path;
 
+use std::path::PathBuf;
+
 use oxcd_api::etcdserverpb::AlarmMember;
+use oxcd_api::oxcdpb::{MemberAttributes, MemberInfo};
 use oxcd_bbolt::{BoltReader, BucketRoot, ReadError};
 use oxcd_mvcc::Revision;
+use oxcd_storage::StorageError;
 use oxcd_storage::backend::Backend;
 use oxcd_storage::backend::redb::{TableDefinition, TableHandle};
 use oxcd_storage::schema;
@@ -45,30 +55,122 @@ pub struct Written {
     pub revision: i64,
 }
 
+/// What is carried over besides the data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Import {
+    /// Raise the revision by this much (0: no bump).
+    pub bump: u64,
+    /// Carry the membership, the cluster version and the downgrade (a snapshot of the
+    /// running cluster); a restore starts a new cluster and drops them.
+    pub cluster: bool,
+}
+
+/// Why an etcd backend could not be written as oxcd's (the texts are etcdutl's where it
+/// has one).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// Not a bbolt file.
+    #[error(
+        "snapshot file {path:?} is not a bbolt database (the format of etcd's snapshots and backends): {source}"
+    )]
+    NotBbolt {
+        /// The file.
+        path: PathBuf,
+        /// The reader's refusal.
+        source: ReadError,
+    },
+    /// The file could not be read.
+    #[error("{}", oxcd_go::os::path_error("read", .path, .source))]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A damaged bbolt file.
+    #[error("snapshot file {path:?} is damaged: {source}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is damaged.
+        source: ReadError,
+    },
+    /// A row oxcd cannot load.
+    #[error("snapshot file {path:?}: {row}")]
+    Row {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the row.
+        row: BadRow,
+    },
+    /// The backend could not be written.
+    #[error(transparent)]
+    Backend(#[from] StorageError),
+    /// The thread writing the backend stopped.
+    #[error("restore: the backend writer stopped")]
+    WriterStopped,
+    /// The thread writing the backend panicked.
+    #[error("restore: the backend writer panicked")]
+    WriterPanicked,
+}
+
+/// A row of etcd's backend that oxcd cannot load.
+#[derive(Debug, thiserror::Error)]
+pub enum BadRow {
+    /// A `key` row whose key is not a revision.
+    #[error("key row {0:02x?} is not a revision")]
+    NotRevision(Vec<u8>),
+    /// A `key` row whose value is not a `KeyValue`.
+    #[error("key row {key:02x?} does not hold a key-value: {source}")]
+    NotKeyValue {
+        /// The row's key.
+        key: Vec<u8>,
+        /// The decoder's error.
+        source: prost::DecodeError,
+    },
+    /// An `alarm` row whose key is not an `AlarmMember`.
+    #[error("an alarm that does not decode: {0}")]
+    Alarm(prost::DecodeError),
+    /// A compaction revision in `meta` that is not a revision.
+    #[error("meta {0} is not a revision")]
+    MetaNotRevision(String),
+    /// A `members` row that is not etcd's member JSON.
+    #[error("member {key} is not etcd's member JSON: {source}")]
+    Member {
+        /// The row's key.
+        key: String,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// A `members_removed` key that is not a hex id.
+    #[error("removed member {0:?} is not an id")]
+    RemovedId(String),
+    /// A meta key that is not UTF-8.
+    #[error("a meta key is not UTF-8")]
+    MetaKey,
+}
+
 type Bytes = TableDefinition<'static, &'static [u8], &'static [u8]>;
 
 /// Why a bucket's rows are refused.
-type RowCheck = fn(&[u8], &[u8]) -> Result<(), String>;
+type RowCheck = fn(&[u8], &[u8]) -> Result<(), BadRow>;
 
 /// Called with each row of a bucket; an error stops the walk.
-type RowVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), String> + 'a;
+type RowVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), ImportError> + 'a;
 
 /// Writes the database in the first `db_len` bytes of `src` as an oxcd backend at
-/// `dest` (created), raising the revision by `bump` (0: no bump) as described in the
-/// module doc.
-pub fn write(src: &Path, db_len: u64, dest: &Path, bump: u64) -> Result<Written, String> {
+/// `dest` (created), carrying what `import` says, as described in the module doc.
+pub fn write(src: &Path, db_len: u64, dest: &Path, import: Import) -> Result<Written, ImportError> {
     let db = BoltReader::open_first(src, db_len).map_err(|e| unreadable(src, e))?;
     let buckets = db.buckets().map_err(|e| unreadable(src, e))?;
-    let backend = Backend::open(dest).map_err(|e| e.to_string())?;
+    let backend = Backend::open(dest)?;
     let (to_writer, batches) = std::sync::mpsc::sync_channel(1);
     let (committed, commits) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
         s.spawn(|| write_back_behind(dest, commits));
         let writer = s.spawn(|| commit_batches(&backend, batches, committed));
-        let read = read_rows(&db, src, &buckets, bump, Sink::new(to_writer));
-        let wrote = writer
-            .join()
-            .unwrap_or_else(|_| Err("restore: the backend writer panicked".to_string()));
+        let read = read_rows(&db, src, &buckets, import, Sink::new(to_writer));
+        let wrote = writer.join().unwrap_or(Err(ImportError::WriterPanicked));
         // The writer's error first: a reader it stopped only knows that it stopped.
         wrote?;
         read
@@ -80,9 +182,14 @@ fn read_rows(
     db: &BoltReader,
     src: &Path,
     buckets: &[(Vec<u8>, BucketRoot)],
-    bump: u64,
+    import: Import,
     mut out: Sink,
-) -> Result<Written, String> {
+) -> Result<Written, ImportError> {
+    let bump = import.bump;
+    let bad = |row: BadRow| ImportError::Row {
+        path: src.to_path_buf(),
+        row,
+    };
     let mut latest = None;
     let mut key_rows = 0u64;
     for (name, root) in buckets {
@@ -98,7 +205,7 @@ fn read_rows(
             let is_key = name == b"key";
             each(db, src, root, &mut |k, v| {
                 if let Some(check) = check {
-                    check(k, v).map_err(|why| format!("snapshot file {src:?}: {why}"))?;
+                    check(k, v).map_err(bad)?;
                 }
                 if is_key {
                     key_rows += 1;
@@ -108,10 +215,8 @@ fn read_rows(
             })?;
         } else if name == b"alarm" {
             each(db, src, root, &mut |k, _| {
-                let a = AlarmMember::decode(k).map_err(|e| {
-                    format!("snapshot file {src:?}: an alarm that does not decode: {e}")
-                })?;
-                let key = oxcd_server::machine::alarms::key(a.member_id, a.alarm);
+                let a = AlarmMember::decode(k).map_err(|e| bad(BadRow::Alarm(e)))?;
+                let key = crate::machine::alarms::key(a.member_id, a.alarm);
                 out.put(Table::Meta, key.as_bytes(), &[])
             })?;
         } else if name == b"meta" {
@@ -122,15 +227,16 @@ fn read_rows(
                 ];
                 if carried.iter().any(|c| c.as_bytes() == k) {
                     if Revision::from_bytes(v).is_none() {
-                        return Err(format!(
-                            "snapshot file {src:?}: meta {} is not a revision",
-                            String::from_utf8_lossy(k)
-                        ));
+                        return Err(bad(BadRow::MetaNotRevision(
+                            String::from_utf8_lossy(k).into_owned(),
+                        )));
                     }
                     out.put(Table::Meta, k, v)?;
                 }
                 Ok(())
             })?;
+        } else if import.cluster {
+            carry_cluster(db, src, name, root, &mut out)?;
         }
     }
     let mut revision = latest.map_or(0, |r| r.main);
@@ -149,13 +255,93 @@ fn read_rows(
     Ok(Written { key_rows, revision })
 }
 
+/// etcd's member JSON in its `members` bucket (`membership.Member`).
+#[derive(serde::Deserialize)]
+struct EtcdMember {
+    id: u64,
+    #[serde(rename = "peerURLs", default)]
+    peer_urls: Option<Vec<String>>,
+    #[serde(rename = "isLearner", default)]
+    is_learner: bool,
+    #[serde(default)]
+    name: String,
+    #[serde(rename = "clientURLs", default)]
+    client_urls: Option<Vec<String>>,
+}
+
+/// Carries the rows of bucket `name` that describe the running cluster: its members,
+/// the ids removed from it, its version and downgrade.
+fn carry_cluster(
+    db: &BoltReader,
+    src: &Path,
+    name: &[u8],
+    root: &BucketRoot,
+    out: &mut Sink,
+) -> Result<(), ImportError> {
+    let bad = |row: BadRow| ImportError::Row {
+        path: src.to_path_buf(),
+        row,
+    };
+    match name {
+        b"members" => each(db, src, root, &mut |k, v| {
+            let m: EtcdMember = serde_json::from_slice(v).map_err(|source| {
+                bad(BadRow::Member {
+                    key: String::from_utf8_lossy(k).into_owned(),
+                    source,
+                })
+            })?;
+            let member = MemberInfo {
+                id: m.id,
+                name: m.name.clone(),
+                peer_urls: m.peer_urls.unwrap_or_default(),
+                client_urls: m.client_urls.clone().unwrap_or_default(),
+                is_learner: m.is_learner,
+            };
+            out.put(
+                Table::Bytes(schema::MEMBERS),
+                &m.id.to_be_bytes(),
+                &member.encode_to_vec(),
+            )?;
+            if !m.name.is_empty() || m.client_urls.is_some() {
+                let attrs = MemberAttributes {
+                    id: m.id,
+                    name: m.name,
+                    client_urls: m.client_urls.unwrap_or_default(),
+                };
+                let key = format!("{}{:016x}", schema::META_MEMBER_ATTRIBUTES_PREFIX, m.id);
+                out.put(Table::Meta, key.as_bytes(), &attrs.encode_to_vec())?;
+            }
+            Ok(())
+        }),
+        b"members_removed" => each(db, src, root, &mut |k, _| {
+            let text = String::from_utf8_lossy(k);
+            let id = u64::from_str_radix(&text, 16)
+                .map_err(|_| bad(BadRow::RemovedId(text.clone().into_owned())))?;
+            out.put(
+                Table::Bytes(schema::MEMBERS_REMOVED),
+                &id.to_be_bytes(),
+                &[],
+            )
+        }),
+        b"cluster" => each(db, src, root, &mut |k, v| {
+            let key = match k {
+                b"clusterVersion" => schema::META_CLUSTER_VERSION,
+                b"downgrade" => schema::META_DOWNGRADE,
+                _ => return Ok(()),
+            };
+            out.put(Table::Meta, key.as_bytes(), v)
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Calls `f` with each row of the bucket at `root`.
 fn each(
     db: &BoltReader,
     src: &Path,
     root: &BucketRoot,
     f: &mut RowVisitor<'_>,
-) -> Result<(), String> {
+) -> Result<(), ImportError> {
     let mut failed = None;
     let read = db.for_each(root, &mut |k, v| {
         f(k, v).map_err(|e| {
@@ -171,23 +357,27 @@ fn each(
 }
 
 /// A key-table row oxcd can load: a revision key and a `KeyValue` value.
-fn check_key_row(k: &[u8], v: &[u8]) -> Result<(), String> {
+fn check_key_row(k: &[u8], v: &[u8]) -> Result<(), BadRow> {
     if Revision::from_bytes(k).is_none() {
-        return Err(format!("key row {k:02x?} is not a revision"));
+        return Err(BadRow::NotRevision(k.to_vec()));
     }
     oxcd_api::mvccpb::KeyValue::decode(v)
         .map(drop)
-        .map_err(|e| format!("key row {k:02x?} does not hold a key-value: {e}"))
+        .map_err(|source| BadRow::NotKeyValue {
+            key: k.to_vec(),
+            source,
+        })
 }
 
 /// The error for a file the bbolt reader refuses: not bbolt at all, or damaged.
-fn unreadable(src: &Path, e: ReadError) -> String {
+fn unreadable(src: &Path, e: ReadError) -> ImportError {
+    let path = src.to_path_buf();
     match e {
-        ReadError::Meta(oxcd_bbolt::page::MetaError::Invalid) | ReadError::TooSmall => format!(
-            "snapshot file {src:?} is not a bbolt database (the format of etcd's snapshots and backends): {e}"
-        ),
-        ReadError::Io(e) => oxcd_go::os::path_error("read", src, &e),
-        e => format!("snapshot file {src:?} is damaged: {e}"),
+        ReadError::Meta(oxcd_bbolt::page::MetaError::Invalid) | ReadError::TooSmall => {
+            ImportError::NotBbolt { path, source: e }
+        }
+        ReadError::Io(source) => ImportError::Read { path, source },
+        source => ImportError::Damaged { path, source },
     }
 }
 
@@ -235,7 +425,7 @@ impl Sink {
         }
     }
 
-    fn put(&mut self, table: Table, k: &[u8], v: &[u8]) -> Result<(), String> {
+    fn put(&mut self, table: Table, k: &[u8], v: &[u8]) -> Result<(), ImportError> {
         if self.batch.bytes.capacity() == 0 {
             self.batch.bytes.reserve(FLUSH_BYTES + (64 << 10));
         }
@@ -249,16 +439,16 @@ impl Sink {
     }
 
     /// Hands the buffered rows to the writer; `last` makes their transaction durable.
-    fn hand_over(&mut self, last: bool) -> Result<(), String> {
+    fn hand_over(&mut self, last: bool) -> Result<(), ImportError> {
         let mut batch = std::mem::take(&mut self.batch);
         batch.last = last;
         self.to_writer
             .send(batch)
-            .map_err(|_| "restore: the backend writer stopped".to_string())
+            .map_err(|_| ImportError::WriterStopped)
     }
 
     /// Hands over what is left, to be written durably with everything before it.
-    fn finish(mut self) -> Result<(), String> {
+    fn finish(mut self) -> Result<(), ImportError> {
         self.hand_over(true)
     }
 }
@@ -268,7 +458,7 @@ fn commit_batches(
     backend: &Backend,
     batches: std::sync::mpsc::Receiver<Batch>,
     committed: std::sync::mpsc::Sender<()>,
-) -> Result<(), String> {
+) -> Result<(), ImportError> {
     for batch in batches {
         commit(backend, &batch)?;
         let _ = committed.send(());
@@ -294,17 +484,19 @@ fn write_back_behind(dest: &Path, commits: std::sync::mpsc::Receiver<()>) {
 }
 
 /// Writes `batch` in one transaction, synced if it is the last.
-fn commit(backend: &Backend, batch: &Batch) -> Result<(), String> {
-    let be = |e: oxcd_storage::backend::redb::Error| backend.err(e).to_string();
-    let tx = backend.begin_write().map_err(|e| e.to_string())?;
+fn commit(backend: &Backend, batch: &Batch) -> Result<(), ImportError> {
+    let be = |e: oxcd_storage::backend::redb::Error| ImportError::Backend(backend.err(e));
+    let tx = backend.begin_write()?;
     {
         let mut meta = tx.open_table(schema::META).map_err(|e| be(e.into()))?;
         let mut open: Option<(Bytes, _)> = None;
         for (table, k, v) in batch.iter() {
             match table {
                 Table::Meta => {
-                    let k = std::str::from_utf8(k)
-                        .map_err(|_| "a meta key is not UTF-8".to_string())?;
+                    let k = std::str::from_utf8(k).map_err(|_| ImportError::Row {
+                        path: backend.path().to_path_buf(),
+                        row: BadRow::MetaKey,
+                    })?;
                     meta.insert(k, v).map_err(|e| be(e.into()))?;
                 }
                 Table::Bytes(def) => {
@@ -319,7 +511,7 @@ fn commit(backend: &Backend, batch: &Batch) -> Result<(), String> {
             }
         }
     }
-    backend.commit(tx, batch.last).map_err(|e| e.to_string())
+    Ok(backend.commit(tx, batch.last)?)
 }
 
 #[cfg(test)]
@@ -398,7 +590,7 @@ mod tests {
         etcd_file(&src);
         let len = std::fs::metadata(&src).expect("stat").len();
         let dest = dir.path().join("db");
-        let written = write(&src, len, &dest, 0).expect("restore");
+        let written = write(&src, len, &dest, Import::default()).expect("restore");
         assert_eq!(
             written,
             Written {
@@ -434,13 +626,52 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_of_the_running_cluster_carries_its_members_and_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("etcd.db");
+        etcd_file(&src);
+        let len = std::fs::metadata(&src).expect("stat").len();
+        let dest = dir.path().join("db");
+        write(
+            &src,
+            len,
+            &dest,
+            Import {
+                bump: 0,
+                cluster: true,
+            },
+        )
+        .expect("import");
+        let b = Backend::open(&dest).expect("open");
+        let members = rows(&b, schema::MEMBERS);
+        assert_eq!(members.len(), 1);
+        assert_eq!(members[0].0, 1u64.to_be_bytes());
+        let m = MemberInfo::decode(members[0].1.as_slice()).expect("member");
+        assert_eq!(m.peer_urls, ["http://a:1"]);
+        let tx = b.begin_read().expect("read");
+        assert_eq!(
+            Backend::read_meta(&tx, schema::META_CLUSTER_VERSION).expect("meta"),
+            Some(b"3.5.0".to_vec())
+        );
+    }
+
+    #[test]
     fn a_bump_marks_the_revision_and_schedules_its_compaction() {
         let dir = tempfile::tempdir().expect("tempdir");
         let src = dir.path().join("etcd.db");
         etcd_file(&src);
         let len = std::fs::metadata(&src).expect("stat").len();
         let dest = dir.path().join("db");
-        let written = write(&src, len, &dest, 100).expect("restore");
+        let written = write(
+            &src,
+            len,
+            &dest,
+            Import {
+                bump: 100,
+                cluster: false,
+            },
+        )
+        .expect("restore");
         assert_eq!(written.revision, 104, "latest (the tombstone at 4) + 100");
         let b = Backend::open(&dest).expect("open");
         let keys = rows(&b, schema::KEY);
