@@ -21,14 +21,14 @@ pub enum Vocabulary {
     Etcd,
 }
 
-/// The recorded value of [`Vocabulary::Etcd`].
-const ETCD: &[u8] = b"etcd";
-
 impl Vocabulary {
+    /// How [`Vocabulary::Etcd`] is recorded (`meta/oxcd_log_vocabulary`).
+    pub const RECORDED_ETCD: &'static [u8] = b"etcd";
+
     /// The vocabulary `store` recorded (oxcd's when none was).
     pub fn of(store: &Store) -> Result<Vocabulary, MvccError> {
         Ok(match store.read_meta(META_LOG_VOCABULARY)? {
-            Some(v) if v == ETCD => Vocabulary::Etcd,
+            Some(v) if v == Self::RECORDED_ETCD => Vocabulary::Etcd,
             _ => Vocabulary::Oxcd,
         })
     }
@@ -37,7 +37,7 @@ impl Vocabulary {
     pub fn record(self, store: &Store) -> Result<(), MvccError> {
         let value = match self {
             Vocabulary::Oxcd => None,
-            Vocabulary::Etcd => Some(ETCD),
+            Vocabulary::Etcd => Some(Self::RECORDED_ETCD),
         };
         store
             .backend()

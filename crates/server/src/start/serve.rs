@@ -167,6 +167,15 @@ pub async fn run_with(
     )))
     .merge(crate::peer::etcd::routes::routes(Arc::downgrade(
         &membership,
+    )))
+    .merge(crate::peer::etcd::receive::routes(Arc::new(
+        crate::peer::etcd::receive::Receiver {
+            raft: member.raft.clone(),
+            membership: Arc::downgrade(&membership),
+            snap_dir: settings.snap_dir(),
+            release: member.id.release,
+            receiving: Default::default(),
+        },
     )));
     for (l, url) in peer_listeners {
         tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
@@ -453,12 +462,35 @@ async fn publish_attributes(
                 }
                 Err(e) => tracing::warn!("failed to publish local member to cluster: {e}; retrying"),
             },
+            // Applied without answering us: in a snapshot the leader sent (an entry a
+            // snapshot covers completes no waiter).
+            () = attributes_applied(&member, &attrs) => {
+                tracing::info!(client_urls = ?attrs.client_urls, "published local member to cluster (applied through a snapshot)");
+                return Ok(());
+            }
             // The member stopped (a fatal apply): its end says why, never retried.
             ended = &mut *apply_ended => return Err(NotReady::Stopped(ended)),
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             _ = stop.wait_for(|s| *s) => return Ok(()),
+        }
+    }
+}
+
+/// Returns once the store holds `attrs` as this member's published attributes, checked
+/// at each index applied from now on (a restarted member that published the same before
+/// still publishes, as etcd's members do at every start).
+async fn attributes_applied(member: &Member, attrs: &oxcd_api::oxcdpb::MemberAttributes) {
+    let mut applied = member.state.store.applied_index();
+    applied.mark_unchanged();
+    loop {
+        if applied.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        let store = member.reads.store();
+        if crate::domains::membership::published(store).get(&attrs.id) == Some(attrs) {
+            return;
         }
     }
 }

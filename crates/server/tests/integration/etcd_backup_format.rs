@@ -134,7 +134,7 @@ async fn etcd_restores_the_same(
         .arg(format!("default=http://127.0.0.1:{peer}"))
         .arg("--initial-advertise-peer-urls")
         .arg(format!("http://127.0.0.1:{peer}")));
-    let etcd = common::etcd::start_etcd_with_peer(&restored, peer);
+    let etcd = common::etcd::start_etcd_with_peer(&restored, peer, &[]);
     let mut ec = Client::connect([etcd.endpoint.clone()], None)
         .await
         .expect("connect to etcd");

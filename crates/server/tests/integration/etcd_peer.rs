@@ -79,7 +79,7 @@ fn append_response(me: u64, leader: u64, term: u64, index: u64, reject: bool) ->
 async fn etcds_streams_decode_and_etcd_takes_our_pipeline_messages() {
     let dir = tempfile::tempdir().expect("tempdir");
     let peer_port = free_port();
-    let etcd = start_etcd_with_peer(dir.path(), peer_port);
+    let etcd = start_etcd_with_peer(dir.path(), peer_port, &[]);
     let etcd_url = format!("http://127.0.0.1:{peer_port}");
     let mut c = Client::connect([format!("http://{}", etcd.endpoint)], None)
         .await
@@ -240,7 +240,7 @@ fn read_etcds_log(entries: &[oxcd_raft::Entry], etcd_id: u64) {
 async fn the_read_only_peer_endpoints_answer_as_etcds() {
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd_port = free_port();
-    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_port);
+    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_port, &[]);
     let oxcd_port = free_port();
     let oxcd = InProc::start(dir.path().join("oxcd"), |s| {
         s.listen_peer_urls = vec![format!("http://127.0.0.1:{oxcd_port}")];
@@ -334,7 +334,7 @@ async fn the_read_only_peer_endpoints_answer_as_etcds() {
 async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd_peer = free_port();
-    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer);
+    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &[]);
     let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
     let mut c = Client::connect([format!("http://{}", etcd.endpoint)], None)
         .await
@@ -353,17 +353,7 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     .await
     .expect("member add --learner");
     let oxcd = InProc::start(dir.path().join("oxcd"), |s| {
-        s.name = "oxcd1".into();
-        s.listen_peer_urls = vec![oxcd_peer_url.clone()];
-        s.peer_urls = vec![oxcd_peer_url.clone()];
-        s.initial_cluster = vec![
-            ("default".into(), vec![etcd_peer_url.clone()]),
-            ("oxcd1".into(), vec![oxcd_peer_url.clone()]),
-        ];
-        s.initial_cluster_existing = true;
-        // etcd's defaults, which the etcd member runs with.
-        s.heartbeat = Duration::from_millis(100);
-        s.election_timeout = Duration::from_millis(1000);
+        joining(s, &etcd_peer_url, &oxcd_peer_url)
     })
     .await;
     // Written on etcd after the learner joined: it arrives through the log too.
@@ -417,21 +407,10 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     assert_eq!(got.header().expect("header").revision(), rev);
     // A learner serves no HashKV to clients (etcd's learners neither); etcd's
     // corruption checks ask every member on its peer port: the same answer.
-    let mut hashes = Vec::new();
-    for url in [&etcd_peer_url, &oxcd_peer_url] {
-        let answer = client::request(
-            &PeerDialer::default(),
-            url,
-            http::Method::GET,
-            "/members/hashkv",
-            format!("{{\"revision\":{rev}}}").into(),
-            WAIT,
-        )
-        .await
-        .expect("GET /members/hashkv");
-        assert_eq!(answer.status, 200, "{url}");
-        hashes.push(String::from_utf8_lossy(&answer.body).into_owned());
-    }
+    let hashes = [
+        peer_hash_kv(&etcd_peer_url, rev).await,
+        peer_hash_kv(&oxcd_peer_url, rev).await,
+    ];
     eprintln!(
         "/members/hashkv at {rev}: etcd {} oxcd {}",
         hashes[0], hashes[1]
@@ -454,18 +433,9 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     oxcd.stop().await;
     c.put("while-down", "v", None).await.expect("put");
     let oxcd = InProc::start(data, |s| {
-        s.name = "oxcd1".into();
+        joining(s, &etcd_peer_url, &oxcd_peer_url);
         s.listen_client_urls = vec![client_url.clone()];
         s.advertise_client_urls = vec![client_url.clone()];
-        s.listen_peer_urls = vec![oxcd_peer_url.clone()];
-        s.peer_urls = vec![oxcd_peer_url.clone()];
-        s.initial_cluster = vec![
-            ("default".into(), vec![etcd_peer_url.clone()]),
-            ("oxcd1".into(), vec![oxcd_peer_url.clone()]),
-        ];
-        s.initial_cluster_existing = true;
-        s.heartbeat = Duration::from_millis(100);
-        s.election_timeout = Duration::from_millis(1000);
     })
     .await;
     let mut ours = oxcd.client().await;
@@ -505,6 +475,144 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
         .expect("a linearizable read on the oxcd voter (read index from etcd's leader)");
     assert_eq!(linearizable.count(), 10);
     assert!(linearizable.header().expect("header").revision() >= rev);
+    oxcd.stop().await;
+    drop(etcd);
+}
+
+/// Settings of the oxcd member `oxcd1` at `oxcd_peer_url` joining the etcd member
+/// `default` at `etcd_peer_url`, with etcd's default timing.
+fn joining(s: &mut oxcd_config::settings::Settings, etcd_peer_url: &str, oxcd_peer_url: &str) {
+    s.name = "oxcd1".into();
+    s.listen_peer_urls = vec![oxcd_peer_url.to_string()];
+    s.peer_urls = vec![oxcd_peer_url.to_string()];
+    s.initial_cluster = vec![
+        ("default".into(), vec![etcd_peer_url.to_string()]),
+        ("oxcd1".into(), vec![oxcd_peer_url.to_string()]),
+    ];
+    s.initial_cluster_existing = true;
+    s.heartbeat = Duration::from_millis(100);
+    s.election_timeout = Duration::from_millis(1000);
+}
+
+/// The body of etcd's `/members/hashkv` answer at `url` for revision `rev`.
+async fn peer_hash_kv(url: &str, rev: i64) -> String {
+    let answer = client::request(
+        &PeerDialer::default(),
+        url,
+        http::Method::GET,
+        "/members/hashkv",
+        format!("{{\"revision\":{rev}}}").into(),
+        WAIT,
+    )
+    .await
+    .expect("GET /members/hashkv");
+    assert_eq!(answer.status, 200, "{url}");
+    String::from_utf8_lossy(&answer.body).into_owned()
+}
+
+/// An oxcd learner joining an etcd cluster whose log was compacted gets etcd's
+/// snapshot (`POST /raft/snapshot`: the MsgSnap and the bbolt backend), installs it,
+/// then follows the log: the same keys and HashKV as etcd's.
+#[tokio::test]
+async fn an_oxcd_learner_installs_etcds_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd_peer = free_port();
+    // A raft snapshot every 20 entries, keeping 5 behind it: a new member is far behind.
+    let flags = [
+        "--snapshot-count=20".to_string(),
+        "--experimental-snapshot-catchup-entries=5".to_string(),
+    ];
+    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &flags);
+    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
+    let mut c = Client::connect([format!("http://{}", etcd.endpoint)], None)
+        .await
+        .expect("connect");
+    let lease = c.lease_grant(600, None).await.expect("lease grant").id();
+    for i in 0..60 {
+        let opts = (i % 10 == 0).then(|| etcd_client::PutOptions::new().with_lease(lease));
+        c.put(format!("k{i:02}"), format!("v{i}"), opts)
+            .await
+            .expect("put");
+    }
+    c.delete("k01", None).await.expect("delete");
+    c.compact(10, None).await.expect("compact");
+    let oxcd_peer_url = format!("http://127.0.0.1:{}", free_port());
+    let added = c
+        .member_add(
+            [oxcd_peer_url.clone()],
+            Some(MemberAddOptions::new().with_is_learner()),
+        )
+        .await
+        .expect("member add --learner");
+    let learner = added.member().expect("member").id();
+    let started = std::time::Instant::now();
+    let oxcd = InProc::start(dir.path().join("oxcd"), |s| {
+        joining(s, &etcd_peer_url, &oxcd_peer_url)
+    })
+    .await;
+    eprintln!("the learner served after {:?}", started.elapsed());
+    c.put("after", "joined", None).await.expect("put");
+    let rev = c
+        .get("after", None)
+        .await
+        .expect("get")
+        .header()
+        .expect("header")
+        .revision();
+    let mut ours = oxcd.client().await;
+    let caught_up = eventually(|| {
+        let mut ours = ours.clone();
+        async move {
+            ours.get(
+                "after",
+                Some(etcd_client::GetOptions::new().with_serializable()),
+            )
+            .await
+            .is_ok_and(|r| r.count() == 1)
+        }
+    })
+    .await;
+    assert!(caught_up, "the learner caught up");
+    let all = etcd_client::GetOptions::new().with_prefix();
+    let theirs = c.get("", Some(all.clone())).await.expect("get");
+    let got = ours
+        .get("", Some(all.with_serializable()))
+        .await
+        .expect("get");
+    let kvs = |r: &etcd_client::GetResponse| {
+        r.kvs()
+            .iter()
+            .map(|kv| (kv.key().to_vec(), kv.mod_revision(), kv.lease()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kvs(&got), kvs(&theirs));
+    let (etcd_hash, oxcd_hash) = (
+        peer_hash_kv(&etcd_peer_url, rev).await,
+        peer_hash_kv(&oxcd_peer_url, rev).await,
+    );
+    eprintln!("/members/hashkv at {rev}: etcd {etcd_hash} oxcd {oxcd_hash}");
+    assert_eq!(etcd_hash, oxcd_hash, "HashKV equal");
+    // The members came with the snapshot (etcd's backend holds them): the learner's
+    // view on its peer port is etcd's.
+    let mut views = Vec::new();
+    for url in [&etcd_peer_url, &oxcd_peer_url] {
+        let answer = client::get(&PeerDialer::default(), url, "/members", WAIT)
+            .await
+            .expect("GET /members");
+        views
+            .push(oxcd_server::peer::etcd::members::parse_list(&answer.body).expect("etcd's JSON"));
+    }
+    assert_eq!(views[0], views[1], "the same members");
+    // It came by snapshot: etcd's leader says it sent one to the learner.
+    let metrics = crate::common::scrape(&format!("http://{}", etcd.endpoint)).await;
+    for line in metrics
+        .lines()
+        .filter(|l| l.starts_with("etcd_network_snapshot_send"))
+    {
+        eprintln!("etcd: {line}");
+    }
+    let sent = format!("etcd_network_snapshot_send_success{{To=\"{learner:x}\"}} 1");
+    assert!(metrics.contains(&sent), "etcd sent a snapshot: {sent}");
     oxcd.stop().await;
     drop(etcd);
 }

@@ -67,3 +67,54 @@ pub fn write(tx: &BatchTx<'_>, state: &MembershipState, change: &Change) -> Resu
     }
     Ok(())
 }
+
+/// Replaces every membership row of `backend` with `state`'s, and every published
+/// attributes row with `attributes` (a snapshot's membership).
+pub fn replace(
+    backend: &Backend,
+    state: &MembershipState,
+    attributes: &[oxcd_api::oxcdpb::MemberAttributes],
+) -> Result<(), MvccError> {
+    use oxcd_storage::backend::redb::ReadableTable;
+    let err = |e: oxcd_storage::backend::redb::Error| MvccError::Storage(backend.err(e));
+    let tx = backend.begin_write()?;
+    {
+        let mut meta = tx.open_table(schema::META).map_err(|e| err(e.into()))?;
+        let prefix = schema::META_MEMBER_ATTRIBUTES_PREFIX;
+        let stale: Vec<String> = meta
+            .range(prefix..)
+            .map_err(|e| err(e.into()))?
+            .map_while(|row| {
+                let key = row.ok()?.0.value().to_string();
+                key.starts_with(prefix).then_some(key)
+            })
+            .collect();
+        for key in stale {
+            meta.remove(key.as_str()).map_err(|e| err(e.into()))?;
+        }
+        for a in attributes {
+            let key = format!("{prefix}{:016x}", a.id);
+            meta.insert(key.as_str(), a.encode_to_vec().as_slice())
+                .map_err(|e| err(e.into()))?;
+        }
+        for table in [schema::MEMBERS, schema::MEMBERS_REMOVED] {
+            tx.delete_table(table).map_err(|e| err(e.into()))?;
+        }
+        let mut members = tx.open_table(schema::MEMBERS).map_err(|e| err(e.into()))?;
+        for (id, m) in &state.members {
+            members
+                .insert(id.to_be_bytes().as_slice(), m.encode_to_vec().as_slice())
+                .map_err(|e| err(e.into()))?;
+        }
+        let mut removed = tx
+            .open_table(schema::MEMBERS_REMOVED)
+            .map_err(|e| err(e.into()))?;
+        for id in &state.removed {
+            removed
+                .insert(id.to_be_bytes().as_slice(), [].as_slice())
+                .map_err(|e| err(e.into()))?;
+        }
+    }
+    backend.commit(tx, true)?;
+    Ok(())
+}

@@ -11,6 +11,8 @@
 //! - [`members`]: etcd's member list in JSON;
 //! - [`headers`]: the headers etcd's peer requests and answers carry, and ids as etcd
 //!   writes them;
+//! - [`receive`]: what etcd peers send this member (the pipeline, snapshots);
+//! - [`v2store`]: the membership in the v2 store an etcd snapshot carries;
 //! - [`routes`]: the read-only endpoints (`/members`, `/raft/probing`,
 //!   `/members/hashkv`).
 //!
@@ -23,7 +25,9 @@ pub mod codec;
 pub mod headers;
 pub mod link;
 pub mod members;
+pub mod receive;
 pub mod routes;
+pub mod v2store;
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -34,9 +34,10 @@ pub fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String
     start_etcd_from(command(dir, scheme), scheme, flags, ctl)
 }
 
-/// etcd (member `default`, its data dir fresh or restored for it) with its peer URL on port `peer`.
-pub fn start_etcd_with_peer(dir: &Path, peer: u16) -> Etcd {
-    start_etcd_from(command_with_peer(dir, "http", peer), "http", &[], &[])
+/// etcd (member `default`, its data dir fresh or restored for it) with its peer URL on
+/// port `peer`, and `flags`.
+pub fn start_etcd_with_peer(dir: &Path, peer: u16, flags: &[String]) -> Etcd {
+    start_etcd_from(command_with_peer(dir, "http", peer), "http", flags, &[])
 }
 
 fn start_etcd_from(

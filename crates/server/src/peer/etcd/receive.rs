@@ -1,0 +1,355 @@
+//! What etcd peers send this member on its peer port (etcd 3.5.16
+//! `server/etcdserver/api/rafthttp/http.go`; design §A.3-A.5):
+//! - `POST /raft` (the pipeline): one raft message, its protobuf the whole body, stepped
+//!   into raft before the 204;
+//! - `POST /raft/snapshot`: a MsgSnapshot (length-prefixed) and, to the end of the body,
+//!   the leader's bbolt backend at the snapshot's index. The backend is written as an
+//!   oxcd backend ([`crate::backup::etcd_import`], the members and cluster version
+//!   carried, the members as the snapshot's v2 store ([`super::v2store`]) has them),
+//!   positioned at the snapshot's index and term with its configuration,
+//!   dumped to `member/snap/<index>.snapdata` (what the apply thread installs), and only
+//!   then is the message stepped into raft and the 204 sent, as etcd does.
+//!
+//! Both check the sender's versions, then the cluster id (412 `incompatible version`,
+//! `cluster ID mismatch`); a removed sender gets 403 with etcd's JSON. Every answer
+//! carries `X-Etcd-Cluster-ID`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::{Buf, BytesMut};
+use futures::StreamExt;
+use oxcd_raft::node::RaftHandle;
+use oxcd_raft::{Message, MessageType};
+use oxcd_storage::backend::Backend;
+use oxcd_storage::schema;
+use oxcd_storage::snapshot::SnapshotFile;
+use tokio::io::AsyncWriteExt;
+
+use super::codec::{self, CodecError};
+use super::{go_error, headers, method_not_allowed};
+use crate::backup::etcd_import::{self, Import, ImportError};
+use crate::domains::membership::{self, MembershipHandles};
+use crate::domains::version::release::Release;
+use crate::machine::vocabulary::Vocabulary;
+use crate::peer::compat;
+
+/// etcd's pipeline path.
+pub const PIPELINE: &str = "/raft";
+/// etcd's snapshot path.
+pub const SNAPSHOT: &str = "/raft/snapshot";
+/// The largest pipeline message (etcd's `connReadLimitByte`, 64 KiB).
+const PIPELINE_LIMIT: usize = 64 << 10;
+/// Bytes of dump per chunk written to the snapshot file.
+const DUMP_CHUNK: usize = 1 << 20;
+
+/// What the receiving routes need.
+pub struct Receiver {
+    /// Raft, which received messages are stepped into.
+    pub raft: RaftHandle,
+    /// The membership (who was removed), weakly: the backend must close when the
+    /// member stops.
+    pub membership: Weak<MembershipHandles>,
+    /// `member/snap`.
+    pub snap_dir: PathBuf,
+    /// The release senders' versions are checked against.
+    pub release: Release,
+    /// One snapshot is received at a time.
+    pub receiving: tokio::sync::Mutex<()>,
+}
+
+/// The routes.
+pub fn routes(receiver: Arc<Receiver>) -> axum::Router {
+    let snapshots = receiver.clone();
+    axum::Router::new()
+        .route(
+            PIPELINE,
+            axum::routing::any(
+                move |method: Method, headers: HeaderMap, body: axum::body::Bytes| {
+                    let r = receiver.clone();
+                    async move { r.pipeline(method, &headers, &body).await }
+                },
+            ),
+        )
+        .route(
+            SNAPSHOT,
+            axum::routing::any(move |method: Method, headers: HeaderMap, body: Body| {
+                let r = snapshots.clone();
+                async move { r.snapshot(method, &headers, body).await }
+            }),
+        )
+}
+
+/// Why a sender is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    /// Its versions are not compatible with ours.
+    IncompatibleVersion,
+    /// It is in another cluster.
+    ClusterIdMismatch,
+    /// It was removed from the cluster.
+    Removed,
+}
+
+/// Why a snapshot from an etcd peer could not be taken.
+#[derive(Debug, thiserror::Error)]
+enum SnapshotError {
+    /// The body ended or failed before the message.
+    #[error("failed to decode raft message ({0})")]
+    Message(#[from] CodecError),
+    /// The body ended early.
+    #[error("failed to decode raft message (unexpected EOF)")]
+    Truncated,
+    /// The body's stream failed.
+    #[error("failed to save KV snapshot ({0})")]
+    Body(axum::Error),
+    /// A file could not be written.
+    #[error("failed to save KV snapshot ({0})")]
+    File(#[from] std::io::Error),
+    /// The backend could not be made.
+    #[error("failed to save KV snapshot ({0})")]
+    Import(#[from] ImportError),
+    /// The backend could not be positioned or dumped.
+    #[error("failed to save KV snapshot ({0})")]
+    Storage(#[from] oxcd_storage::StorageError),
+    /// The snapshot's v2 store does not read (etcd panics).
+    #[error("failed to restore v2 store ({0})")]
+    V2Store(#[from] super::v2store::V2StoreError),
+    /// The membership could not be written.
+    #[error("failed to save KV snapshot ({0})")]
+    Membership(#[from] oxcd_mvcc::MvccError),
+    /// The conversion's thread failed.
+    #[error("failed to save KV snapshot ({0})")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+impl Receiver {
+    /// The versions and cluster checks (etcd's order); the sender's id, or the refusal.
+    fn admit(&self, h: &HeaderMap) -> Result<u64, Refused> {
+        let text = |k: &str| h.get(k).and_then(|v| v.to_str().ok());
+        let from = text(headers::FROM).and_then(headers::parse_id).unwrap_or(0);
+        if let Err(e) = compat::check(
+            from,
+            text(headers::SERVER_VERSION),
+            text(headers::MIN_CLUSTER_VERSION),
+            self.release,
+        ) {
+            tracing::warn!(remote_member_id = %format!("{from:x}"), error = %e, "failed version compatibility check");
+            return Err(Refused::IncompatibleVersion);
+        }
+        if text(headers::CLUSTER_ID) != Some(headers::id(self.raft.cluster_id()).as_str()) {
+            return Err(Refused::ClusterIdMismatch);
+        }
+        if let Some(m) = self.membership.upgrade()
+            && m.roster.membership().state().removed.contains(&from)
+        {
+            return Err(Refused::Removed);
+        }
+        Ok(from)
+    }
+
+    /// The answer refusing a sender, as etcd answers it.
+    fn refuse(&self, why: Refused) -> Response {
+        let mut r = match why {
+            Refused::IncompatibleVersion => {
+                go_error(StatusCode::PRECONDITION_FAILED, "incompatible version")
+            }
+            Refused::ClusterIdMismatch => {
+                go_error(StatusCode::PRECONDITION_FAILED, "cluster ID mismatch")
+            }
+            Refused::Removed => removed(),
+        };
+        if let Ok(v) = HeaderValue::from_str(&headers::id(self.raft.cluster_id())) {
+            r.headers_mut().insert(headers::CLUSTER_ID, v);
+        }
+        r
+    }
+
+    /// The answer after the message was handed to raft.
+    fn accepted(&self) -> Response {
+        let mut r = StatusCode::NO_CONTENT.into_response();
+        if let Ok(v) = HeaderValue::from_str(&headers::id(self.raft.cluster_id())) {
+            r.headers_mut().insert(headers::CLUSTER_ID, v);
+        }
+        r
+    }
+
+    /// Steps `m` into raft: 403 if it is for another member, as etcd answers.
+    fn step(&self, m: Message) -> Response {
+        if m.to != self.raft.id() {
+            return go_error(StatusCode::FORBIDDEN, "to field mismatch");
+        }
+        if codec::is_link_heartbeat(&m) {
+            return self.accepted();
+        }
+        match self.raft.step(m) {
+            Ok(()) => self.accepted(),
+            Err(e) => go_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("failed to process raft message ({e})"),
+            ),
+        }
+    }
+
+    async fn pipeline(&self, method: Method, h: &HeaderMap, body: &[u8]) -> Response {
+        if method != Method::POST {
+            return method_not_allowed("POST");
+        }
+        if let Err(why) = self.admit(h) {
+            return self.refuse(why);
+        }
+        if body.len() > PIPELINE_LIMIT {
+            return go_error(StatusCode::BAD_REQUEST, "error reading raft message");
+        }
+        match oxcd_raft::persist::decode_message(body) {
+            Ok(m) => self.step(m),
+            Err(_) => go_error(StatusCode::BAD_REQUEST, "error unmarshalling raft message"),
+        }
+    }
+
+    async fn snapshot(&self, method: Method, h: &HeaderMap, body: Body) -> Response {
+        if method != Method::POST {
+            return method_not_allowed("POST");
+        }
+        let from = match self.admit(h) {
+            Ok(from) => from,
+            Err(why) => return self.refuse(why),
+        };
+        let _one = self.receiving.lock().await;
+        let started = std::time::Instant::now();
+        let mut m = match self.receive_snapshot(body).await {
+            Ok(m) => m,
+            Err(e @ (SnapshotError::Message(_) | SnapshotError::Truncated)) => {
+                return go_error(StatusCode::BAD_REQUEST, &e.to_string());
+            }
+            Err(e) => {
+                tracing::warn!(from = %format!("{from:x}"), "failed to save a snapshot: {e}");
+                return go_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
+            }
+        };
+        if m.get_msg_type() != MessageType::MsgSnapshot {
+            return go_error(StatusCode::BAD_REQUEST, "wrong raft message type");
+        }
+        tracing::info!(
+            from = %format!("{from:x}"),
+            index = m.get_snapshot().get_metadata().index,
+            took_ms = started.elapsed().as_millis() as u64,
+            "received a snapshot from an etcd member"
+        );
+        // etcd's v2 store travels in the snapshot's data; the backend now holds what
+        // oxcd needs of it (the members and the cluster version).
+        m.mut_snapshot().data = Default::default();
+        self.step(m)
+    }
+
+    /// Reads the message and the backend after it; the backend becomes the snapshot file
+    /// the apply thread installs. Returns the message.
+    async fn receive_snapshot(&self, body: Body) -> Result<Message, SnapshotError> {
+        let mut stream = body.into_data_stream();
+        let mut buf = BytesMut::new();
+        let m = loop {
+            if let Some(m) = codec::MessageDecoder.decode(&mut buf)? {
+                break m;
+            }
+            match stream.next().await {
+                Some(chunk) => buf.extend_from_slice(&chunk.map_err(SnapshotError::Body)?),
+                None => return Err(SnapshotError::Truncated),
+            }
+        };
+        if m.get_msg_type() != MessageType::MsgSnapshot {
+            return Ok(m);
+        }
+        let meta = m.get_snapshot().get_metadata().clone();
+        let index = meta.index;
+        // etcd 3.5 takes the membership from here, as this member does.
+        let cluster = super::v2store::read(&m.get_snapshot().data)?;
+        tokio::fs::create_dir_all(&self.snap_dir).await?;
+        // etcd's name for it (`%016x.snap.db`).
+        let db = self.snap_dir.join(format!("{index:016x}.snap.db"));
+        let mut file = tokio::fs::File::create(&db).await?;
+        let mut db_len = buf.len() as u64;
+        file.write_all(&buf).await?;
+        buf.advance(buf.len());
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(SnapshotError::Body)?;
+            db_len += chunk.len() as u64;
+            file.write_all(&chunk).await?;
+        }
+        file.sync_all().await?;
+        drop(file);
+        let dir = self.snap_dir.clone();
+        let conf_state = oxcd_raft::persist::encode_conf_state(meta.get_conf_state());
+        let term = meta.term;
+        tokio::task::spawn_blocking(move || {
+            let made = to_snapshot_file(&dir, &db, db_len, (index, term, &conf_state), &cluster);
+            let _ = std::fs::remove_file(&db);
+            made
+        })
+        .await??;
+        Ok(m)
+    }
+}
+
+/// etcd's bbolt backend in `db` (`db_len` bytes) made into the snapshot file at raft
+/// `(index, term, configuration)` (encoded) in `dir`, with the members of `cluster`.
+fn to_snapshot_file(
+    dir: &Path,
+    db: &Path,
+    db_len: u64,
+    (index, term, conf_state): (u64, u64, &[u8]),
+    cluster: &super::v2store::V2Cluster,
+) -> Result<(), SnapshotError> {
+    let staging = dir.join(format!("{index:016x}.import"));
+    let _ = std::fs::remove_file(&staging);
+    let made = (|| {
+        etcd_import::write(
+            db,
+            db_len,
+            &staging,
+            Import {
+                bump: 0,
+                cluster: true,
+            },
+        )?;
+        let backend = Backend::open(&staging)?;
+        backend.set_local_meta(schema::META_CONSISTENT_INDEX, Some(&index.to_le_bytes()))?;
+        backend.set_local_meta(schema::META_CONSISTENT_TERM, Some(&term.to_le_bytes()))?;
+        backend.set_local_meta(schema::META_CONF_STATE, Some(conf_state))?;
+        backend.set_local_meta(schema::META_LOG_VOCABULARY, Some(Vocabulary::RECORDED_ETCD))?;
+        membership::table::replace(&backend, &cluster.membership, &cluster.attributes)?;
+        if let Some(v) = &cluster.version {
+            backend.set_local_meta(schema::META_CLUSTER_VERSION, Some(v.as_bytes()))?;
+        }
+        let mut file = SnapshotFile::create(dir, index)?;
+        let mut failed = None;
+        backend
+            .dump()?
+            .write_to(DUMP_CHUNK, |chunk| match file.write(&chunk) {
+                Ok(()) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            })?;
+        if let Some(e) = failed {
+            return Err(SnapshotError::Storage(e));
+        }
+        file.finish()?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&staging);
+    made
+}
+
+/// What etcd answers a removed member's message (`http.go`: 403 and its JSON).
+fn removed() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        [(header::CONTENT_TYPE, "application/json")],
+        "{\"message\":\"cannot process message from removed member\"}",
+    )
+        .into_response()
+}
