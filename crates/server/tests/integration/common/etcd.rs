@@ -35,9 +35,22 @@ pub fn start_etcd_with(dir: &Path, scheme: &str, flags: &[String], ctl: &[String
 }
 
 /// etcd (member `default`, its data dir fresh or restored for it) with its peer URL on
-/// port `peer`, and `flags`.
+/// port `peer`, and `flags`; its log is appended to [`log_of`] `dir`.
 pub fn start_etcd_with_peer(dir: &Path, peer: u16, flags: &[String]) -> Etcd {
-    start_etcd_from(command_with_peer(dir, "http", peer), "http", flags, &[])
+    let (mut cmd, client, c) = command_with_peer(dir, "http", peer);
+    if let Ok(log) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_of(dir))
+    {
+        cmd.stderr(log);
+    }
+    start_etcd_from((cmd, client, c), "http", flags, &[])
+}
+
+/// Where [`start_etcd_with_peer`] logs the etcd of data dir `dir`.
+pub fn log_of(dir: &Path) -> std::path::PathBuf {
+    dir.with_extension("log")
 }
 
 fn start_etcd_from(
@@ -53,7 +66,6 @@ fn start_etcd_from(
     let child = cmd
         .args(flags)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .expect("start etcd");
     let etcd = Etcd {
@@ -86,6 +98,7 @@ pub fn command_with_peer(dir: &Path, scheme: &str, p: u16) -> (Command, String, 
     let client = format!("{scheme}://127.0.0.1:{c}");
     let peer = format!("http://127.0.0.1:{p}");
     let mut cmd = Command::new(oxcd_testkit::reference::etcd_binary());
+    cmd.stderr(Stdio::null());
     cmd.arg("--data-dir")
         .arg(dir)
         .args([
