@@ -39,6 +39,8 @@ pub fn lease(m: &Member) -> LeaseHandles {
         role: m.role.clone(),
         roster: m.roster.clone(),
         election_timeout: m.limits.election_timeout,
+        request_timeout: m.limits.request_timeout,
+        vocabulary: m.id.vocabulary,
     }
 }
 

@@ -513,6 +513,197 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
         .expect("a linearizable read on the oxcd voter (read index from etcd's leader)");
     assert_eq!(linearizable.count(), 10);
     assert!(linearizable.header().expect("header").revision() >= rev);
+
+    // Leading: etcd hands leadership over; writes through either member are applied
+    // alike by both.
+    c.move_leader(learner_id)
+        .await
+        .expect("etcd moves leadership to the oxcd member");
+    let status = ours.status().await.expect("status of the oxcd member");
+    assert_eq!(status.leader(), learner_id, "the oxcd member leads");
+    for i in 0..5 {
+        c.put(format!("led-etcd{i}"), "v", None)
+            .await
+            .expect("a write through the etcd follower");
+        ours.put(format!("led-oxcd{i}"), "v", None)
+            .await
+            .expect("a write through the oxcd leader");
+    }
+    // Deletes, transactions and compaction through either member.
+    c.delete("led-etcd0", None)
+        .await
+        .expect("delete through etcd");
+    ours.delete("led-oxcd0", None)
+        .await
+        .expect("delete through oxcd");
+    let txn = |key: &'static str| {
+        etcd_client::Txn::new()
+            .when([etcd_client::Compare::version(
+                key,
+                etcd_client::CompareOp::Greater,
+                0,
+            )])
+            .and_then([etcd_client::TxnOp::put(key, "txn", None)])
+            .or_else([etcd_client::TxnOp::put("txn-missed", key, None)])
+    };
+    assert!(
+        c.txn(txn("led-etcd1"))
+            .await
+            .expect("txn through etcd")
+            .succeeded()
+    );
+    assert!(
+        !ours
+            .txn(txn("led-nothing"))
+            .await
+            .expect("txn through oxcd")
+            .succeeded()
+    );
+    let compact_at = ours
+        .get("led", None)
+        .await
+        .expect("get")
+        .header()
+        .expect("header")
+        .revision();
+    c.compact(compact_at - 2, None)
+        .await
+        .expect("compact through etcd");
+    // Leases: granted through the etcd follower (forwarded to the oxcd leader), kept alive
+    // through it (etcd forwards keepalives to the leader's POST /leases), revoked through
+    // it; and one that nobody keeps alive expires: the oxcd leader revokes it as etcd's
+    // leader would.
+    let kept = c
+        .lease_grant(5, None)
+        .await
+        .expect("grant through etcd")
+        .id();
+    c.put(
+        "leased-kept",
+        "v",
+        Some(etcd_client::PutOptions::new().with_lease(kept)),
+    )
+    .await
+    .expect("put with lease");
+    let (mut keeper, _stream) = c.lease_keep_alive(kept).await.expect("keepalive stream");
+    keeper
+        .keep_alive()
+        .await
+        .expect("keepalive through etcd, forwarded to oxcd");
+    let revoked = ours
+        .lease_grant(60, None)
+        .await
+        .expect("grant through oxcd")
+        .id();
+    c.put(
+        "leased-revoked",
+        "v",
+        Some(etcd_client::PutOptions::new().with_lease(revoked)),
+    )
+    .await
+    .expect("put with lease");
+    c.lease_revoke(revoked).await.expect("revoke through etcd");
+    let short = ours
+        .lease_grant(2, None)
+        .await
+        .expect("grant through oxcd")
+        .id();
+    ours.put(
+        "leased-short",
+        "v",
+        Some(etcd_client::PutOptions::new().with_lease(short)),
+    )
+    .await
+    .expect("put with lease");
+    let expired = eventually(|| {
+        let mut c = c.clone();
+        async move {
+            c.get("leased-short", None)
+                .await
+                .is_ok_and(|r| r.count() == 0)
+        }
+    })
+    .await;
+    assert!(
+        expired,
+        "the oxcd leader revoked the expired lease on every member"
+    );
+    keeper
+        .keep_alive()
+        .await
+        .expect("keepalive through etcd, forwarded to oxcd");
+    assert_eq!(
+        c.get("leased-kept", None).await.expect("get").count(),
+        1,
+        "the kept-alive lease outlived its 5 s TTL's first half and the short one"
+    );
+    assert_eq!(c.get("leased-revoked", None).await.expect("get").count(), 0);
+    // Auth changes and alarms through either member.
+    c.user_add("alice", "pw", None)
+        .await
+        .expect("user add through etcd");
+    ours.role_add("reader")
+        .await
+        .expect("role add through oxcd");
+    c.role_grant_permission("reader", etcd_client::Permission::read("led"))
+        .await
+        .expect("grant permission through etcd");
+    ours.user_grant_role("alice", "reader")
+        .await
+        .expect("grant role through oxcd");
+    let users = c.user_list().await.expect("user list through etcd");
+    assert_eq!(users.users(), ["alice"]);
+    let nospace = |action| {
+        let mut ours = ours.clone();
+        async move {
+            let mut member = etcd_client::AlarmOptions::new();
+            member.with_member(learner_id);
+            ours.alarm(action, etcd_client::AlarmType::Nospace, Some(member))
+                .await
+        }
+    };
+    nospace(etcd_client::AlarmAction::Activate)
+        .await
+        .expect("alarm raised through oxcd");
+    let listed = c
+        .alarm(
+            etcd_client::AlarmAction::Get,
+            etcd_client::AlarmType::None,
+            None,
+        )
+        .await
+        .expect("alarm list through etcd");
+    assert_eq!(listed.alarms().len(), 1, "etcd applied the alarm");
+    nospace(etcd_client::AlarmAction::Deactivate)
+        .await
+        .expect("alarm disarmed through oxcd");
+    let rev = ours
+        .get("led", None)
+        .await
+        .expect("get")
+        .header()
+        .expect("header")
+        .revision();
+    assert!(
+        eventually(|| {
+            let mut c = c.clone();
+            async move {
+                c.get(
+                    "led-oxcd4",
+                    Some(etcd_client::GetOptions::new().with_serializable()),
+                )
+                .await
+                .is_ok_and(|r| r.header().is_some_and(|h| h.revision() >= rev))
+            }
+        })
+        .await
+    );
+    let (etcd_hash, oxcd_hash) = (
+        peer_hash_kv(&etcd_peer_url, rev).await,
+        peer_hash_kv(&oxcd_peer_url, rev).await,
+    );
+    eprintln!("led by oxcd, /members/hashkv at {rev}: etcd {etcd_hash} oxcd {oxcd_hash}");
+    assert_eq!(etcd_hash, oxcd_hash);
     // Checked every second all along: etcd never found the oxcd member's data different.
     // (A check that asks for a revision the member has not applied yet fails with
     // etcd's "future revision", as it does for an etcd follower a moment behind, and is

@@ -29,21 +29,25 @@ pub fn grant(ctx: &mut Applier<'_>, r: &LeaseGrantRequest) -> Result<Applied, Ap
     if ctx.leases.exists(r.id) {
         return Err(EtcdError::LeaseExist.into());
     }
+    // etcd's lessor raises a short TTL to its minimum when it applies the grant (an
+    // etcd member proposes the TTL its client asked for; oxcd's proposers raise it
+    // already, so this changes nothing for them).
+    let ttl = r.ttl.max(ctx.leases.min_ttl());
     ctx.tx
         .open(schema::LEASE)?
         .insert(
             table::key(r.id).as_slice(),
-            table::value(r.id, r.ttl, 0).as_slice(),
+            table::value(r.id, ttl, 0).as_slice(),
         )
         .map_err(|e| ctx.tx.backend().err(e))?;
-    ctx.leases.granted(r.id, r.ttl);
+    ctx.leases.granted(r.id, ttl);
     Ok(Applied::LeaseGrant(LeaseGrantResponse {
         header: Some(ResponseHeader {
             revision: ctx.mvcc.rev(),
             ..Default::default()
         }),
         id: r.id,
-        ttl: r.ttl,
+        ttl,
         error: String::new(),
     }))
 }

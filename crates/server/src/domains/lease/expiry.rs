@@ -2,15 +2,18 @@
 //! of one election timeout (keepalives could not get through without a leader), then
 //! it proposes the revocation of every lease whose clock ran out, paced as etcd paces
 //! them, so that thousands of leases expiring together do not crowd out client writes.
-//! Followers never revoke: their clocks only matter if they become leader.
+//! Followers never revoke: their clocks only matter if they become leader. In etcd's
+//! vocabulary the revocation is etcd's plain `LeaseRevoke`, made as root.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use oxcd_api::oxcdpb::LeaseExpire;
+use oxcd_api::etcdserverpb::LeaseRevokeRequest;
+use oxcd_api::oxcdpb::{LeaseExpire, RequestAuth};
 use tokio::sync::watch;
 
 use crate::domains::lease::LeaseHandles;
+use crate::machine::vocabulary::Vocabulary;
 
 /// How often the leader looks for expired leases (etcd: 500 ms).
 const CHECK_EVERY: Duration = Duration::from_millis(500);
@@ -34,7 +37,10 @@ pub async fn run(lease: Arc<LeaseHandles>, mut stop: watch::Receiver<bool>) {
         }
         let leader = leadership.borrow_and_update().leader == me;
         if leader && !leading {
-            lease.leases.promote(lease.election_timeout);
+            match lease.vocabulary {
+                Vocabulary::Oxcd => lease.leases.promote(lease.election_timeout),
+                Vocabulary::Etcd => lease.leases.promote_as_etcd(lease.election_timeout),
+            }
         }
         leading = leader;
         if !leading {
@@ -46,8 +52,20 @@ pub async fn run(lease: Arc<LeaseHandles>, mut stop: watch::Receiver<bool>) {
         for id in lease.leases.take_expired(per_check) {
             let writes = lease.writes.clone();
             let leases = lease.leases.clone();
+            let etcd_revoke = (lease.vocabulary == Vocabulary::Etcd).then(|| root_caller(&lease));
             tokio::spawn(async move {
-                match writes.propose(LeaseExpire { id, decided_at }, None).await {
+                let proposed = match etcd_revoke {
+                    // etcd's leader revokes as root (`authStore.WithRoot`), unconditionally.
+                    Some(caller) => writes
+                        .propose(LeaseRevokeRequest { id }, caller)
+                        .await
+                        .map(drop),
+                    None => writes
+                        .propose(LeaseExpire { id, decided_at }, None)
+                        .await
+                        .map(drop),
+                };
+                match proposed {
                     Ok(_) => {
                         leases.counts().expired();
                         tracing::debug!(lease = %format!("{id:016x}"), "revoked expired lease")
@@ -62,4 +80,14 @@ pub async fn run(lease: Arc<LeaseHandles>, mut stop: watch::Receiver<bool>) {
             });
         }
     }
+}
+
+/// The caller etcd's leader revokes an expired lease as: root at the current auth
+/// revision while auth is on, nobody otherwise.
+fn root_caller(lease: &LeaseHandles) -> Option<RequestAuth> {
+    let auth = lease.callers.auth().state();
+    auth.enabled.then(|| RequestAuth {
+        username: "root".into(),
+        revision: auth.revision,
+    })
 }

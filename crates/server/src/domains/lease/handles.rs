@@ -28,4 +28,9 @@ pub struct LeaseHandles {
     pub roster: Roster,
     /// `--election-timeout`: a new leader's grace period for every lease.
     pub election_timeout: Duration,
+    /// How long a keepalive forwarded to an etcd leader is retried.
+    pub request_timeout: Duration,
+    /// The log's vocabulary: in etcd's, keepalives are never replicated and expiry is a
+    /// plain revocation, as etcd 3.5 does them.
+    pub vocabulary: crate::machine::vocabulary::Vocabulary,
 }

@@ -218,6 +218,17 @@ impl Lessor {
         }
     }
 
+    /// On becoming leader of an etcd cluster, as etcd's lessor `Promote`s: no member
+    /// knows when a lease was last renewed (etcd replicates no keepalive), so every lease
+    /// gets its whole TTL again, plus `extend` for the leaderless time.
+    pub fn promote_as_etcd(&self, extend: Duration) {
+        let now = Instant::now();
+        for l in self.lock().by_id.values_mut() {
+            l.expiry = now + extend + Duration::from_secs(l.ttl.max(0) as u64);
+            l.revoking_until = None;
+        }
+    }
+
     /// Up to `max` leases whose clock ran out and whose revocation is not already under
     /// way, earliest first; each is marked as being revoked for a while.
     pub fn take_expired(&self, max: usize) -> Vec<i64> {

@@ -15,6 +15,10 @@
 //! followers (which still believes it leads until its quorum check deposes it) cannot
 //! acknowledge renewals that the next leader would never hear of.
 //!
+//! In etcd's vocabulary (a member of an etcd cluster) keepalives are etcd's: the leader
+//! renews from memory and replicates nothing, and a follower forwards each keepalive to
+//! the leader's `POST /leases` ([`crate::peer::etcd::leases`]).
+//!
 //! Invariant: each keepalive is answered once, with the TTL its lease was renewed to (0
 //! if the lease no longer exists) or with the error that kept its entry from applying.
 
@@ -30,6 +34,7 @@ use tonic::transport::Channel;
 
 use crate::domains::lease::LeaseHandles;
 use crate::domains::lease::MemoryRenewal;
+use crate::machine::vocabulary::Vocabulary;
 use crate::peer::PeerDialer;
 use crate::peer::transport::Link;
 
@@ -58,6 +63,8 @@ pub struct Renewals {
     renewed: Arc<Mutex<HashSet<i64>>>,
     /// When each peer was last heard from (any raft message it sent us).
     heard: Mutex<HashMap<u64, Instant>>,
+    /// How the leader is reached in etcd's vocabulary.
+    dialer: PeerDialer,
 }
 
 impl Renewals {
@@ -68,7 +75,7 @@ impl Renewals {
         let (queue, rx) = mpsc::unbounded_channel();
         let renewed = Arc::new(Mutex::new(HashSet::new()));
         let forwarder = Arc::new(Forwarder {
-            dialer,
+            dialer: dialer.clone(),
             channel: tokio::sync::Mutex::new(None),
         });
         tokio::spawn(batcher(Arc::downgrade(lease), rx, forwarder));
@@ -78,6 +85,7 @@ impl Renewals {
             lease: Arc::downgrade(lease),
             renewed,
             heard: Mutex::new(HashMap::new()),
+            dialer,
         }
     }
 
@@ -85,6 +93,11 @@ impl Renewals {
     pub async fn renew(&self, id: i64) -> Result<i64, EtcdError> {
         if let Some(ttls) = self.renew_as_leader(&[id]) {
             return Ok(ttls.first().copied().unwrap_or(0));
+        }
+        if let Some(lease) = self.lease.upgrade()
+            && lease.vocabulary == Vocabulary::Etcd
+        {
+            return forward_as_etcd(&lease, &self.dialer, id).await;
         }
         let (done, answer) = oneshot::channel();
         self.queue
@@ -99,7 +112,10 @@ impl Renewals {
     /// already proposed: then the keepalives go through raft.
     pub fn renew_as_leader(&self, ids: &[i64]) -> Option<Vec<i64>> {
         let lease = self.lease.upgrade()?;
-        if !lease.role.is_leader() || !self.quorum_heard(&lease) {
+        let etcd = lease.vocabulary == Vocabulary::Etcd;
+        // In etcd's vocabulary nothing can be replicated instead: renewed from memory
+        // while leading, as etcd's leader does.
+        if !lease.role.is_leader() || !(etcd || self.quorum_heard(&lease)) {
             return None;
         }
         let mut ttls = Vec::with_capacity(ids.len());
@@ -109,6 +125,10 @@ impl Renewals {
                 MemoryRenewal::Gone => ttls.push(0),
                 MemoryRenewal::Expiring => return None,
             }
+        }
+        if etcd {
+            // etcd replicates no keepalive: no checkpoint.
+            return Some(ttls);
         }
         let mut renewed = self.renewed.lock().unwrap_or_else(|p| p.into_inner());
         for (id, ttl) in ids.iter().zip(&ttls) {
@@ -150,6 +170,40 @@ impl Renewals {
             .count();
         1 + recent >= need
     }
+}
+
+/// A keepalive forwarded to the leader as an etcd member forwards it (`POST /leases` to
+/// each of its peer URLs, again every 50 ms until the request timeout): the TTL, 0 for a
+/// lease the leader does not have.
+async fn forward_as_etcd(
+    lease: &LeaseHandles,
+    dialer: &PeerDialer,
+    id: i64,
+) -> Result<i64, EtcdError> {
+    use crate::peer::etcd::leases::{ForwardError, renew_at};
+    let deadline = tokio::time::Instant::now() + lease.request_timeout;
+    while tokio::time::Instant::now() < deadline {
+        let leader = lease.role.leader();
+        let urls = lease
+            .roster
+            .members()
+            .into_iter()
+            .find(|m| m.id == leader && leader != 0)
+            .map(|m| m.peer_urls)
+            .unwrap_or_default();
+        for url in urls {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match renew_at(dialer, &url, id, left).await {
+                Ok(ttl) => return Ok(ttl),
+                Err(ForwardError::NotFound) => return Ok(0),
+                Err(e) => {
+                    tracing::debug!(lease = %format!("{id:016x}"), url, "keepalive not forwarded: {e}")
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(EtcdError::Timeout)
 }
 
 /// A follower's way to the leader for forwarded keepalives: one channel, kept while the

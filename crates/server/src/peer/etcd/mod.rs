@@ -7,6 +7,7 @@
 //! - [`client`]: requests to an etcd member's peer port (GETs, the pipeline, stream
 //!   dials);
 //! - [`codec`]: the raft message encodings of etcd's streams (message, msgappv2);
+//! - [`leases`]: keepalives forwarded to the leader (`POST /leases`);
 //! - [`link`]: the link to one etcd peer (its streams received, the pipeline sent on);
 //! - [`members`]: etcd's member list in JSON;
 //! - [`headers`]: the headers etcd's peer requests and answers carry, and ids as etcd
@@ -23,6 +24,7 @@
 pub mod client;
 pub mod codec;
 pub mod headers;
+pub mod leases;
 pub mod link;
 pub mod members;
 pub mod receive;

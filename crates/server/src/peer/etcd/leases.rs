@@ -1,0 +1,105 @@
+//! Keepalives between the members of an etcd cluster (etcd 3.5.16
+//! `server/lease/leasehttp/http.go`; design §A.7): a follower forwards each keepalive it
+//! receives to the leader's peer port, `POST /leases` with a protobuf
+//! `LeaseKeepAliveRequest`, and the leader renews the lease from memory and answers a
+//! `LeaseKeepAliveResponse` (404 `lease not found`; 400 with the reason otherwise, e.g.
+//! `not a primary lessor` from a member that no longer leads). Neither side sends or
+//! checks cluster or version headers.
+//!
+//! [`renew_at`] is the follower's side, [`routes`] the leader's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use oxcd_api::etcdserverpb::{LeaseKeepAliveRequest, LeaseKeepAliveResponse, ResponseHeader};
+use prost::Message as _;
+
+use super::client::{self, PeerHttpError};
+use super::go_error;
+use crate::domains::lease::renewals::Renewals;
+use crate::peer::PeerDialer;
+
+/// etcd's `LeasePrefix`.
+pub const PATH: &str = "/leases";
+
+/// Why a forwarded keepalive got no TTL.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    /// The leader has no such lease.
+    #[error("lease not found")]
+    NotFound,
+    /// The leader could not be asked, or refused (it may no longer lead).
+    #[error(transparent)]
+    Http(#[from] PeerHttpError),
+    /// Its answer did not decode, or named another lease.
+    #[error("unreadable keepalive answer")]
+    Unreadable,
+}
+
+/// Asks the leader at peer URL `url` to renew lease `id`: its TTL.
+pub async fn renew_at(
+    dialer: &PeerDialer,
+    url: &str,
+    id: i64,
+    timeout: Duration,
+) -> Result<i64, ForwardError> {
+    let body = LeaseKeepAliveRequest { id }.encode_to_vec();
+    let answer = client::request(dialer, url, Method::POST, PATH, body.into(), timeout).await?;
+    match answer.status {
+        StatusCode::OK => {
+            let r = LeaseKeepAliveResponse::decode(answer.body.as_ref())
+                .map_err(|_| ForwardError::Unreadable)?;
+            if r.id != id {
+                return Err(ForwardError::Unreadable);
+            }
+            Ok(r.ttl)
+        }
+        StatusCode::NOT_FOUND => Err(ForwardError::NotFound),
+        status => Err(ForwardError::Http(PeerHttpError::Refused {
+            status,
+            text: String::from_utf8_lossy(&answer.body).trim_end().to_string(),
+            headers: answer.headers,
+        })),
+    }
+}
+
+/// The leader's side: `POST /leases`, renewed by `renewals` if this member leads.
+pub fn routes(renewals: Arc<Renewals>) -> axum::Router {
+    axum::Router::new().route(
+        PATH,
+        axum::routing::any(move |method: Method, body: Bytes| {
+            let renewals = renewals.clone();
+            async move { keepalive(&renewals, method, &body) }
+        }),
+    )
+}
+
+fn keepalive(renewals: &Renewals, method: Method, body: &[u8]) -> Response {
+    if method != Method::POST {
+        // etcd's lease handler answers 405 without an Allow header.
+        return go_error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    }
+    let Ok(req) = LeaseKeepAliveRequest::decode(body) else {
+        return go_error(StatusCode::BAD_REQUEST, "error unmarshalling request");
+    };
+    match renewals
+        .renew_as_leader(&[req.id])
+        .and_then(|t| t.first().copied())
+    {
+        Some(0) => go_error(StatusCode::NOT_FOUND, "lease not found"),
+        Some(ttl) => (
+            [(header::CONTENT_TYPE, "application/protobuf")],
+            LeaseKeepAliveResponse {
+                header: Some(ResponseHeader::default()),
+                id: req.id,
+                ttl,
+            }
+            .encode_to_vec(),
+        )
+            .into_response(),
+        None => go_error(StatusCode::BAD_REQUEST, "not a primary lessor"),
+    }
+}
