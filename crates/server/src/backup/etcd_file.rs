@@ -205,23 +205,7 @@ fn member_json(m: &MemberInfo, attrs: Option<MemberAttributes>) -> Vec<u8> {
         Some(a) => (a.name, a.client_urls),
         None => (m.name.clone(), m.client_urls.clone()),
     };
-    let mut out = format!(r#"{{"id":{},"peerURLs":{}"#, m.id, json(&m.peer_urls));
-    if m.is_learner {
-        out.push_str(r#","isLearner":true"#);
-    }
-    if !name.is_empty() {
-        out.push_str(&format!(r#","name":{}"#, json(&name)));
-    }
-    if !client_urls.is_empty() {
-        out.push_str(&format!(r#","clientURLs":{}"#, json(&client_urls)));
-    }
-    out.push('}');
-    out.into_bytes()
-}
-
-/// The JSON text of a string or a list of strings.
-fn json(v: &impl serde::Serialize) -> String {
-    serde_json::to_string(v).unwrap_or_default()
+    crate::domains::membership::etcd_json::member_json(m, &name, &client_urls).into_bytes()
 }
 
 /// oxcd's meta rows as etcd's `meta` bucket (sorted).

@@ -32,7 +32,7 @@ use std::path::Path;
 use std::path::PathBuf;
 
 use oxcd_api::etcdserverpb::AlarmMember;
-use oxcd_api::oxcdpb::{MemberAttributes, MemberInfo};
+use oxcd_api::oxcdpb::MemberAttributes;
 use oxcd_bbolt::{BoltReader, BucketRoot, ReadError};
 use oxcd_mvcc::Revision;
 use oxcd_storage::StorageError;
@@ -255,20 +255,6 @@ fn read_rows(
     Ok(Written { key_rows, revision })
 }
 
-/// etcd's member JSON in its `members` bucket (`membership.Member`).
-#[derive(serde::Deserialize)]
-struct EtcdMember {
-    id: u64,
-    #[serde(rename = "peerURLs", default)]
-    peer_urls: Option<Vec<String>>,
-    #[serde(rename = "isLearner", default)]
-    is_learner: bool,
-    #[serde(default)]
-    name: String,
-    #[serde(rename = "clientURLs", default)]
-    client_urls: Option<Vec<String>>,
-}
-
 /// Carries the rows of bucket `name` that describe the running cluster: its members,
 /// the ids removed from it, its version and downgrade.
 fn carry_cluster(
@@ -284,31 +270,27 @@ fn carry_cluster(
     };
     match name {
         b"members" => each(db, src, root, &mut |k, v| {
-            let m: EtcdMember = serde_json::from_slice(v).map_err(|source| {
-                bad(BadRow::Member {
-                    key: String::from_utf8_lossy(k).into_owned(),
-                    source,
-                })
-            })?;
-            let member = MemberInfo {
-                id: m.id,
-                name: m.name.clone(),
-                peer_urls: m.peer_urls.unwrap_or_default(),
-                client_urls: m.client_urls.clone().unwrap_or_default(),
-                is_learner: m.is_learner,
-            };
+            let m: crate::domains::membership::etcd_json::EtcdMember = serde_json::from_slice(v)
+                .map_err(|source| {
+                    bad(BadRow::Member {
+                        key: String::from_utf8_lossy(k).into_owned(),
+                        source,
+                    })
+                })?;
+            let published = !m.name.is_empty() || m.client_urls.is_some();
+            let member = m.into_info();
             out.put(
                 Table::Bytes(schema::MEMBERS),
-                &m.id.to_be_bytes(),
+                &member.id.to_be_bytes(),
                 &member.encode_to_vec(),
             )?;
-            if !m.name.is_empty() || m.client_urls.is_some() {
+            if published {
                 let attrs = MemberAttributes {
-                    id: m.id,
-                    name: m.name,
-                    client_urls: m.client_urls.unwrap_or_default(),
+                    id: member.id,
+                    name: member.name,
+                    client_urls: member.client_urls,
                 };
-                let key = format!("{}{:016x}", schema::META_MEMBER_ATTRIBUTES_PREFIX, m.id);
+                let key = format!("{}{:016x}", schema::META_MEMBER_ATTRIBUTES_PREFIX, attrs.id);
                 out.put(Table::Meta, key.as_bytes(), &attrs.encode_to_vec())?;
             }
             Ok(())
@@ -646,7 +628,7 @@ mod tests {
         let members = rows(&b, schema::MEMBERS);
         assert_eq!(members.len(), 1);
         assert_eq!(members[0].0, 1u64.to_be_bytes());
-        let m = MemberInfo::decode(members[0].1.as_slice()).expect("member");
+        let m = oxcd_api::oxcdpb::MemberInfo::decode(members[0].1.as_slice()).expect("member");
         assert_eq!(m.peer_urls, ["http://a:1"]);
         let tx = b.begin_read().expect("read");
         assert_eq!(

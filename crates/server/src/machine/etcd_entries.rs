@@ -24,6 +24,8 @@ use oxcd_api::etcdserverpb::{
     InternalAuthenticateRequest, InternalRaftRequest, Request as V2Request, RequestHeader,
 };
 use oxcd_api::membershippb;
+
+use crate::domains::membership::etcd_json::{EtcdAttributes, attributes_json};
 use oxcd_api::oxcdpb::internal_request::Op;
 use oxcd_api::oxcdpb::{
     AuthenticateOp, ClusterVersionSet, DowngradeInfoSet, MemberAttributes, RequestAuth,
@@ -96,22 +98,7 @@ pub fn write(
     };
     match op {
         Op::MemberAttributes(a) => {
-            let mut val = String::from("{");
-            if !a.name.is_empty() {
-                val.push_str(&format!("\"name\":{}", oxcd_go::json::json_string(&a.name)));
-            }
-            if !a.client_urls.is_empty() {
-                let urls: Vec<String> = a
-                    .client_urls
-                    .iter()
-                    .map(|u| oxcd_go::json::json_string(u))
-                    .collect();
-                if val.len() > 1 {
-                    val.push(',');
-                }
-                val.push_str(&format!("\"clientURLs\":[{}]", urls.join(",")));
-            }
-            val.push('}');
+            let val = attributes_json(&a.name, &a.client_urls);
             return Ok(v2_put(
                 id,
                 &format!("/0/members/{:x}/attributes", a.id),
@@ -321,15 +308,6 @@ fn internal(r: InternalRaftRequest) -> Result<EtcdEntry, UnreadableEntry> {
     Err(UnreadableEntry::NoOperation(id))
 }
 
-/// etcd's attributes in a v2 write (`membership.Attributes`).
-#[derive(serde::Deserialize)]
-struct Attributes {
-    #[serde(default)]
-    name: String,
-    #[serde(rename = "clientURLs", default)]
-    client_urls: Option<Vec<String>>,
-}
-
 /// A v2 request.
 fn v2(r: V2Request) -> Result<EtcdEntry, UnreadableEntry> {
     let id = r.id();
@@ -345,7 +323,7 @@ fn v2(r: V2Request) -> Result<EtcdEntry, UnreadableEntry> {
         });
     }
     if let Some(member) = attributes_member(path) {
-        let attrs: Attributes =
+        let attrs: EtcdAttributes =
             serde_json::from_str(r.val()).map_err(|e| UnreadableEntry::Attributes {
                 path: path.to_string(),
                 reason: e.to_string(),

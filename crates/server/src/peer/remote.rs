@@ -188,18 +188,12 @@ async fn ask_etcd(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse,
     let list = members::parse_list(&answer.body)?;
     let published = list
         .iter()
-        .filter(|m| !m.client_urls.is_empty())
+        .filter(|m| m.client_urls.as_ref().is_some_and(|u| !u.is_empty()))
         .map(|m| m.id)
         .collect();
     let members = list
         .into_iter()
-        .map(|m| MemberInfo {
-            id: m.id,
-            name: m.name,
-            peer_urls: m.peer_urls.unwrap_or_default(),
-            client_urls: m.client_urls,
-            is_learner: m.is_learner,
-        })
+        .map(super::etcd::members::EtcdMember::into_info)
         .collect();
     Ok(PeerMembersResponse {
         cluster_id,

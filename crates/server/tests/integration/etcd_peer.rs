@@ -281,11 +281,12 @@ async fn the_read_only_peer_endpoints_answer_as_etcds() {
             oxcd_server::peer::etcd::members::parse_list(&members.body).expect("etcd's JSON");
         assert_eq!(list.len(), 1, "{who}");
         assert_eq!(list[0].name, "default", "{who}");
-        assert_eq!(list[0].client_urls.len(), 1, "{who}");
+        let client_urls = list[0].client_urls.clone().unwrap_or_default();
+        assert_eq!(client_urls.len(), 1, "{who}");
         // The one member's JSON, with its values masked, is the same text.
         let shape = String::from_utf8_lossy(&members.body)
             .replace(&list[0].id.to_string(), "ID")
-            .replace(&list[0].client_urls[0], "CLIENT")
+            .replace(&client_urls[0], "CLIENT")
             .replace(
                 &list[0].peer_urls.clone().unwrap_or_default().join("\",\""),
                 "PEER",
@@ -573,48 +574,15 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     // through it (etcd forwards keepalives to the leader's POST /leases), revoked through
     // it; and one that nobody keeps alive expires: the oxcd leader revokes it as etcd's
     // leader would.
-    let kept = c
-        .lease_grant(5, None)
-        .await
-        .expect("grant through etcd")
-        .id();
-    c.put(
-        "leased-kept",
-        "v",
-        Some(etcd_client::PutOptions::new().with_lease(kept)),
-    )
-    .await
-    .expect("put with lease");
+    let kept = leased(&c, &c, 5, "leased-kept").await;
     let (mut keeper, _stream) = c.lease_keep_alive(kept).await.expect("keepalive stream");
     keeper
         .keep_alive()
         .await
         .expect("keepalive through etcd, forwarded to oxcd");
-    let revoked = ours
-        .lease_grant(60, None)
-        .await
-        .expect("grant through oxcd")
-        .id();
-    c.put(
-        "leased-revoked",
-        "v",
-        Some(etcd_client::PutOptions::new().with_lease(revoked)),
-    )
-    .await
-    .expect("put with lease");
+    let revoked = leased(&ours, &c, 60, "leased-revoked").await;
     c.lease_revoke(revoked).await.expect("revoke through etcd");
-    let short = ours
-        .lease_grant(2, None)
-        .await
-        .expect("grant through oxcd")
-        .id();
-    ours.put(
-        "leased-short",
-        "v",
-        Some(etcd_client::PutOptions::new().with_lease(short)),
-    )
-    .await
-    .expect("put with lease");
+    leased(&ours, &ours, 2, "leased-short").await;
     let expired = eventually(|| {
         let mut c = c.clone();
         async move {
@@ -879,6 +847,27 @@ async fn an_oxcd_learner_installs_etcds_snapshot() {
     assert!(metrics.contains(&sent), "etcd sent a snapshot: {sent}");
     oxcd.stop().await;
     drop(etcd);
+}
+
+/// A lease of `ttl` seconds granted through `granter`, with `key` put on it through
+/// `writer`: its id.
+async fn leased(granter: &Client, writer: &Client, ttl: i64, key: &str) -> i64 {
+    let id = granter
+        .clone()
+        .lease_grant(ttl, None)
+        .await
+        .expect("lease grant")
+        .id();
+    writer
+        .clone()
+        .put(
+            key,
+            "v",
+            Some(etcd_client::PutOptions::new().with_lease(id)),
+        )
+        .await
+        .expect("put with lease");
+    id
 }
 
 /// Whether `check` holds within [`WAIT`], asked every 50 ms.

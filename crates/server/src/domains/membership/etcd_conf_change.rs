@@ -13,6 +13,7 @@ use oxcd_api::oxcdpb::MemberInfo;
 use oxcd_raft::{ConfChange, ConfChangeType};
 
 use super::Change;
+use super::etcd_json::EtcdMember;
 
 /// etcd's limit on learners (`membership.maxLearners`), which every member checks.
 pub const MAX_LEARNERS: u32 = 1;
@@ -82,15 +83,8 @@ pub enum UnreadableChange {
 /// etcd's `ConfigChangeContext`: the member and whether it is a promotion.
 #[derive(serde::Deserialize)]
 struct Context {
-    id: u64,
-    #[serde(rename = "peerURLs", default)]
-    peer_urls: Option<Vec<String>>,
-    #[serde(rename = "isLearner", default)]
-    is_learner: bool,
-    #[serde(default)]
-    name: String,
-    #[serde(rename = "clientURLs", default)]
-    client_urls: Option<Vec<String>>,
+    #[serde(flatten)]
+    member: EtcdMember,
     #[serde(rename = "isPromote", default)]
     is_promote: bool,
 }
@@ -116,25 +110,24 @@ pub fn read(data: &[u8]) -> Result<ReadChange, UnreadableChange> {
         return Err(UnreadableChange::UnknownType(cc.kind));
     }
     let ctx: Context = serde_json::from_slice(&cc.context)?;
-    if ctx.id != id {
+    if ctx.member.id != id {
         return Err(UnreadableChange::OtherMember {
             node: id,
-            context: ctx.id,
+            context: ctx.member.id,
         });
     }
-    let peer_urls = ctx.peer_urls.unwrap_or_default();
+    let is_promote = ctx.is_promote;
+    let as_given = ctx.member.into_info();
+    let peer_urls = as_given.peer_urls.clone();
     let member = |is_learner| MemberInfo {
-        id,
-        name: ctx.name.clone(),
-        peer_urls: peer_urls.clone(),
-        client_urls: ctx.client_urls.clone().unwrap_or_default(),
         is_learner,
+        ..as_given.clone()
     };
     let (change, raft) = match cc.kind {
-        kind::ADD_NODE if ctx.is_promote => (Change::Promote { id }, raft(ConfChangeType::AddNode)),
+        kind::ADD_NODE if is_promote => (Change::Promote { id }, raft(ConfChangeType::AddNode)),
         kind::ADD_NODE => (
             Change::Add {
-                member: member(ctx.is_learner),
+                member: member(as_given.is_learner),
                 max_learners: MAX_LEARNERS,
             },
             raft(ConfChangeType::AddNode),

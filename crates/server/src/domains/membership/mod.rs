@@ -18,6 +18,7 @@ pub mod apply;
 pub mod auto_promote;
 pub mod bootstrap;
 pub mod etcd_conf_change;
+pub mod etcd_json;
 pub mod handles;
 pub mod ids;
 pub mod reconfig;

@@ -4,64 +4,33 @@
 //! flattened: `{"id":<number>,"peerURLs":[...],"isLearner":true,"name":"...",
 //! "clientURLs":[...]}`, the last three left out when empty or false.
 //!
-//! Invariants: ids are JSON numbers in decimal (a uint64 can pass 2^53; it is read and
-//! written exactly); strings are escaped as Go escapes them; a list is sorted by id and
-//! ends with the newline Go's `json.Encoder` writes.
+//! Invariants: a list is sorted by id and ends with the newline Go's `json.Encoder`
+//! writes; each member is [`crate::domains::membership::etcd_json`]'s.
 
 use oxcd_api::etcdserverpb::Member;
-use oxcd_go::json::json_string;
+use oxcd_api::oxcdpb::MemberInfo;
 
-/// One member as etcd's peers read it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-pub struct EtcdMember {
-    /// The member's id.
-    pub id: u64,
-    /// Its peer URLs.
-    #[serde(rename = "peerURLs", default)]
-    pub peer_urls: Option<Vec<String>>,
-    /// A learner.
-    #[serde(rename = "isLearner", default)]
-    pub is_learner: bool,
-    /// Its name, once it has started (or from the bootstrap configuration).
-    #[serde(default)]
-    pub name: String,
-    /// Its client URLs, once it has published them.
-    #[serde(rename = "clientURLs", default)]
-    pub client_urls: Vec<String>,
-}
+pub use crate::domains::membership::etcd_json::EtcdMember;
+use crate::domains::membership::etcd_json::member_json;
 
 /// `members` as etcd's `/members` answers: sorted by id, one JSON array, a newline.
 pub fn list_json(members: &[Member]) -> String {
     let mut sorted: Vec<&Member> = members.iter().collect();
     sorted.sort_by_key(|m| m.id);
-    let items: Vec<String> = sorted.into_iter().map(member_json).collect();
+    let items: Vec<String> = sorted
+        .into_iter()
+        .map(|m| {
+            let info = MemberInfo {
+                id: m.id,
+                name: m.name.clone(),
+                peer_urls: m.peer_ur_ls.clone(),
+                client_urls: m.client_ur_ls.clone(),
+                is_learner: m.is_learner,
+            };
+            member_json(&info, &m.name, &m.client_ur_ls)
+        })
+        .collect();
     format!("[{}]\n", items.join(","))
-}
-
-/// One member's JSON.
-fn member_json(m: &Member) -> String {
-    let strings = |v: &[String]| {
-        let quoted: Vec<String> = v.iter().map(|s| json_string(s)).collect();
-        format!("[{}]", quoted.join(","))
-    };
-    let mut out = format!("{{\"id\":{}", m.id);
-    // A nil slice in Go: `null`, as etcd writes a member of no peer URLs.
-    if m.peer_ur_ls.is_empty() {
-        out.push_str(",\"peerURLs\":null");
-    } else {
-        out.push_str(&format!(",\"peerURLs\":{}", strings(&m.peer_ur_ls)));
-    }
-    if m.is_learner {
-        out.push_str(",\"isLearner\":true");
-    }
-    if !m.name.is_empty() {
-        out.push_str(&format!(",\"name\":{}", json_string(&m.name)));
-    }
-    if !m.client_ur_ls.is_empty() {
-        out.push_str(&format!(",\"clientURLs\":{}", strings(&m.client_ur_ls)));
-    }
-    out.push('}');
-    out
 }
 
 /// The members in an etcd peer's `/members` answer.
@@ -109,6 +78,6 @@ mod tests {
         assert_eq!(back[0].id, 0x8e9e05c52164694d);
         assert_eq!(back[0].name, "default");
         assert!(back[1].is_learner);
-        assert!(back[1].client_urls.is_empty());
+        assert!(back[1].client_urls.is_none());
     }
 }

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use oxcd_api::oxcdpb::{MemberAttributes, MemberInfo};
 
 use crate::domains::membership::MembershipState;
+use crate::domains::membership::etcd_json::EtcdAttributes;
 
 /// A node of the v2 store.
 #[derive(serde::Deserialize, Default)]
@@ -48,15 +49,6 @@ struct RaftAttributes {
     peer_urls: Option<Vec<String>>,
     #[serde(rename = "isLearner", default)]
     is_learner: bool,
-}
-
-/// `attributes`.
-#[derive(serde::Deserialize)]
-struct Attributes {
-    #[serde(default)]
-    name: String,
-    #[serde(rename = "clientURLs", default)]
-    client_urls: Option<Vec<String>>,
 }
 
 /// The cluster a v2 store describes.
@@ -96,7 +88,7 @@ pub fn read(data: &[u8]) -> Result<V2Cluster, V2StoreError> {
             Some(n) => serde_json::from_str(&n.value)?,
             None => continue,
         };
-        let attrs: Option<Attributes> = node
+        let attrs: Option<EtcdAttributes> = node
             .child("attributes")
             .map(|n| serde_json::from_str(&n.value))
             .transpose()?;
