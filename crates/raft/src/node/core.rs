@@ -95,6 +95,15 @@ pub enum Command {
         /// Told whether raft accepted it.
         done: Done<()>,
     },
+    /// Propose a membership change already encoded (etcd's `ConfChange`, with etcd's
+    /// type numbers, which raft-rs cannot decode): raft never reads it, the state
+    /// machine does when it is committed.
+    ProposeConfChangeBytes {
+        /// The entry's data.
+        data: Vec<u8>,
+        /// Told whether raft accepted it.
+        done: Done<()>,
+    },
     /// The state machine reached the committed conf change at `index` and takes it:
     /// raft applies it; `done` gets the configuration it gives.
     ApplyConfChange {
@@ -198,6 +207,44 @@ pub struct Core<D: LogDisk, T: Transport, E: EventSink> {
 }
 
 impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
+    /// Steps a proposal (this member's, or one a follower forwarded). A leader appends
+    /// conf change entries itself, with raft-rs's rules (one pending at a time; a second
+    /// becomes an empty entry) but without decoding them: an etcd `ConfChange` carries
+    /// type numbers raft-rs's decoder refuses (etcd's AddLearnerNode is 3), and the
+    /// entry must stay etcd's bytes. Joint configurations are never entered by these
+    /// (etcd 3.5 proposes single changes only), so raft-rs's joint checks have nothing to
+    /// refuse. Anything else, and any proposal on a follower, goes through raft-rs.
+    fn step_proposal(&mut self, mut m: Message) -> Result<(), raft::Error> {
+        let raft = &mut self.node.raft;
+        let conf_changes = m
+            .get_entries()
+            .iter()
+            .any(|e| e.get_entry_type() == raft::prelude::EntryType::EntryConfChange);
+        if !conf_changes || raft.state != raft::StateRole::Leader {
+            return self.node.step(m);
+        }
+        if raft.prs().get(raft.id).is_none() || raft.lead_transferee.is_some() {
+            return Err(raft::Error::ProposalDropped);
+        }
+        let last = raft.raft_log.last_index();
+        for (i, e) in m.mut_entries().iter_mut().enumerate() {
+            if e.get_entry_type() != raft::prelude::EntryType::EntryConfChange {
+                continue;
+            }
+            if raft.has_pending_conf() {
+                tracing::info!("raft: ignoring a conf change: possible unapplied conf change");
+                *e = Entry::default();
+            } else {
+                raft.pending_conf_index = last + i as u64 + 1;
+            }
+        }
+        if !raft.append_entry(m.mut_entries()) {
+            return Err(raft::Error::ProposalDropped);
+        }
+        raft.bcast_append();
+        Ok(())
+    }
+
     /// A core over `log` (rebuilt from `disk`), publishing its figures in `status`. A
     /// snapshot the disk installed but the state machine did not (a crash in between) is
     /// handed to `events` first. A member alone in its configuration campaigns at once.
@@ -286,6 +333,16 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             Command::ProposeConfChange { cc, done } => {
                 done(proposed(self.node.propose_conf_change(Vec::new(), cc)))
             }
+            Command::ProposeConfChangeBytes { data, done } => {
+                let mut m = Message::default();
+                m.set_msg_type(raft::prelude::MessageType::MsgPropose);
+                m.from = self.node.raft.id;
+                let mut e = Entry::default();
+                e.set_entry_type(raft::prelude::EntryType::EntryConfChange);
+                e.data = data.into();
+                m.set_entries(vec![e].into());
+                done(proposed(self.step_proposal(m)))
+            }
             Command::ApplyConfChange { index, cc, done } => {
                 match self.node.apply_conf_change(&cc) {
                     Ok(conf) => {
@@ -298,7 +355,12 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             Command::ReadIndex { done } => self.pending_reads.push(done),
             Command::Progress { done } => done(Ok(self.progress())),
             Command::Step(m) => {
-                if let Err(e) = self.node.step(m) {
+                let stepped = if m.get_msg_type() == raft::prelude::MessageType::MsgPropose {
+                    self.step_proposal(m)
+                } else {
+                    self.node.step(m)
+                };
+                if let Err(e) = stepped {
                     tracing::debug!("raft: step: {e}");
                 }
             }
@@ -578,6 +640,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 Command::ReadIndex { done } => done(Err(RaftError::Stopped)),
                 Command::Progress { done } => done(Err(RaftError::Stopped)),
                 Command::ProposeConfChange { done, .. } => done(Err(RaftError::Stopped)),
+                Command::ProposeConfChangeBytes { done, .. } => done(Err(RaftError::Stopped)),
                 Command::ApplyConfChange { done, .. } => done(Err(RaftError::Stopped)),
                 _ => {}
             }

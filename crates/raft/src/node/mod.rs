@@ -208,6 +208,21 @@ impl RaftHandle {
         }
     }
 
+    /// Proposes a membership change already encoded (etcd's `ConfChange`, which raft-rs
+    /// cannot decode and never reads); `done` as for [`RaftHandle::propose_conf_change`].
+    pub fn propose_conf_change_bytes(
+        &self,
+        data: Vec<u8>,
+        done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
+    ) {
+        let done: Done<()> = Box::new(done);
+        if let Err(mpsc::SendError(Command::ProposeConfChangeBytes { done, .. })) =
+            self.tx.send(Command::ProposeConfChangeBytes { data, done })
+        {
+            done(Err(RaftError::Stopped));
+        }
+    }
+
     /// Proposes a membership change; `done` learns whether raft accepted it into the
     /// log (the state machine applies it when committed; raft drops a second change
     /// proposed while one is pending, as an empty entry).

@@ -227,24 +227,31 @@ impl Writes {
         id: u64,
         mut ctx: ConfChangeContext,
     ) -> Result<Vec<MemberInfo>, EtcdError> {
-        if self.vocabulary == Vocabulary::Etcd {
-            // etcd's numbering and JSON contexts, proposed by an oxcd leader, come with
-            // the leading member (issue 35's next step).
-            tracing::warn!(
-                "membership changes through an oxcd member of an etcd cluster are not supported yet"
-            );
-            return Err(EtcdError::NotCapable);
-        }
         let (waiter, done) = self.waiters.register();
-        ctx.request_id = waiter.id();
-        let mut cc = ConfChange::default();
-        cc.set_change_type(change_type);
-        cc.node_id = id;
-        cc.context = ctx.encode_to_vec().into();
         let (tx, accepted) = oneshot::channel();
-        self.raft.propose_conf_change(cc, move |r| {
+        let accept = move |r| {
             let _ = tx.send(r);
-        });
+        };
+        match self.vocabulary {
+            // etcd's type numbers and JSON context, which raft-rs never decodes.
+            Vocabulary::Etcd => self.raft.propose_conf_change_bytes(
+                crate::domains::membership::etcd_conf_change::write(
+                    waiter.id(),
+                    change_type,
+                    id,
+                    &ctx,
+                ),
+                accept,
+            ),
+            Vocabulary::Oxcd => {
+                ctx.request_id = waiter.id();
+                let mut cc = ConfChange::default();
+                cc.set_change_type(change_type);
+                cc.node_id = id;
+                cc.context = ctx.encode_to_vec().into();
+                self.raft.propose_conf_change(cc, accept);
+            }
+        }
         match self.settle(waiter, accepted, done).await? {
             Applied::Membership(members) => Ok(members),
             other => {

@@ -79,6 +79,8 @@ pub struct LinkReports {
     pub removed: Arc<dyn Fn() + Send + Sync>,
     /// Bytes, failures and round trips, for `/metrics`.
     pub traffic: Arc<PeerTraffic>,
+    /// The streams etcd peers dialed to this member, which their links send on.
+    pub etcd_streams: Arc<super::etcd::streams::EtcdStreams>,
 }
 
 impl LinkReports {
@@ -88,6 +90,7 @@ impl LinkReports {
             health: Arc::default(),
             removed: Arc::new(|| {}),
             traffic: Arc::default(),
+            etcd_streams: Arc::default(),
         }
     }
 }

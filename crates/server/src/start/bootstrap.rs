@@ -80,6 +80,9 @@ pub struct Started {
     pub apply_ended: oneshot::Receiver<Result<(), Fatal>>,
     /// Held for the life of the member.
     pub lock: DirLock,
+    /// The streams etcd peers dial to this member (served on the peer port, sent on by
+    /// the transport).
+    pub etcd_streams: Arc<crate::peer::etcd::streams::EtcdStreams>,
 }
 
 /// The cluster this member belongs to: recorded in its WAL, the one it joins, or new
@@ -236,10 +239,12 @@ pub fn start(
     let health = Arc::new(PeerHealth::default());
     let removed = membership.clone();
     let metrics = Metrics::with_apply_timing(ApplyTiming::new(s.warning_apply_duration));
+    let etcd_streams = Arc::new(crate::peer::etcd::streams::EtcdStreams::default());
     let reports = LinkReports {
         health: health.clone(),
         removed: Arc::new(move || removed.stop_as_removed()),
         traffic: metrics.peers.clone(),
+        etcd_streams: etcd_streams.clone(),
     };
     // Every member has a transport, a one-member cluster too: it can grow.
     let transport = PeerTransport::start(
@@ -317,5 +322,6 @@ pub fn start(
         apply_thread,
         apply_ended,
         lock,
+        etcd_streams,
     })
 }

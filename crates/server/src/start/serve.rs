@@ -176,6 +176,7 @@ pub async fn run_with(
             snap_dir: settings.snap_dir(),
             release: member.id.release,
             receiving: Default::default(),
+            streams: started.etcd_streams.clone(),
         },
     )));
     for (l, url) in peer_listeners {

@@ -89,6 +89,47 @@ struct Context {
     is_promote: bool,
 }
 
+/// The conf change entry an etcd 3.5 member would propose for a change of raft-rs type
+/// `change` of member `node`, described by `ctx`, for waiter `request_id` (etcd's
+/// `ConfChange.ID`): etcd's type number and its JSON context (the member; for a
+/// promotion `{"id":..,"peerURLs":null,"isPromote":true}`; none for a removal).
+pub fn write(
+    request_id: u64,
+    change: ConfChangeType,
+    node: u64,
+    ctx: &oxcd_api::oxcdpb::ConfChangeContext,
+) -> Vec<u8> {
+    let given = ctx.member.clone().unwrap_or_default();
+    let member = |is_learner| {
+        let m = MemberInfo {
+            id: node,
+            is_learner,
+            ..given.clone()
+        };
+        super::etcd_json::member_json(&m, &m.name, &m.client_urls)
+    };
+    let (kind, context) = match change {
+        ConfChangeType::RemoveNode => (kind::REMOVE_NODE, String::new()),
+        ConfChangeType::AddNode if ctx.is_promote => {
+            let bare = MemberInfo {
+                id: node,
+                ..Default::default()
+            };
+            let json = super::etcd_json::member_json(&bare, "", &[]);
+            let promote = format!("{},\"isPromote\":true}}", &json[..json.len() - 1]);
+            (kind::ADD_NODE, promote)
+        }
+        ConfChangeType::AddNode => (kind::ADD_NODE, member(false)),
+        ConfChangeType::AddLearnerNode => (kind::ADD_LEARNER_NODE, member(true)),
+    };
+    prost::Message::encode_to_vec(&EtcdConfChange {
+        id: request_id,
+        kind,
+        node_id: node,
+        context: context.into_bytes(),
+    })
+}
+
 /// Reads the conf change entry `data` as etcd 3.5 applies it.
 pub fn read(data: &[u8]) -> Result<ReadChange, UnreadableChange> {
     let cc: EtcdConfChange = prost::Message::decode(data)?;
@@ -226,6 +267,47 @@ mod tests {
         assert!(update.raft.is_none(), "an update leaves raft alone");
         let remove = read(&entry(10, kind::REMOVE_NODE, 5, "")).expect("reads");
         assert_eq!(remove.change, Change::Remove { id: 5 });
+    }
+
+    #[test]
+    fn what_is_written_is_etcds_and_reads_back() {
+        let ctx = |member: Option<MemberInfo>, is_promote| oxcd_api::oxcdpb::ConfChangeContext {
+            member,
+            is_promote,
+            ..Default::default()
+        };
+        let learner = MemberInfo {
+            id: 5,
+            peer_urls: vec!["http://h:3".into()],
+            ..Default::default()
+        };
+        let bytes = write(
+            7,
+            ConfChangeType::AddLearnerNode,
+            5,
+            &ctx(Some(learner), false),
+        );
+        let cc = EtcdConfChange::decode(bytes.as_slice()).expect("decodes");
+        assert_eq!((cc.id, cc.kind, cc.node_id), (7, kind::ADD_LEARNER_NODE, 5));
+        assert_eq!(
+            String::from_utf8(cc.context).expect("utf8"),
+            r#"{"id":5,"peerURLs":["http://h:3"],"isLearner":true}"#
+        );
+        let promote = write(8, ConfChangeType::AddNode, 5, &ctx(None, true));
+        let cc = EtcdConfChange::decode(promote.as_slice()).expect("decodes");
+        assert_eq!(
+            String::from_utf8(cc.context).expect("utf8"),
+            r#"{"id":5,"peerURLs":null,"isPromote":true}"#
+        );
+        assert_eq!(
+            read(&promote).expect("reads").change,
+            Change::Promote { id: 5 }
+        );
+        let remove = write(9, ConfChangeType::RemoveNode, 5, &ctx(None, false));
+        assert_eq!(
+            read(&remove).expect("reads").change,
+            Change::Remove { id: 5 }
+        );
     }
 
     #[test]

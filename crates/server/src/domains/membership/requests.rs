@@ -195,23 +195,29 @@ async fn promote_on(
     };
     let call = async {
         let channel = link.connect().await.map_err(|_| None)?;
-        PeerClient::new(channel)
+        let asked = PeerClient::new(channel)
             .promote_member(link.request(PeerPromoteRequest { id }))
-            .await
-            .map(|r| r.into_inner().members)
-            .map_err(|s| {
-                let final_answers = [
-                    EtcdError::LearnerNotReady,
-                    EtcdError::MemberNotFound,
-                    EtcdError::MemberNotLearner,
-                    EtcdError::MemberNotEnoughStarted,
-                    EtcdError::TooManyLearners,
-                ];
-                match Refusal::of(&s) {
-                    Some(Refusal::Etcd(e)) if final_answers.contains(&e) => Some(e),
-                    _ => None,
-                }
-            })
+            .await;
+        if let Err(s) = &asked
+            && s.code() == tonic::Code::Unimplemented
+        {
+            // An etcd member: asked as etcd's followers ask it.
+            let dialer = &m.reconfig.dialer;
+            return crate::peer::etcd::routes::promote_on(dialer, url, id, m.request_timeout).await;
+        }
+        asked.map(|r| r.into_inner().members).map_err(|s| {
+            let final_answers = [
+                EtcdError::LearnerNotReady,
+                EtcdError::MemberNotFound,
+                EtcdError::MemberNotLearner,
+                EtcdError::MemberNotEnoughStarted,
+                EtcdError::TooManyLearners,
+            ];
+            match Refusal::of(&s) {
+                Some(Refusal::Etcd(e)) if final_answers.contains(&e) => Some(e),
+                _ => None,
+            }
+        })
     };
     tokio::time::timeout(m.request_timeout, call)
         .await

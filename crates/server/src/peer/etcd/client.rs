@@ -60,7 +60,7 @@ impl Identity {
 
 /// The two streams a member dials to each peer (etcd's `streamTypeMessage` and
 /// `streamTypeMsgAppV2`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StreamKind {
     /// Every message, each length-prefixed ([`super::codec::MessageDecoder`]).
     Message,

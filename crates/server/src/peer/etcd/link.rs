@@ -1,17 +1,16 @@
 //! The link to one etcd peer, in etcd's peer protocol (etcd 3.5.16 rafthttp; design
 //! §A.2-A.3): this member dials the peer's two streams (`message` and `msgappv2`) to
 //! receive what the peer sends it, redialing at most every 100 ms as etcd does, and
-//! sends its own messages on the peer's pipeline (`POST /raft`, one kept connection),
-//! one at a time and in order.
+//! sends its own messages on the streams the peer dialed to this member
+//! ([`super::streams`]), or on the peer's pipeline (`POST /raft`, one kept connection,
+//! one message at a time) while it has none.
 //!
 //! Received messages are stepped into raft, except etcd's link heartbeats (a heartbeat
 //! from and to nobody, which raft-rs would take for a leader's) and messages addressed
 //! to another member. A message that cannot be sent reports the peer unreachable to
 //! raft, which probes and resends; a peer that says this member was removed stops it.
 //!
-//! Not yet: snapshots in either direction (a MsgSnapshot to an etcd peer is reported
-//! failed), and serving the streams etcd dials to this member (it sends on the
-//! pipeline meanwhile, as etcd does to a peer whose streams are down).
+//! Not yet: snapshots to an etcd peer (a MsgSnapshot to it is reported failed).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -23,6 +22,7 @@ use tokio::sync::mpsc;
 
 use super::client::{self, Identity, PeerHttpError, Pipeline, StreamKind};
 use super::codec::is_link_heartbeat;
+use super::streams::Delivery;
 use crate::peer::PeerDialer;
 use crate::peer::transport::LinkReports;
 
@@ -78,6 +78,15 @@ pub async fn run(link: EtcdLink, mut queue: mpsc::Receiver<Message>) {
             }
             continue;
         }
+        // On a stream the peer dialed, when it has one; else on its pipeline.
+        match link.reports.etcd_streams.send(&m) {
+            Delivery::Sent => continue,
+            Delivery::Dropped => {
+                link.unreachable();
+                continue;
+            }
+            Delivery::NotAttached => {}
+        }
         match pipeline.post(&m, REQUEST_TIMEOUT).await {
             Ok(()) => link.reports.health.connected(link.peer),
             Err(PeerHttpError::Refused { status, text, .. })
@@ -117,6 +126,7 @@ async fn keep_reading(link: EtcdLink, kind: StreamKind, out: mpsc::Sender<Messag
         {
             Ok(body) => {
                 logged = false;
+                link.reports.health.connected(link.peer);
                 tracing::info!(peer = %format!("{:x}", link.peer), ?kind, "receiving on the peer's stream");
                 let decoder = kind.decoder(link.me.member, link.peer);
                 if let Err(e) = client::read_stream(body, decoder, out.clone()).await {
@@ -129,6 +139,7 @@ async fn keep_reading(link: EtcdLink, kind: StreamKind, out: mpsc::Sender<Messag
                 return;
             }
             Err(e) => {
+                link.reports.health.disconnected(link.peer);
                 if !logged {
                     tracing::warn!(peer = %format!("{:x}", link.peer), ?kind, "cannot dial the peer's stream: {e}");
                     logged = true;

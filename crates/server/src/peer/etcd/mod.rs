@@ -13,6 +13,7 @@
 //! - [`headers`]: the headers etcd's peer requests and answers carry, and ids as etcd
 //!   writes them;
 //! - [`receive`]: what etcd peers send this member (the pipeline, snapshots);
+//! - [`streams`]: the streams etcd peers dial to receive this member's messages;
 //! - [`v2store`]: the membership in the v2 store an etcd snapshot carries;
 //! - [`routes`]: the read-only endpoints (`/members`, `/raft/probing`,
 //!   `/members/hashkv`).
@@ -29,6 +30,7 @@ pub mod link;
 pub mod members;
 pub mod receive;
 pub mod routes;
+pub mod streams;
 pub mod v2store;
 
 use axum::http::{StatusCode, header};

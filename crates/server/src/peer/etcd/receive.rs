@@ -10,7 +10,10 @@
 //!   dumped to `member/snap/<index>.snapdata` (what the apply thread installs), and only
 //!   then is the message stepped into raft and the 204 sent, as etcd does.
 //!
-//! Both check the sender's versions, then the cluster id (412 `incompatible version`,
+//! - `GET /raft/stream/{message,msgapp}/<from>`: a stream the peer reads this member's
+//!   messages from ([`super::streams`]).
+//!
+//! All check the sender's versions, then the cluster id (412 `incompatible version`,
 //! `cluster ID mismatch`); a removed sender gets 403 with etcd's JSON. Every answer
 //! carries `X-Etcd-Cluster-ID`.
 
@@ -59,12 +62,26 @@ pub struct Receiver {
     pub release: Release,
     /// One snapshot is received at a time.
     pub receiving: tokio::sync::Mutex<()>,
+    /// Where the streams peers dial are attached.
+    pub streams: Arc<super::streams::EtcdStreams>,
 }
 
 /// The routes.
 pub fn routes(receiver: Arc<Receiver>) -> axum::Router {
     let snapshots = receiver.clone();
+    let streams = receiver.clone();
     axum::Router::new()
+        .route(
+            "/raft/stream/{kind}/{from}",
+            axum::routing::any(
+                move |method: Method,
+                      axum::extract::Path((kind, from)): axum::extract::Path<(String, String)>,
+                      headers: HeaderMap| {
+                    let r = streams.clone();
+                    async move { r.stream(method, &kind, &from, &headers) }
+                },
+            ),
+        )
         .route(
             PIPELINE,
             axum::routing::any(
@@ -192,6 +209,61 @@ impl Receiver {
                 &format!("failed to process raft message ({e})"),
             ),
         }
+    }
+
+    /// `GET /raft/stream/{message,msgapp}/<from>`: etcd's checks in etcd's order, then
+    /// the stream, which the link to `from` writes this member's messages into. Every
+    /// answer carries this member's version (an etcd dialer reads it before the status).
+    fn stream(&self, method: Method, kind: &str, from: &str, h: &HeaderMap) -> Response {
+        let mut answer = self.stream_answer(method, kind, from, h);
+        let version = self.release.server_version().to_string();
+        if let Ok(v) = HeaderValue::from_str(&version) {
+            answer.headers_mut().insert(headers::SERVER_VERSION, v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&headers::id(self.raft.cluster_id())) {
+            answer.headers_mut().insert(headers::CLUSTER_ID, v);
+        }
+        answer
+    }
+
+    fn stream_answer(&self, method: Method, kind: &str, from: &str, h: &HeaderMap) -> Response {
+        use super::client::StreamKind;
+        if method != Method::GET {
+            return method_not_allowed("GET");
+        }
+        if let Err(why) = self.admit(h) {
+            return match why {
+                Refused::Removed => go_error(StatusCode::GONE, "removed member"),
+                other => self.refuse(other),
+            };
+        }
+        let kind = match kind {
+            "message" => StreamKind::Message,
+            "msgapp" => StreamKind::MsgAppV2,
+            _ => return go_error(StatusCode::NOT_FOUND, "invalid path"),
+        };
+        let Some(from) = headers::parse_id(from) else {
+            return go_error(StatusCode::NOT_FOUND, "invalid from");
+        };
+        let Some(m) = self.membership.upgrade() else {
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        };
+        let state = m.roster.membership().state().clone();
+        if state.removed.contains(&from) {
+            return go_error(StatusCode::GONE, "removed member");
+        }
+        if !state.members.contains_key(&from) {
+            return go_error(StatusCode::NOT_FOUND, "error sender not found");
+        }
+        let to = h.get(headers::RAFT_TO).and_then(|v| v.to_str().ok());
+        if to != Some(headers::id(self.raft.id()).as_str()) {
+            return go_error(StatusCode::PRECONDITION_FAILED, "to field mismatch");
+        }
+        let frames = self.streams.attach(from, kind);
+        let body = Body::from_stream(
+            tokio_stream::wrappers::ReceiverStream::new(frames).map(Ok::<_, std::io::Error>),
+        );
+        (StatusCode::OK, body).into_response()
     }
 
     async fn pipeline(&self, method: Method, h: &HeaderMap, body: &[u8]) -> Response {

@@ -7,7 +7,9 @@
 //!   prober asks every 4 s for its round-trip and clock-drift figures;
 //! - `GET /members/hashkv` (etcd 3.5.16 `server/etcdserver/corrupt.go`
 //!   `hashKVHandler`): the HashKV of the revision a JSON body names, which etcd's
-//!   corruption checks ask every member for.
+//!   corruption checks ask every member for;
+//! - `POST /members/promote/<id>`: a promotion a follower forwards to the leader
+//!   ([`promote_on`] is the asking side).
 //!
 //! `/version` and `/downgrade/enabled` are served by the version domain.
 //!
@@ -29,11 +31,23 @@ pub const MEMBERS: &str = "/members";
 pub const PROBING: &str = "/raft/probing";
 /// etcd's `PeerHashKVPath`.
 pub const HASH_KV: &str = "/members/hashkv";
+/// etcd's `peerMemberPromotePrefix`, followed by the learner's decimal id.
+pub const PROMOTE: &str = "/members/promote/";
 
 /// The routes, answering from `membership` while the member runs.
 pub fn routes(membership: Weak<MembershipHandles>) -> axum::Router {
     let for_hash = membership.clone();
+    let for_promote = membership.clone();
     axum::Router::new()
+        .route(
+            "/members/promote/{id}",
+            axum::routing::any(
+                move |method: Method, axum::extract::Path(id): axum::extract::Path<String>| {
+                    let membership = for_promote.upgrade();
+                    async move { promote(method, &id, membership.as_deref()).await }
+                },
+            ),
+        )
         .route(
             MEMBERS,
             axum::routing::any(move |method: Method| {
@@ -71,6 +85,84 @@ fn member_list(method: Method, membership: Option<&MembershipHandles>) -> Respon
         response.headers_mut().insert(headers::CLUSTER_ID, v);
     }
     response
+}
+
+/// `POST /members/promote/<id>`: a follower forwards a promotion to the leader (which
+/// forwards it again if it no longer leads); the members after it, or etcd's refusal.
+async fn promote(method: Method, id: &str, membership: Option<&MembershipHandles>) -> Response {
+    use oxcd_api::errors::EtcdError;
+    if method != Method::POST {
+        return method_not_allowed("POST");
+    }
+    let Some(m) = membership else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let Ok(id) = id.parse::<u64>() else {
+        return go_error(
+            StatusCode::NOT_FOUND,
+            &format!("member {id} not found in cluster"),
+        );
+    };
+    match crate::domains::membership::requests::promote(m, id).await {
+        Ok(members) => {
+            let listed = crate::domains::membership::service::listed(m, &members);
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                members::list_json(&listed),
+            )
+                .into_response()
+        }
+        Err(EtcdError::MemberNotFound) => {
+            go_error(StatusCode::NOT_FOUND, "membership: ID not found")
+        }
+        Err(EtcdError::MemberNotLearner) => go_error(
+            StatusCode::PRECONDITION_FAILED,
+            "membership: can only promote a learner member",
+        ),
+        Err(EtcdError::LearnerNotReady) => go_error(
+            StatusCode::PRECONDITION_FAILED,
+            "etcdserver: can only promote a learner member which is in sync with leader",
+        ),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "application/json")],
+            "{\"message\":\"Internal Server Error\"}",
+        )
+            .into_response(),
+    }
+}
+
+/// Asks the etcd member at peer URL `url` to promote learner `id` (etcd's
+/// `promoteMemberHTTP`): the members after it; Err(Some) is its final answer, Err(None)
+/// one worth asking again (unreachable, or not leading any more).
+pub async fn promote_on(
+    dialer: &crate::peer::PeerDialer,
+    url: &str,
+    id: u64,
+    timeout: std::time::Duration,
+) -> Result<Vec<oxcd_api::oxcdpb::MemberInfo>, Option<oxcd_api::errors::EtcdError>> {
+    use oxcd_api::errors::EtcdError;
+    let answer = super::client::post_empty(dialer, url, &format!("{PROMOTE}{id}"), timeout)
+        .await
+        .map_err(|_| None)?;
+    let text = String::from_utf8_lossy(&answer.body);
+    match answer.status {
+        StatusCode::OK => members::parse_list(&answer.body)
+            .map(|list| {
+                list.into_iter()
+                    .map(members::EtcdMember::into_info)
+                    .collect()
+            })
+            .map_err(|_| None),
+        StatusCode::NOT_FOUND => Err(Some(EtcdError::MemberNotFound)),
+        StatusCode::PRECONDITION_FAILED if text.contains("in sync with leader") => {
+            Err(Some(EtcdError::LearnerNotReady))
+        }
+        StatusCode::PRECONDITION_FAILED if text.contains("can only promote a learner member") => {
+            Err(Some(EtcdError::MemberNotLearner))
+        }
+        _ => Err(None),
+    }
 }
 
 /// The body of a `/members/hashkv` request.
