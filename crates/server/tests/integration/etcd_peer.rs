@@ -478,18 +478,7 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     })
     .await;
     let mut ours = oxcd.client().await;
-    let caught_up = eventually(|| {
-        let mut ours = ours.clone();
-        async move {
-            ours.get(
-                "while-down",
-                Some(etcd_client::GetOptions::new().with_serializable()),
-            )
-            .await
-            .is_ok_and(|r| r.count() == 1)
-        }
-    })
-    .await;
+    let caught_up = serves(&ours, "while-down").await;
     assert!(caught_up, "the restarted learner caught up");
 
     // Promoted, it votes: with two voters every write needs its acknowledgement.
@@ -836,18 +825,7 @@ async fn an_oxcd_learner_installs_etcds_snapshot() {
         .expect("header")
         .revision();
     let mut ours = oxcd.client().await;
-    let caught_up = eventually(|| {
-        let mut ours = ours.clone();
-        async move {
-            ours.get(
-                "after",
-                Some(etcd_client::GetOptions::new().with_serializable()),
-            )
-            .await
-            .is_ok_and(|r| r.count() == 1)
-        }
-    })
-    .await;
+    let caught_up = serves(&ours, "after").await;
     assert!(caught_up, "the learner caught up");
     let all = etcd_client::GetOptions::new().with_prefix();
     let theirs = c.get("", Some(all.clone())).await.expect("get");
@@ -938,6 +916,23 @@ async fn leased(granter: &Client, writer: &Client, ttl: i64, key: &str) -> i64 {
         .await
         .expect("put with lease");
     id
+}
+
+/// Whether the member of `client` serves `key` (a serializable read) within [`WAIT`].
+async fn serves(client: &Client, key: &'static str) -> bool {
+    eventually(|| {
+        let mut client = client.clone();
+        async move {
+            client
+                .get(
+                    key,
+                    Some(etcd_client::GetOptions::new().with_serializable()),
+                )
+                .await
+                .is_ok_and(|r| r.count() == 1)
+        }
+    })
+    .await
 }
 
 /// Whether `check` holds within [`WAIT`], asked every 50 ms.
