@@ -25,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "etcd/api/etcdserverpb/etcdserver.proto",
         "etcd/api/etcdserverpb/raft_internal.proto",
         "etcd/api/membershippb/membership.proto",
+        "etcd/api/leasepb/lease.proto",
         "etcd/api/v3lockpb/v3lock.proto",
         "etcd/api/v3electionpb/v3election.proto",
         "oxcd/internal.proto",

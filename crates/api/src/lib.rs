@@ -1,7 +1,7 @@
 //! oxcd-api: the etcd v3 wire protocol as generated Rust types, and etcd's error strings.
 //!
 //! Owns: the generated prost messages and tonic client/server stubs for `etcdserverpb`,
-//! `mvccpb`, `authpb`, `v3lockpb`, `v3electionpb`, `membershippb` (with etcd's raft log
+//! `mvccpb`, `authpb`, `v3lockpb`, `v3electionpb`, `membershippb`, `leasepb` (with etcd's raft log
 //! entries: `InternalRaftRequest` and the v2 `Request`) and gRPC's `grpc.health.v1` (package,
 //! message and field numbers identical to etcd's, so etcd clients interoperate), oxcd's
 //! internal log-entry message (`oxcdpb`), [`errors::EtcdError`] and the table of etcd's
@@ -60,6 +60,11 @@ pub mod membershippb {
     tonic::include_proto!("membershippb");
     #[cfg(feature = "json")]
     include!(concat!(env!("OUT_DIR"), "/membershippb.serde.rs"));
+}
+
+/// etcd's lease messages between members (`leasepb`).
+pub mod leasepb {
+    tonic::include_proto!("leasepb");
 }
 
 /// oxcd's internal, replicated log entries (`oxcdpb`).

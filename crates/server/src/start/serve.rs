@@ -168,7 +168,10 @@ pub async fn run_with(
     .merge(crate::peer::etcd::routes::routes(Arc::downgrade(
         &membership,
     )))
-    .merge(crate::peer::etcd::leases::routes(renewals.clone()))
+    .merge(crate::peer::etcd::leases::routes(
+        renewals.clone(),
+        Arc::downgrade(&lease),
+    ))
     .merge(crate::peer::etcd::receive::routes(Arc::new(
         crate::peer::etcd::receive::Receiver {
             raft: member.raft.clone(),

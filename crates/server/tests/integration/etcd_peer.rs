@@ -504,6 +504,21 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     assert_eq!(linearizable.count(), 10);
     assert!(linearizable.header().expect("header").revision() >= rev);
 
+    // A follower's TimeToLive is the leader's (etcd's clocks are the only ones renewed):
+    // asked of the oxcd follower, forwarded to etcd's POST /leases/internal.
+    let asked = c.lease_grant(30, None).await.expect("lease grant").id();
+    let ttl = ours
+        .lease_time_to_live(asked, None)
+        .await
+        .expect("time-to-live through the oxcd follower");
+    assert_eq!(ttl.granted_ttl(), 30);
+    assert!(ttl.ttl() > 0 && ttl.ttl() <= 30, "{}", ttl.ttl());
+    let gone = ours
+        .lease_time_to_live(0x1234, None)
+        .await
+        .expect("time-to-live of no lease");
+    assert_eq!(gone.ttl(), -1);
+
     // Leading: etcd hands leadership over; writes through either member are applied
     // alike by both.
     c.move_leader(learner_id)
@@ -565,6 +580,16 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     // leader would.
     let kept = leased(&c, &c, 5, "leased-kept").await;
     let (mut keeper, _stream) = c.lease_keep_alive(kept).await.expect("keepalive stream");
+    let ttl = c
+        .lease_time_to_live(
+            kept,
+            Some(etcd_client::LeaseTimeToLiveOptions::new().with_keys()),
+        )
+        .await
+        .expect("time-to-live through etcd, forwarded to the oxcd leader");
+    assert_eq!(ttl.granted_ttl(), 5);
+    assert!(ttl.ttl() > 0, "{}", ttl.ttl());
+    assert_eq!(ttl.keys(), [b"leased-kept".to_vec()]);
     keeper
         .keep_alive()
         .await

@@ -89,6 +89,11 @@ impl Renewals {
         }
     }
 
+    /// How this member reaches the leader's peer port.
+    pub fn dialer(&self) -> &PeerDialer {
+        &self.dialer
+    }
+
     /// Renews lease `id`: its TTL, or 0 if it does not exist.
     pub async fn renew(&self, id: i64) -> Result<i64, EtcdError> {
         if let Some(ttls) = self.renew_as_leader(&[id]) {

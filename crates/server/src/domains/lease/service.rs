@@ -23,6 +23,7 @@ use crate::domains::lease::MAX_TTL;
 use crate::domains::lease::renewals::Renewals;
 use crate::domains::lease::{LeaseHandles, Lessor};
 use crate::machine::quota::LEASE_OVERHEAD;
+use crate::machine::vocabulary::Vocabulary;
 use oxcd_auth::Access;
 
 /// Keepalives of one stream in flight at once.
@@ -178,6 +179,13 @@ impl Lease for LeaseService {
             }
         }
         let header = Some(self.lease.reads.header_now());
+        if self.lease.vocabulary == Vocabulary::Etcd && !self.lease.role.is_leader() {
+            // etcd replicates no keepalive: only the leader's clock is right.
+            let mut resp =
+                forward_time_to_live(&self.lease, self.renewals.dialer(), r.id, r.keys).await?;
+            resp.header = header;
+            return Ok(Response::new(resp));
+        }
         let resp = match self.lease.leases.time_to_live(r.id, r.keys) {
             Some(t) => LeaseTimeToLiveResponse {
                 header,
@@ -214,4 +222,47 @@ impl Lease for LeaseService {
             leases,
         }))
     }
+}
+
+/// A TimeToLive asked of the leader as an etcd member asks it (`POST /leases/internal`
+/// to each of its peer URLs, again until the request timeout); a lease the leader does
+/// not have answers TTL -1, as etcd's does.
+async fn forward_time_to_live(
+    lease: &LeaseHandles,
+    dialer: &crate::peer::PeerDialer,
+    id: i64,
+    keys: bool,
+) -> Result<LeaseTimeToLiveResponse, EtcdError> {
+    use crate::peer::etcd::leases::{ForwardError, time_to_live_at};
+    let deadline = tokio::time::Instant::now() + lease.request_timeout;
+    while tokio::time::Instant::now() < deadline {
+        let leader = lease.role.leader();
+        let urls = lease
+            .roster
+            .members()
+            .into_iter()
+            .find(|m| m.id == leader && leader != 0)
+            .map(|m| m.peer_urls)
+            .unwrap_or_default();
+        for url in urls {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match time_to_live_at(dialer, &url, id, keys, left).await {
+                Ok(resp) => return Ok(resp),
+                Err(ForwardError::NotFound) => {
+                    return Ok(LeaseTimeToLiveResponse {
+                        header: None,
+                        id,
+                        ttl: -1,
+                        granted_ttl: 0,
+                        keys: Vec::new(),
+                    });
+                }
+                Err(e) => {
+                    tracing::debug!(lease = %format!("{id:016x}"), url, "time-to-live not forwarded: {e}")
+                }
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Err(EtcdError::Timeout)
 }

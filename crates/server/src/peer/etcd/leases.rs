@@ -6,24 +6,35 @@
 //! `not a primary lessor` from a member that no longer leads). Neither side sends or
 //! checks cluster or version headers.
 //!
-//! [`renew_at`] is the follower's side, [`routes`] the leader's.
+//! A follower's `LeaseTimeToLive` goes the same way, to `POST /leases/internal` with a
+//! `leasepb.LeaseInternalRequest`, answered from the leader's lessor (its clocks are the
+//! only ones keepalives renew).
+//!
+//! [`renew_at`] and [`time_to_live_at`] are the follower's side, [`routes`] the leader's.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use oxcd_api::etcdserverpb::{LeaseKeepAliveRequest, LeaseKeepAliveResponse, ResponseHeader};
+use oxcd_api::etcdserverpb::{
+    LeaseKeepAliveRequest, LeaseKeepAliveResponse, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
+    ResponseHeader,
+};
+use oxcd_api::leasepb::{LeaseInternalRequest, LeaseInternalResponse};
 use prost::Message as _;
 
 use super::client::{self, PeerHttpError};
 use super::go_error;
+use crate::domains::lease::LeaseHandles;
 use crate::domains::lease::renewals::Renewals;
 use crate::peer::PeerDialer;
 
 /// etcd's `LeasePrefix`.
 pub const PATH: &str = "/leases";
+/// etcd's `LeaseInternalPrefix`.
+pub const INTERNAL: &str = "/leases/internal";
 
 /// Why a forwarded keepalive got no TTL.
 #[derive(Debug, thiserror::Error)]
@@ -66,15 +77,88 @@ pub async fn renew_at(
     }
 }
 
-/// The leader's side: `POST /leases`, renewed by `renewals` if this member leads.
-pub fn routes(renewals: Arc<Renewals>) -> axum::Router {
-    axum::Router::new().route(
-        PATH,
-        axum::routing::any(move |method: Method, body: Bytes| {
-            let renewals = renewals.clone();
-            async move { keepalive(&renewals, method, &body) }
+/// Asks the leader at peer URL `url` for the TimeToLive of lease `id` (with its keys if
+/// `keys`).
+pub async fn time_to_live_at(
+    dialer: &PeerDialer,
+    url: &str,
+    id: i64,
+    keys: bool,
+    timeout: Duration,
+) -> Result<LeaseTimeToLiveResponse, ForwardError> {
+    let body = LeaseInternalRequest {
+        lease_time_to_live_request: Some(LeaseTimeToLiveRequest { id, keys }),
+    }
+    .encode_to_vec();
+    let answer = client::request(dialer, url, Method::POST, INTERNAL, body.into(), timeout).await?;
+    match answer.status {
+        StatusCode::OK => LeaseInternalResponse::decode(answer.body.as_ref())
+            .ok()
+            .and_then(|r| r.lease_time_to_live_response)
+            .filter(|r| r.id == id)
+            .ok_or(ForwardError::Unreadable),
+        StatusCode::NOT_FOUND => Err(ForwardError::NotFound),
+        status => Err(ForwardError::Http(PeerHttpError::Refused {
+            status,
+            text: String::from_utf8_lossy(&answer.body).trim_end().to_string(),
+            headers: answer.headers,
+        })),
+    }
+}
+
+/// The leader's side: `POST /leases`, renewed by `renewals` if this member leads, and
+/// `POST /leases/internal`, answered from `lease`'s lessor if it leads.
+pub fn routes(renewals: Arc<Renewals>, lease: Weak<LeaseHandles>) -> axum::Router {
+    axum::Router::new()
+        .route(
+            PATH,
+            axum::routing::any(move |method: Method, body: Bytes| {
+                let renewals = renewals.clone();
+                async move { keepalive(&renewals, method, &body) }
+            }),
+        )
+        .route(
+            INTERNAL,
+            axum::routing::any(move |method: Method, body: Bytes| {
+                let lease = lease.upgrade();
+                async move { time_to_live(lease.as_deref(), method, &body) }
+            }),
+        )
+}
+
+fn time_to_live(lease: Option<&LeaseHandles>, method: Method, body: &[u8]) -> Response {
+    if method != Method::POST {
+        return go_error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    }
+    let Some(lease) = lease else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let Some(req) = LeaseInternalRequest::decode(body)
+        .ok()
+        .and_then(|r| r.lease_time_to_live_request)
+    else {
+        return go_error(StatusCode::BAD_REQUEST, "error unmarshalling request");
+    };
+    if !lease.role.is_leader() {
+        return go_error(StatusCode::INTERNAL_SERVER_ERROR, "not a primary lessor");
+    }
+    let Some(t) = lease.leases.time_to_live(req.id, req.keys) else {
+        return go_error(StatusCode::NOT_FOUND, "lease not found");
+    };
+    let answer = LeaseInternalResponse {
+        lease_time_to_live_response: Some(LeaseTimeToLiveResponse {
+            header: Some(ResponseHeader::default()),
+            id: req.id,
+            ttl: t.remaining,
+            granted_ttl: t.granted,
+            keys: t.keys,
         }),
+    };
+    (
+        [(header::CONTENT_TYPE, "application/protobuf")],
+        answer.encode_to_vec(),
     )
+        .into_response()
 }
 
 fn keepalive(renewals: &Renewals, method: Method, body: &[u8]) -> Response {
