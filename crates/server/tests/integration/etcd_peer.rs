@@ -18,7 +18,7 @@ use oxcd_server::peer::etcd::codec::is_link_heartbeat;
 use tokio::sync::mpsc;
 
 use crate::common::etcd::start_etcd_with_peer;
-use crate::common::{InProc, free_port};
+use crate::common::{InProc, free_port, revision_at};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -365,13 +365,7 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     .await;
     // Written on etcd after the learner joined: it arrives through the log too.
     c.put("after", "joined", None).await.expect("put");
-    let rev = c
-        .get("after", None)
-        .await
-        .expect("get")
-        .header()
-        .expect("header")
-        .revision();
+    let rev = revision_at(&mut c, "after").await;
     let mut ours = oxcd.client().await;
     let serializable = etcd_client::GetOptions::new()
         .with_serializable()
@@ -490,13 +484,7 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
             .await
             .expect("a write the oxcd voter acknowledged");
     }
-    let rev = c
-        .get("voted9", None)
-        .await
-        .expect("get")
-        .header()
-        .expect("header")
-        .revision();
+    let rev = revision_at(&mut c, "voted9").await;
     let linearizable = ours
         .get("voted", Some(etcd_client::GetOptions::new().with_prefix()))
         .await
@@ -564,13 +552,7 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
             .expect("txn through oxcd")
             .succeeded()
     );
-    let compact_at = ours
-        .get("led", None)
-        .await
-        .expect("get")
-        .header()
-        .expect("header")
-        .revision();
+    let compact_at = revision_at(&mut ours, "led").await;
     c.compact(compact_at - 2, None)
         .await
         .expect("compact through etcd");
@@ -703,13 +685,7 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     nospace(etcd_client::AlarmAction::Deactivate)
         .await
         .expect("alarm disarmed through oxcd");
-    let rev = ours
-        .get("led", None)
-        .await
-        .expect("get")
-        .header()
-        .expect("header")
-        .revision();
+    let rev = revision_at(&mut ours, "led").await;
     assert!(
         eventually(|| {
             let mut c = c.clone();
@@ -842,13 +818,7 @@ async fn an_oxcd_learner_installs_etcds_snapshot() {
     .await;
     eprintln!("the learner served after {:?}", started.elapsed());
     c.put("after", "joined", None).await.expect("put");
-    let rev = c
-        .get("after", None)
-        .await
-        .expect("get")
-        .header()
-        .expect("header")
-        .revision();
+    let rev = revision_at(&mut c, "after").await;
     let mut ours = oxcd.client().await;
     let caught_up = serves(&ours, "after").await;
     assert!(caught_up, "the learner caught up");

@@ -177,38 +177,20 @@ impl Renewals {
     }
 }
 
-/// A keepalive forwarded to the leader as an etcd member forwards it (`POST /leases` to
-/// each of its peer URLs, again every 50 ms until the request timeout): the TTL, 0 for a
-/// lease the leader does not have.
+/// A keepalive forwarded to the leader as an etcd member forwards it (`POST /leases`):
+/// the TTL, 0 for a lease the leader does not have.
 async fn forward_as_etcd(
     lease: &LeaseHandles,
     dialer: &PeerDialer,
     id: i64,
 ) -> Result<i64, EtcdError> {
-    use crate::peer::etcd::leases::{ForwardError, renew_at};
-    let deadline = tokio::time::Instant::now() + lease.request_timeout;
-    while tokio::time::Instant::now() < deadline {
-        let leader = lease.role.leader();
-        let urls = lease
-            .roster
-            .members()
-            .into_iter()
-            .find(|m| m.id == leader && leader != 0)
-            .map(|m| m.peer_urls)
-            .unwrap_or_default();
-        for url in urls {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match renew_at(dialer, &url, id, left).await {
-                Ok(ttl) => return Ok(ttl),
-                Err(ForwardError::NotFound) => return Ok(0),
-                Err(e) => {
-                    tracing::debug!(lease = %format!("{id:016x}"), url, "keepalive not forwarded: {e}")
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Err(EtcdError::Timeout)
+    use crate::peer::etcd::leases::{ask_leader, renew_at};
+    let leader_urls = || lease.roster.peer_urls_of(lease.role.leader());
+    let ttl = ask_leader(leader_urls, lease.request_timeout, |url, left| async move {
+        renew_at(dialer, &url, id, left).await
+    })
+    .await?;
+    Ok(ttl.unwrap_or(0))
 }
 
 /// A follower's way to the leader for forwarded keepalives: one channel, kept while the
@@ -231,14 +213,7 @@ impl Forwarder {
         let link = Link {
             me: ids_here.member_id,
             cluster_id: ids_here.cluster_id,
-            url: lease
-                .roster
-                .members()
-                .into_iter()
-                .find(|m| m.id == leader)?
-                .peer_urls
-                .first()?
-                .clone(),
+            url: lease.roster.peer_urls_of(leader).into_iter().next()?,
             dialer: self.dialer.clone(),
         };
         let channel = {

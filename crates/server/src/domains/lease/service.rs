@@ -224,45 +224,25 @@ impl Lease for LeaseService {
     }
 }
 
-/// A TimeToLive asked of the leader as an etcd member asks it (`POST /leases/internal`
-/// to each of its peer URLs, again until the request timeout); a lease the leader does
-/// not have answers TTL -1, as etcd's does.
+/// A TimeToLive asked of the leader as an etcd member asks it (`POST /leases/internal`);
+/// a lease the leader does not have answers TTL -1, as etcd's does.
 async fn forward_time_to_live(
     lease: &LeaseHandles,
     dialer: &crate::peer::PeerDialer,
     id: i64,
     keys: bool,
 ) -> Result<LeaseTimeToLiveResponse, EtcdError> {
-    use crate::peer::etcd::leases::{ForwardError, time_to_live_at};
-    let deadline = tokio::time::Instant::now() + lease.request_timeout;
-    while tokio::time::Instant::now() < deadline {
-        let leader = lease.role.leader();
-        let urls = lease
-            .roster
-            .members()
-            .into_iter()
-            .find(|m| m.id == leader && leader != 0)
-            .map(|m| m.peer_urls)
-            .unwrap_or_default();
-        for url in urls {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match time_to_live_at(dialer, &url, id, keys, left).await {
-                Ok(resp) => return Ok(resp),
-                Err(ForwardError::NotFound) => {
-                    return Ok(LeaseTimeToLiveResponse {
-                        header: None,
-                        id,
-                        ttl: -1,
-                        granted_ttl: 0,
-                        keys: Vec::new(),
-                    });
-                }
-                Err(e) => {
-                    tracing::debug!(lease = %format!("{id:016x}"), url, "time-to-live not forwarded: {e}")
-                }
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    Err(EtcdError::Timeout)
+    use crate::peer::etcd::leases::{ask_leader, time_to_live_at};
+    let leader_urls = || lease.roster.peer_urls_of(lease.role.leader());
+    let resp = ask_leader(leader_urls, lease.request_timeout, |url, left| async move {
+        time_to_live_at(dialer, &url, id, keys, left).await
+    })
+    .await?;
+    Ok(resp.unwrap_or(LeaseTimeToLiveResponse {
+        header: None,
+        id,
+        ttl: -1,
+        granted_ttl: 0,
+        keys: Vec::new(),
+    }))
 }

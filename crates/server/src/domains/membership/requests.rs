@@ -161,14 +161,7 @@ pub async fn promote(m: &MembershipHandles, id: u64) -> Result<Vec<MemberInfo>, 
                 other => return other,
             }
         }
-        let urls = m
-            .roster
-            .members()
-            .into_iter()
-            .find(|x| x.id == leader)
-            .map(|x| x.peer_urls)
-            .unwrap_or_default();
-        for url in urls {
+        for url in m.roster.peer_urls_of(leader) {
             match promote_on(m, &url, id).await {
                 Ok(members) => return Ok(members),
                 Err(Some(e)) => return Err(e),

@@ -40,6 +40,18 @@ impl Roster {
         }
     }
 
+    /// The peer URLs of member `id` (none for an unknown member, or id 0: no leader).
+    pub fn peer_urls_of(&self, id: u64) -> Vec<String> {
+        if id == 0 {
+            return Vec::new();
+        }
+        self.members()
+            .into_iter()
+            .find(|m| m.id == id)
+            .map(|m| m.peer_urls)
+            .unwrap_or_default()
+    }
+
     /// The voting members' ids (read by the leader on every keepalive: no member
     /// record is copied).
     pub fn voters(&self) -> Vec<u64> {

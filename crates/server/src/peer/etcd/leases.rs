@@ -18,6 +18,7 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::{
     LeaseKeepAliveRequest, LeaseKeepAliveResponse, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
     ResponseHeader,
@@ -33,6 +34,8 @@ use crate::peer::PeerDialer;
 
 /// etcd's `LeasePrefix`.
 pub const PATH: &str = "/leases";
+/// How long a follower waits before asking the leader again (etcd: 50 ms).
+const RETRY_EVERY: Duration = Duration::from_millis(50);
 /// etcd's `LeaseInternalPrefix`.
 pub const INTERNAL: &str = "/leases/internal";
 
@@ -48,6 +51,33 @@ pub enum ForwardError {
     /// Its answer did not decode, or named another lease.
     #[error("unreadable keepalive answer")]
     Unreadable,
+}
+
+/// Asks the leader as etcd's followers do (`v3_server.go` `LeaseRenew`,
+/// `LeaseTimeToLive`): `ask` each of its peer URLs (`leader_urls`, read again each
+/// round: the leader may change) with the time left, again every 50 ms, until `timeout`.
+/// Ok(None): the leader has no such lease.
+pub async fn ask_leader<T, Fut>(
+    leader_urls: impl Fn() -> Vec<String>,
+    timeout: Duration,
+    ask: impl Fn(String, Duration) -> Fut,
+) -> Result<Option<T>, EtcdError>
+where
+    Fut: std::future::Future<Output = Result<T, ForwardError>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        for url in leader_urls() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match ask(url.clone(), left).await {
+                Ok(answer) => return Ok(Some(answer)),
+                Err(ForwardError::NotFound) => return Ok(None),
+                Err(e) => tracing::debug!(url, "not answered by the leader: {e}"),
+            }
+        }
+        tokio::time::sleep(RETRY_EVERY).await;
+    }
+    Err(EtcdError::Timeout)
 }
 
 /// Asks the leader at peer URL `url` to renew lease `id`: its TTL.
