@@ -16,11 +16,11 @@
 use std::fs::File;
 use std::io::Write;
 
-use oxcd_api::oxcdpb::{MemberAttributes, MemberInfo};
+use oxcd_api::oxcdpb::MemberInfo;
 use oxcd_bbolt::{BoltWriter, WriteError};
 use oxcd_storage::StorageError;
-use oxcd_storage::backend::Backend;
 use oxcd_storage::backend::redb;
+use oxcd_storage::backend::{Backend, ReadTx};
 use oxcd_storage::schema;
 use oxcd_storage::tables::TABLES;
 use prost::Message as _;
@@ -66,54 +66,152 @@ pub enum EtcdFileError {
 /// the database's size in bytes (bbolt's `tx.Size()`, what etcd streams before the
 /// sha256).
 pub fn write_etcd_file(backend: &Backend, file: File) -> Result<(File, u64), EtcdFileError> {
-    let tx = backend.begin_read()?;
+    let source = EtcdFileSource::open(backend)?;
     let mut w = BoltWriter::new(file)?;
-    write_buckets(backend, &tx, &mut w)?;
+    source.write_buckets(&mut w)?;
     Ok(w.finish()?)
 }
 
-/// Streams the backend's current state in etcd's format, every byte in order, into the
-/// writer `open` makes when told the database's size: two passes over one read
-/// transaction, the first to learn where the pages fall (the metas, first in the file,
-/// name the last), the second to write. Nothing but the pages in flight is held.
+/// Streams the backend's current state in etcd's format ([`EtcdFileSource::stream`]).
 pub fn stream_etcd_file<W: Write>(
     backend: &Backend,
     open: impl FnOnce(u64) -> W,
 ) -> Result<W, EtcdFileError> {
-    let tx = backend.begin_read()?;
-    let mut plan = BoltWriter::plan();
-    write_buckets(backend, &tx, &mut plan)?;
-    let layout = plan.layout()?;
-    let mut w = BoltWriter::with_layout(open(layout.size()), layout)?;
-    write_buckets(backend, &tx, &mut w)?;
-    Ok(w.finish_stream()?)
+    EtcdFileSource::open(backend)?.stream(open)
 }
 
-/// Every bucket of etcd's, in bbolt's byte order, from `tx`.
-fn write_buckets<W: Write>(
-    backend: &Backend,
-    tx: &ReadTransaction,
-    w: &mut BoltWriter<W>,
-) -> Result<(), EtcdFileError> {
-    let db = |e: redb::Error| EtcdFileError::Storage(backend.err(e));
-    let meta =
-        Backend::meta_with_prefix(&tx.open_table(schema::META).map_err(|e| db(e.into()))?, "")
-            .map_err(db)?;
-    put_rows(w, b"alarm", &alarms(&meta)?)?;
-    for name in [
-        schema::AUTH_NAME,
-        schema::AUTH_ROLES_NAME,
-        schema::AUTH_USERS_NAME,
-    ] {
-        copy_table(w, tx, name, db)?;
+/// One read transaction of the backend: a consistent point in time, written in etcd's
+/// format, and described as a raft snapshot describes its data (the index and term
+/// applied, the configuration, the members and the cluster version there).
+pub struct EtcdFileSource<'b> {
+    backend: &'b Backend,
+    tx: ReadTx,
+    meta: Vec<(String, Vec<u8>)>,
+}
+
+impl<'b> EtcdFileSource<'b> {
+    /// Opens a read transaction of `backend`.
+    pub fn open(backend: &'b Backend) -> Result<EtcdFileSource<'b>, EtcdFileError> {
+        let db = |e: redb::Error| EtcdFileError::Storage(backend.err(e));
+        let tx = backend.begin_read()?;
+        let meta =
+            Backend::meta_with_prefix(&tx.open_table(schema::META).map_err(|e| db(e.into()))?, "")
+                .map_err(db)?;
+        Ok(EtcdFileSource { backend, tx, meta })
     }
-    put_rows(w, b"cluster", &cluster_rows(&meta))?;
-    copy_table(w, tx, schema::KEY_NAME, db)?;
-    copy_table(w, tx, schema::LEASE_NAME, db)?;
-    let (members, removed) = members(tx, &meta, db)?;
-    put_rows(w, b"members", &members)?;
-    put_rows(w, b"members_removed", &removed)?;
-    put_rows(w, b"meta", &etcd_meta(&meta)?)
+
+    /// The index and term last applied (0 when none is recorded).
+    pub fn position(&self) -> Result<(u64, u64), EtcdFileError> {
+        let number = |k: &str| match meta_value(&self.meta, k) {
+            Some(b) => le(b),
+            None => Ok(0),
+        };
+        Ok((
+            number(schema::META_CONSISTENT_INDEX)?,
+            number(schema::META_CONSISTENT_TERM)?,
+        ))
+    }
+
+    /// The raft configuration in force, once one was recorded.
+    pub fn conf_state(&self) -> Result<Option<oxcd_raft::ConfState>, EtcdFileError> {
+        meta_value(&self.meta, schema::META_CONF_STATE)
+            .map(oxcd_raft::persist::decode_conf_state)
+            .transpose()
+            .map_err(EtcdFileError::ConfState)
+    }
+
+    /// The members, each with the name and client URLs it published, and the ids
+    /// removed.
+    pub fn members(&self) -> Result<(Vec<MemberInfo>, Vec<u64>), EtcdFileError> {
+        let db = |e: redb::Error| EtcdFileError::Storage(self.backend.err(e));
+        let mut attributes = crate::domains::membership::attributes_by_id(&self.meta);
+        let mut members = Vec::new();
+        let table = self
+            .tx
+            .open_table(schema::MEMBERS)
+            .map_err(|e| db(e.into()))?;
+        for row in table.iter().map_err(|e| db(e.into()))? {
+            let (_, v) = row.map_err(|e| db(e.into()))?;
+            let mut m = MemberInfo::decode(v.value()).map_err(EtcdFileError::Member)?;
+            if let Some(a) = attributes.remove(&m.id) {
+                m.name = a.name;
+                m.client_urls = a.client_urls;
+            }
+            members.push(m);
+        }
+        let mut removed = Vec::new();
+        let table = self
+            .tx
+            .open_table(schema::MEMBERS_REMOVED)
+            .map_err(|e| db(e.into()))?;
+        for row in table.iter().map_err(|e| db(e.into()))? {
+            let (k, _) = row.map_err(|e| db(e.into()))?;
+            removed.push(
+                crate::domains::membership::table::id_of(k.value())
+                    .map_err(EtcdFileError::RemovedId)?,
+            );
+        }
+        Ok((members, removed))
+    }
+
+    /// The cluster version, once the cluster decided one.
+    pub fn cluster_version(&self) -> Option<String> {
+        meta_value(&self.meta, schema::META_CLUSTER_VERSION)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    /// Streams the state in etcd's format, every byte in order, into the writer `open`
+    /// makes when told the database's size: two passes over the one read transaction,
+    /// the first to learn where the pages fall (the metas, first in the file, name the
+    /// last), the second to write. Nothing but the pages in flight is held.
+    pub fn stream<W: Write>(&self, open: impl FnOnce(u64) -> W) -> Result<W, EtcdFileError> {
+        let mut plan = BoltWriter::plan();
+        self.write_buckets(&mut plan)?;
+        let layout = plan.layout()?;
+        let mut w = BoltWriter::with_layout(open(layout.size()), layout)?;
+        self.write_buckets(&mut w)?;
+        Ok(w.finish_stream()?)
+    }
+
+    /// Every bucket of etcd's, in bbolt's byte order.
+    fn write_buckets<W: Write>(&self, w: &mut BoltWriter<W>) -> Result<(), EtcdFileError> {
+        let db = |e: redb::Error| EtcdFileError::Storage(self.backend.err(e));
+        put_rows(w, b"alarm", &alarms(&self.meta)?)?;
+        for name in [
+            schema::AUTH_NAME,
+            schema::AUTH_ROLES_NAME,
+            schema::AUTH_USERS_NAME,
+        ] {
+            copy_table(w, &self.tx, name, db)?;
+        }
+        put_rows(w, b"cluster", &cluster_rows(&self.meta))?;
+        copy_table(w, &self.tx, schema::KEY_NAME, db)?;
+        copy_table(w, &self.tx, schema::LEASE_NAME, db)?;
+        let (members, removed) = self.members()?;
+        let mut member_rows: Rows = members
+            .iter()
+            .map(|m| {
+                let json =
+                    crate::domains::membership::etcd_json::member_json(m, &m.name, &m.client_urls);
+                (format!("{:x}", m.id).into_bytes(), json.into_bytes())
+            })
+            .collect();
+        member_rows.sort();
+        let mut removed_rows: Rows = removed
+            .iter()
+            .map(|id| (format!("{id:x}").into_bytes(), b"removed".to_vec()))
+            .collect();
+        removed_rows.sort();
+        put_rows(w, b"members", &member_rows)?;
+        put_rows(w, b"members_removed", &removed_rows)?;
+        put_rows(w, b"meta", &etcd_meta(&self.meta)?)
+    }
+}
+
+/// A little-endian meta number.
+fn le(b: &[u8]) -> Result<u64, EtcdFileError> {
+    let a: [u8; 8] = b.try_into().map_err(|_| EtcdFileError::MetaNumber)?;
+    Ok(u64::from_le_bytes(a))
 }
 
 fn put_rows<W: Write>(
@@ -167,48 +265,6 @@ fn alarms(meta: &[(String, Vec<u8>)]) -> Result<Rows, EtcdFileError> {
     Ok(rows)
 }
 
-/// The members (as etcd's JSON, with the attributes they published) and the removed
-/// ids, keyed by unpadded hex id and sorted as bytes.
-fn members(
-    tx: &ReadTransaction,
-    meta: &[(String, Vec<u8>)],
-    db: impl Fn(redb::Error) -> EtcdFileError,
-) -> Result<(Rows, Rows), EtcdFileError> {
-    let mut attributes = crate::domains::membership::attributes_by_id(meta);
-    let mut members = Vec::new();
-    let table = tx.open_table(schema::MEMBERS).map_err(|e| db(e.into()))?;
-    for row in table.iter().map_err(|e| db(e.into()))? {
-        let (_, v) = row.map_err(|e| db(e.into()))?;
-        let m = MemberInfo::decode(v.value()).map_err(EtcdFileError::Member)?;
-        let json = member_json(&m, attributes.remove(&m.id));
-        members.push((format!("{:x}", m.id).into_bytes(), json));
-    }
-    members.sort();
-    let mut removed = Vec::new();
-    let table = tx
-        .open_table(schema::MEMBERS_REMOVED)
-        .map_err(|e| db(e.into()))?;
-    for row in table.iter().map_err(|e| db(e.into()))? {
-        let (k, _) = row.map_err(|e| db(e.into()))?;
-        let id = crate::domains::membership::table::id_of(k.value())
-            .map_err(EtcdFileError::RemovedId)?;
-        removed.push((format!("{id:x}").into_bytes(), b"removed".to_vec()));
-    }
-    removed.sort();
-    Ok((members, removed))
-}
-
-/// etcd's `membership.Member` JSON, fields in Go's order: id, peerURLs, isLearner when
-/// true, name and clientURLs when not empty.
-fn member_json(m: &MemberInfo, attrs: Option<MemberAttributes>) -> Vec<u8> {
-    let (name, client_urls) = match attrs {
-        Some(a) => (a.name, a.client_urls),
-        None => (m.name.clone(), m.client_urls.clone()),
-    };
-    crate::domains::membership::etcd_json::member_json(m, &name, &client_urls).into_bytes()
-}
-
-/// oxcd's meta rows as etcd's `meta` bucket (sorted).
 /// etcd's `cluster` bucket: the cluster version, and the downgrade once one was enabled.
 fn cluster_rows(meta: &[(String, Vec<u8>)]) -> Rows {
     let mut rows = vec![(
@@ -230,12 +286,9 @@ fn meta_value<'a>(meta: &'a [(String, Vec<u8>)], key: &str) -> Option<&'a [u8]> 
         .map(|(_, v)| v.as_slice())
 }
 
+/// oxcd's meta rows as etcd's `meta` bucket (sorted).
 fn etcd_meta(meta: &[(String, Vec<u8>)]) -> Result<Rows, EtcdFileError> {
     let get = |k: &str| meta_value(meta, k);
-    let le = |b: &[u8]| -> Result<u64, EtcdFileError> {
-        let a: [u8; 8] = b.try_into().map_err(|_| EtcdFileError::MetaNumber)?;
-        Ok(u64::from_le_bytes(a))
-    };
     let mut rows = Vec::new();
     if let Some(cs) = get(schema::META_CONF_STATE) {
         let cs = oxcd_raft::persist::decode_conf_state(cs).map_err(EtcdFileError::ConfState)?;
@@ -295,21 +348,6 @@ mod tests {
         assert_eq!(
             String::from_utf8(conf_state_json(&cs)).expect("utf8"),
             r#"{"voters":[13668033151171901709],"auto_leave":false}"#
-        );
-    }
-
-    #[test]
-    fn member_json_is_etcds() {
-        let m = MemberInfo {
-            id: 13668033151171901709,
-            name: "s1".into(),
-            peer_urls: vec!["http://127.0.0.1:23801".into()],
-            client_urls: vec![],
-            is_learner: false,
-        };
-        assert_eq!(
-            String::from_utf8(member_json(&m, None)).expect("utf8"),
-            r#"{"id":13668033151171901709,"peerURLs":["http://127.0.0.1:23801"],"name":"s1"}"#
         );
     }
 }

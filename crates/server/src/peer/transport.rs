@@ -105,6 +105,8 @@ pub struct PeerTransport {
     membership: Option<PeerUrls>,
     store: Arc<Store>,
     snapshots_in_flight: Arc<Mutex<HashSet<u64>>>,
+    /// The peers found to speak etcd's protocol (snapshots go to them its way).
+    etcd_peers: Arc<Mutex<HashSet<u64>>>,
     raft: Arc<OnceLock<RaftHandle>>,
     faults: Option<PeerFaults>,
     dialer: PeerDialer,
@@ -138,6 +140,7 @@ impl PeerTransport {
             membership,
             store,
             snapshots_in_flight: Arc::default(),
+            etcd_peers: Arc::default(),
             raft,
             faults,
             dialer,
@@ -162,18 +165,15 @@ impl PeerTransport {
         };
         let raft = self.raft.clone();
         let reports = self.reports.clone();
+        let etcd_peers = self.etcd_peers.clone();
         self.runtime.spawn(async move {
             // A peer that turns out to speak etcd's protocol gets an etcd link.
             if let Some(queue) =
                 peer_loop(link.clone(), id, rx, raft.clone(), reports.clone()).await
             {
+                lock(&etcd_peers).insert(id);
                 let etcd = super::etcd::link::EtcdLink {
-                    me: super::etcd::client::Identity {
-                        member: link.me,
-                        cluster: link.cluster_id,
-                        peer_urls: Vec::new(),
-                        release: link.dialer.release(),
-                    },
+                    me: link.etcd_identity(),
                     peer: id,
                     url: link.url.clone(),
                     dialer: link.dialer.clone(),
@@ -212,6 +212,7 @@ impl PeerTransport {
             .collect();
         for id in gone {
             tracing::info!(peer = %format!("{id:x}"), "peer removed or moved");
+            lock(&self.etcd_peers).remove(&id);
             self.queues.remove(&id);
             self.urls.remove(&id);
             self.reports.health.disconnected(id);
@@ -230,15 +231,10 @@ impl PeerTransport {
         let Some(url) = self.urls.get(&to).cloned() else {
             return;
         };
-        {
-            let mut busy = self
-                .snapshots_in_flight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if !busy.insert(to) {
-                return;
-            }
+        if !lock(&self.snapshots_in_flight).insert(to) {
+            return;
         }
+        let to_etcd = lock(&self.etcd_peers).contains(&to);
         let link = Link {
             me: self.me,
             cluster_id: self.cluster_id,
@@ -250,7 +246,22 @@ impl PeerTransport {
         let busy = self.snapshots_in_flight.clone();
         self.runtime.spawn(async move {
             let started = std::time::Instant::now();
-            let res = stream_snapshot(&link, store, m).await;
+            let res = if to_etcd {
+                let backend = store.backend().clone();
+                super::etcd::snapshot_sender::send(
+                    &link.etcd_identity(),
+                    &link.dialer,
+                    &link.url,
+                    backend,
+                    m,
+                    CONNECT_TIMEOUT,
+                )
+                .await
+                .map(|sent| (sent.index, sent.bytes))
+                .map_err(SnapshotSendError::Etcd)
+            } else {
+                stream_snapshot(&link, store, m).await
+            };
             match &res {
                 Ok((index, bytes)) => tracing::info!(
                     peer = %format!("{to:x}"),
@@ -263,7 +274,7 @@ impl PeerTransport {
                     tracing::warn!(peer = %format!("{to:x}"), "sending a snapshot failed: {e}")
                 }
             }
-            busy.lock().unwrap_or_else(|p| p.into_inner()).remove(&to);
+            lock(&busy).remove(&to);
             if let Some(r) = raft.get() {
                 r.report_snapshot(to, res.is_ok());
             }
@@ -449,6 +460,16 @@ pub(crate) struct Link {
 }
 
 impl Link {
+    /// Who this member is to an etcd peer.
+    pub(crate) fn etcd_identity(&self) -> super::etcd::client::Identity {
+        super::etcd::client::Identity {
+            member: self.me,
+            cluster: self.cluster_id,
+            peer_urls: Vec::new(),
+            release: self.dialer.release(),
+        }
+    }
+
     /// A channel to the peer.
     pub(crate) async fn connect(&self) -> Result<Channel, DialError> {
         self.dialer.connect(&self.url, CONNECT_TIMEOUT).await
@@ -506,6 +527,14 @@ pub enum SnapshotSendError {
     /// The dump's thread went away without a result.
     #[error("the snapshot dump stopped")]
     DumpStopped,
+    /// An etcd peer's snapshot was not sent.
+    #[error(transparent)]
+    Etcd(super::etcd::snapshot_sender::EtcdSnapshotError),
+}
+
+/// The set behind `m`, even if a thread panicked holding it (a set of ids stays whole).
+fn lock(m: &Mutex<HashSet<u64>>) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Dumps the backend and streams it with `m` to the peer. The snapshot's position is
@@ -581,7 +610,7 @@ const DUMP_NICE: i32 = 10;
 
 /// Lowers the calling thread's scheduling priority to [`DUMP_NICE`] (Linux: a nice
 /// value is per thread). Lowering needs no privilege; a failure only leaves it as is.
-fn yield_to_requests() {
+pub(crate) fn yield_to_requests() {
     let tid = rustix::thread::gettid();
     if let Err(e) = rustix::process::setpriority_process(Some(tid), DUMP_NICE) {
         tracing::debug!("cannot lower the snapshot dump's priority: {e}");

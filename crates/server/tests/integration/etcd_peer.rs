@@ -509,9 +509,7 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
 
     // Leading: etcd hands leadership over; writes through either member are applied
     // alike by both.
-    c.move_leader(learner_id)
-        .await
-        .expect("etcd moves leadership to the oxcd member");
+    hand_leadership(&c, learner_id).await;
     let status = ours.status().await.expect("status of the oxcd member");
     assert_eq!(status.leader(), learner_id, "the oxcd member leads");
     for i in 0..5 {
@@ -892,6 +890,26 @@ async fn add_learner(client: &Client, url: &str) -> u64 {
     }
 }
 
+/// Moves leadership to member `to` through `client`, asked again until `to` leads. A
+/// member promoted a moment ago may not have applied its promotion when the leader's
+/// MsgTimeoutNow arrives, and ignores it as a learner would (etcd's raft and raft-rs
+/// alike); etcd's MoveLeader then waits for its client's deadline.
+async fn hand_leadership(client: &Client, to: u64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let mut c = client.clone();
+        let moved = tokio::time::timeout(Duration::from_secs(3), c.move_leader(to)).await;
+        let leads = c.status().await.is_ok_and(|s| s.leader() == to);
+        if leads {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "leadership not moved to {to:x}: {moved:?}"
+        );
+    }
+}
+
 /// A lease of `ttl` seconds granted through `granter`, with `key` put on it through
 /// `writer`: its id.
 async fn leased(granter: &Client, writer: &Client, ttl: i64, key: &str) -> i64 {
@@ -944,4 +962,116 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     false
+}
+
+/// An etcd member joining a cluster an oxcd member leads, after the oxcd leader
+/// compacted its log, gets the oxcd leader's snapshot (`POST /raft/snapshot`: the
+/// MsgSnap with etcd's v2 store as its data, then the bbolt database at the index it
+/// names; etcd 3.5.16 `rafthttp/snapshot_sender.go`, `etcdserver/server.go`
+/// `applySnapshot`), installs it and follows the log: the same keys, members and HashKV.
+#[tokio::test]
+async fn an_etcd_learner_installs_an_oxcd_leaders_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd_peer = free_port();
+    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &[]);
+    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
+    let mut c = Client::connect([format!("http://{}", etcd.endpoint)], None)
+        .await
+        .expect("connect");
+    c.put("before", "oxcd", None).await.expect("put");
+    let oxcd_peer_url = format!("http://127.0.0.1:{}", free_port());
+    let oxcd_id = add_learner(&c, &oxcd_peer_url).await;
+    // A raft snapshot every 20 entries, keeping 5 below it.
+    let oxcd = InProc::start(dir.path().join("oxcd"), |s| {
+        joining(s, &etcd_peer_url, &oxcd_peer_url);
+        s.snapshot_count = 20;
+        s.snapshot_catchup_entries = 5;
+    })
+    .await;
+    let mut ours = oxcd.client().await;
+    assert!(serves(&ours, "before").await, "the learner caught up");
+    c.member_promote(oxcd_id).await.expect("promote");
+    hand_leadership(&c, oxcd_id).await;
+    let lease = ours.lease_grant(600, None).await.expect("lease grant").id();
+    for i in 0..60 {
+        let opts = (i % 10 == 0).then(|| etcd_client::PutOptions::new().with_lease(lease));
+        ours.put(format!("k{i:02}"), format!("v{i}"), opts)
+            .await
+            .expect("put through the oxcd leader");
+    }
+    ours.delete("k01", None).await.expect("delete");
+    ours.compact(10, None).await.expect("compact");
+    ours.user_add("root", "pw", None).await.expect("user add");
+
+    // etcd2 joins as a learner: the oxcd leader's log starts above its index, a snapshot.
+    let etcd2_peer = free_port();
+    let etcd2_peer_url = format!("http://127.0.0.1:{etcd2_peer}");
+    let etcd2_id = add_learner(&ours, &etcd2_peer_url).await;
+    let started = std::time::Instant::now();
+    let cluster = format!("default={etcd_peer_url},oxcd1={oxcd_peer_url},etcd2={etcd2_peer_url}");
+    let etcd2_dir = dir.path().join("etcd2");
+    let etcd2 = crate::common::etcd::join_etcd(&etcd2_dir, "etcd2", etcd2_peer, &cluster, &[]);
+    let c2 = Client::connect([format!("http://{}", etcd2.endpoint)], None)
+        .await
+        .expect("connect to etcd2");
+    ours.put("after", "joined", None).await.expect("put");
+    assert!(serves(&c2, "after").await, "the etcd learner caught up");
+    eprintln!("the etcd learner served after {:?}", started.elapsed());
+    let rev = revision_at(&mut ours, "after").await;
+    let all = etcd_client::GetOptions::new()
+        .with_prefix()
+        .with_serializable();
+    let kvs = |r: etcd_client::GetResponse| {
+        r.kvs()
+            .iter()
+            .map(|kv| (kv.key().to_vec(), kv.mod_revision(), kv.lease()))
+            .collect::<Vec<_>>()
+    };
+    let theirs = kvs(c2
+        .clone()
+        .get("", Some(all.clone()))
+        .await
+        .expect("get on etcd2"));
+    let ours_kvs = kvs(ours.get("", Some(all)).await.expect("get on oxcd"));
+    assert_eq!(theirs, ours_kvs, "etcd2 holds the oxcd leader's keys");
+    let hashes = [
+        peer_hash_kv(&etcd_peer_url, rev).await,
+        peer_hash_kv(&oxcd_peer_url, rev).await,
+        peer_hash_kv(&etcd2_peer_url, rev).await,
+    ];
+    eprintln!("/members/hashkv at {rev}: {hashes:?}");
+    assert!(hashes.iter().all(|h| h == &hashes[0]), "HashKV equal");
+    let mut views = Vec::new();
+    for url in [&etcd_peer_url, &oxcd_peer_url, &etcd2_peer_url] {
+        let answer = client::get(&PeerDialer::default(), url, "/members", WAIT)
+            .await
+            .expect("GET /members");
+        views
+            .push(oxcd_server::peer::etcd::members::parse_list(&answer.body).expect("etcd's JSON"));
+    }
+    assert_eq!(
+        views[0], views[2],
+        "etcd2 restored the members from the v2 store"
+    );
+    assert_eq!(views[1], views[2]);
+    // It came by snapshot: etcd2 says it received one from the oxcd leader.
+    let metrics = crate::common::scrape(&format!("http://{}", etcd2.endpoint)).await;
+    for line in metrics
+        .lines()
+        .filter(|l| l.starts_with("etcd_network_snapshot_receive"))
+    {
+        eprintln!("etcd2: {line}");
+    }
+    let received = format!("etcd_network_snapshot_receive_success{{From=\"{oxcd_id:x}\"}} 1");
+    assert!(metrics.contains(&received), "{received}");
+    // Promoted, it votes and leads: the oxcd member follows it.
+    ours.member_promote(etcd2_id).await.expect("promote etcd2");
+    hand_leadership(&ours, etcd2_id).await;
+    ours.put("led-by-etcd2", "v", None)
+        .await
+        .expect("put through oxcd");
+    assert!(serves(&c2, "led-by-etcd2").await);
+    oxcd.stop().await;
+    drop(etcd2);
+    drop(etcd);
 }

@@ -83,17 +83,35 @@ fn push_attributes(out: &mut String, name: &str, client_urls: &[String]) {
 /// `m` as etcd writes a member, with `name` and `client_urls` as its attributes.
 pub fn member_json(m: &MemberInfo, name: &str, client_urls: &[String]) -> String {
     let mut out = format!("{{\"id\":{}", m.id);
+    push_raft_attributes(&mut out, m);
+    push_attributes(&mut out, name, client_urls);
+    out.push('}');
+    out
+}
+
+/// `m`'s raft attributes as etcd writes them alone (its v2 store's `raftAttributes`):
+/// `{"peerURLs":[..],"isLearner":true}`.
+pub fn raft_attributes_json(m: &MemberInfo) -> String {
+    let mut out = String::from("{");
+    push_raft_attributes(&mut out, m);
+    out.push('}');
+    out
+}
+
+/// The raft attributes' fields (`"peerURLs":[..]`, `"isLearner":true` when a learner),
+/// after `out`'s text, comma-separated from what is there.
+fn push_raft_attributes(out: &mut String, m: &MemberInfo) {
+    if !out.ends_with('{') {
+        out.push(',');
+    }
     if m.peer_urls.is_empty() {
-        out.push_str(",\"peerURLs\":null");
+        out.push_str("\"peerURLs\":null");
     } else {
-        out.push_str(&format!(",\"peerURLs\":{}", strings(&m.peer_urls)));
+        out.push_str(&format!("\"peerURLs\":{}", strings(&m.peer_urls)));
     }
     if m.is_learner {
         out.push_str(",\"isLearner\":true");
     }
-    push_attributes(&mut out, name, client_urls);
-    out.push('}');
-    out
 }
 
 /// Attributes as etcd writes them.

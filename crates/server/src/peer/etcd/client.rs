@@ -180,11 +180,16 @@ pub struct Answer {
 
 /// A new HTTP/1.1 connection to the peer at `url`, made within `timeout`, and the host
 /// its requests name.
-async fn connect(
+async fn connect<B>(
     dialer: &PeerDialer,
     url: &str,
     timeout: Duration,
-) -> Result<(SendRequest<Full<Bytes>>, Option<HeaderValue>), PeerHttpError> {
+) -> Result<(SendRequest<B>, Option<HeaderValue>), PeerHttpError>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let (conn, uri) = dialer.connection(url, timeout).await?;
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(conn)).await?;
     tokio::spawn(async move {
@@ -335,6 +340,45 @@ pub async fn request(
         .body(Full::new(body))?;
     let answer = send(dialer, url, req, timeout).await?;
     read_all(url, answer, timeout).await
+}
+
+/// A body whose chunks come from a channel (a snapshot's database as it is written).
+pub type ChannelBody = http_body_util::StreamBody<
+    tokio_stream::wrappers::ReceiverStream<Result<hyper::body::Frame<Bytes>, std::io::Error>>,
+>;
+
+/// Posts a snapshot to the peer at `url` (etcd's snapshot sender: `POST /raft/snapshot`
+/// on a connection of its own, the body chunked): `body` carries the MsgSnap,
+/// length-prefixed as on a message stream, then the database. Ok once the peer answered
+/// 204, having saved the database and handed the message to raft. The connection must
+/// be made within `dial_timeout`; the transfer takes as long as the database needs,
+/// up to `timeout`.
+pub async fn post_snapshot(
+    dialer: &PeerDialer,
+    url: &str,
+    me: &Identity,
+    body: ChannelBody,
+    dial_timeout: Duration,
+    timeout: Duration,
+) -> Result<(), PeerHttpError> {
+    let (mut sender, host) = connect::<ChannelBody>(dialer, url, dial_timeout).await?;
+    let mut req = Request::builder()
+        .method(Method::POST)
+        .uri("/raft/snapshot")
+        .header(http::header::CONTENT_TYPE, "application/octet-stream")
+        .body(body)?;
+    me.stamp(req.headers_mut());
+    if let Some(host) = host {
+        req.headers_mut().insert(http::header::HOST, host);
+    }
+    let answer = tokio::time::timeout(timeout, sender.send_request(req))
+        .await
+        .map_err(|_| PeerHttpError::TimedOut(url.to_string()))??;
+    let answer = read_all(url, answer, dial_timeout).await?;
+    if answer.status == StatusCode::NO_CONTENT {
+        return Ok(());
+    }
+    Err(refused(answer))
 }
 
 /// Dials the stream of `kind` that the peer `to` at `url` sends this member; the

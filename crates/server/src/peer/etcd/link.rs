@@ -10,7 +10,8 @@
 //! to another member. A message that cannot be sent reports the peer unreachable to
 //! raft, which probes and resends; a peer that says this member was removed stops it.
 //!
-//! Not yet: snapshots to an etcd peer (a MsgSnapshot to it is reported failed).
+//! Snapshots go their own way (the transport hands them to [`super::snapshot_sender`]);
+//! one that reaches the link is reported failed.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

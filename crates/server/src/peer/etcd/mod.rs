@@ -13,8 +13,10 @@
 //! - [`headers`]: the headers etcd's peer requests and answers carry, and ids as etcd
 //!   writes them;
 //! - [`receive`]: what etcd peers send this member (the pipeline, snapshots);
+//! - [`snapshot_sender`]: snapshots to an etcd peer (`POST /raft/snapshot`);
 //! - [`streams`]: the streams etcd peers dial to receive this member's messages;
-//! - [`v2store`]: the membership in the v2 store an etcd snapshot carries;
+//! - [`v2store`]: the membership in the v2 store an etcd snapshot carries (read and
+//!   written);
 //! - [`routes`]: the read-only endpoints (`/members`, `/raft/probing`,
 //!   `/members/hashkv`).
 //!
@@ -30,6 +32,7 @@ pub mod link;
 pub mod members;
 pub mod receive;
 pub mod routes;
+pub mod snapshot_sender;
 pub mod streams;
 pub mod v2store;
 

@@ -5,9 +5,16 @@
 //! with (3.5 does not update a member row that exists), so the published names and
 //! client URLs are only current here.
 //!
-//! Read: `/0/members/<hex id>/raftAttributes` (`{"peerURLs":[..],"isLearner":..}`),
-//! `/0/members/<hex id>/attributes` (`{"name":..,"clientURLs":[..]}`),
-//! `/0/removed_members/<hex id>`, `/0/version`.
+//! Read and written: `/0/members/<hex id>/raftAttributes`
+//! (`{"peerURLs":[..],"isLearner":..}`), `/0/members/<hex id>/attributes`
+//! (`{"name":..,"clientURLs":[..]}`), `/0/removed_members/<hex id>`, `/0/version`.
+//!
+//! Written as etcd 3.5's `store.Recovery` reads it back: every node with its `Path`, a
+//! directory with `Children` (an object, even empty: Go tells a directory by a non-nil
+//! map), a key with its `Value` and `Children` null, every `ExpireTime` Go's zero time
+//! (a permanent node), and the keys' directory `/1` empty (etcd 3.5 refuses v2 content).
+//! The fields `store.Recovery` would keep as they are (`WatcherHub`, `Stats`) are left
+//! out, so the receiver keeps its own.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +40,125 @@ impl Node {
     fn children(&self) -> impl Iterator<Item = (&String, &Node)> {
         self.children.iter().flatten()
     }
+}
+
+/// A node of the v2 store as written.
+#[derive(serde::Serialize)]
+struct NodeOut {
+    #[serde(rename = "Path")]
+    path: String,
+    #[serde(rename = "CreatedIndex")]
+    created_index: u64,
+    #[serde(rename = "ModifiedIndex")]
+    modified_index: u64,
+    #[serde(rename = "ExpireTime")]
+    expire_time: &'static str,
+    #[serde(rename = "Value")]
+    value: String,
+    #[serde(rename = "Children")]
+    children: Option<BTreeMap<String, NodeOut>>,
+}
+
+/// Go's zero `time.Time` as its JSON writes it: a node that never expires.
+const NEVER: &str = "0001-01-01T00:00:00Z";
+
+impl NodeOut {
+    fn dir(path: String, children: BTreeMap<String, NodeOut>) -> NodeOut {
+        NodeOut {
+            path,
+            created_index: 0,
+            modified_index: 0,
+            expire_time: NEVER,
+            value: String::new(),
+            children: Some(children),
+        }
+    }
+
+    fn key(path: String, value: String) -> NodeOut {
+        NodeOut {
+            path,
+            created_index: 0,
+            modified_index: 0,
+            expire_time: NEVER,
+            value,
+            children: None,
+        }
+    }
+}
+
+/// The store as written.
+#[derive(serde::Serialize)]
+struct StoreOut {
+    #[serde(rename = "Root")]
+    root: NodeOut,
+    #[serde(rename = "CurrentIndex")]
+    current_index: u64,
+    #[serde(rename = "CurrentVersion")]
+    current_version: u64,
+}
+
+/// The v2 store etcd 3.5 restores `members` (each with the name and client URLs it
+/// published), `removed` and the cluster `version` from. `index` is the store's own
+/// counter (etcd's counts v2 writes; only v2 clients, which 3.5 refuses, see it).
+pub fn write(
+    members: &[MemberInfo],
+    removed: &[u64],
+    version: Option<&str>,
+    index: u64,
+) -> Vec<u8> {
+    use crate::domains::membership::etcd_json::{attributes_json, raft_attributes_json};
+    let mut member_nodes = BTreeMap::new();
+    for m in members {
+        let dir = format!("/0/members/{:x}", m.id);
+        let mut fields = BTreeMap::new();
+        fields.insert(
+            "raftAttributes".to_string(),
+            NodeOut::key(format!("{dir}/raftAttributes"), raft_attributes_json(m)),
+        );
+        if !m.name.is_empty() || !m.client_urls.is_empty() {
+            fields.insert(
+                "attributes".to_string(),
+                NodeOut::key(
+                    format!("{dir}/attributes"),
+                    attributes_json(&m.name, &m.client_urls),
+                ),
+            );
+        }
+        member_nodes.insert(format!("{:x}", m.id), NodeOut::dir(dir, fields));
+    }
+    let removed_nodes = removed
+        .iter()
+        .map(|id| {
+            let hex = format!("{id:x}");
+            let node = NodeOut::key(format!("/0/removed_members/{hex}"), "removed".into());
+            (hex, node)
+        })
+        .collect();
+    let mut zero = BTreeMap::new();
+    zero.insert(
+        "members".to_string(),
+        NodeOut::dir("/0/members".into(), member_nodes),
+    );
+    zero.insert(
+        "removed_members".to_string(),
+        NodeOut::dir("/0/removed_members".into(), removed_nodes),
+    );
+    if let Some(v) = version {
+        zero.insert(
+            "version".to_string(),
+            NodeOut::key("/0/version".into(), v.into()),
+        );
+    }
+    let mut root = BTreeMap::new();
+    root.insert("0".to_string(), NodeOut::dir("/0".into(), zero));
+    root.insert("1".to_string(), NodeOut::dir("/1".into(), BTreeMap::new()));
+    let store = StoreOut {
+        root: NodeOut::dir("/".into(), root),
+        current_index: index,
+        current_version: 2,
+    };
+    // Plain structs of strings and numbers: serialising cannot fail.
+    serde_json::to_vec(&store).unwrap_or_default()
 }
 
 /// The store.
@@ -129,6 +255,37 @@ pub fn read(data: &[u8]) -> Result<V2Cluster, V2StoreError> {
 
 #[cfg(test)]
 mod tests {
+    use oxcd_api::oxcdpb::MemberInfo;
+
+    #[test]
+    fn what_is_written_reads_back() {
+        let members = [
+            MemberInfo {
+                id: 0xa,
+                name: "n1".into(),
+                peer_urls: vec!["http://h:1".into()],
+                client_urls: vec!["http://h:2".into()],
+                is_learner: false,
+            },
+            MemberInfo {
+                id: 0xb,
+                name: String::new(),
+                peer_urls: vec!["http://h:3".into()],
+                client_urls: Vec::new(),
+                is_learner: true,
+            },
+        ];
+        let data = super::write(&members, &[0xc], Some("3.5.0"), 7);
+        let text = String::from_utf8(data.clone()).expect("utf8");
+        assert!(text.contains(r#""Path":"/1","CreatedIndex":0,"ModifiedIndex":0,"ExpireTime":"0001-01-01T00:00:00Z","Value":"","Children":{}"#), "{text}");
+        let c = super::read(&data).expect("reads");
+        assert_eq!(c.membership.members.len(), 2);
+        assert_eq!(c.membership.members[&0xa], members[0]);
+        assert_eq!(c.membership.members[&0xb], members[1]);
+        assert!(c.membership.removed.contains(&0xc));
+        assert_eq!(c.version.as_deref(), Some("3.5.0"));
+    }
+
     #[test]
     fn reads_the_members_their_attributes_the_removed_and_the_version() {
         // The shape of etcd 3.5's `v2store.Save()` (paths, values; other fields left out).

@@ -48,6 +48,36 @@ pub fn start_etcd_with_peer(dir: &Path, peer: u16, flags: &[String]) -> Etcd {
     start_etcd_from((cmd, client, c), "http", flags, &[])
 }
 
+/// An etcd member `name` joining a running cluster (`--initial-cluster-state existing`,
+/// `initial_cluster` as etcd's flag takes it) with its peer URL on port `peer` and
+/// `flags`; its log is appended to [`log_of`] `dir`. Not waited for: a learner answers
+/// no health check (it serves no linearizable read).
+pub fn join_etcd(
+    dir: &Path,
+    name: &str,
+    peer: u16,
+    initial_cluster: &str,
+    flags: &[String],
+) -> Etcd {
+    let (mut cmd, _, c) = command_with_peer(dir, "http", peer);
+    if let Ok(log) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_of(dir))
+    {
+        cmd.stderr(log);
+    }
+    cmd.args(["--name", name])
+        .args(["--initial-cluster", initial_cluster])
+        .args(["--initial-cluster-state", "existing"])
+        .args(flags);
+    let child = cmd.stdout(Stdio::null()).spawn().expect("start etcd");
+    Etcd {
+        child,
+        endpoint: format!("127.0.0.1:{c}"),
+    }
+}
+
 /// Where [`start_etcd_with_peer`] logs the etcd of data dir `dir`.
 pub fn log_of(dir: &Path) -> std::path::PathBuf {
     dir.with_extension("log")
