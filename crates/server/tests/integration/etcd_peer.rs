@@ -759,7 +759,7 @@ fn joining(s: &mut oxcd_config::settings::Settings, etcd_peer_url: &str, oxcd_pe
 }
 
 /// The body of etcd's `/members/hashkv` answer at `url` for revision `rev`.
-async fn peer_hash_kv(url: &str, rev: i64) -> String {
+pub(crate) async fn peer_hash_kv(url: &str, rev: i64) -> String {
     let answer = client::request(
         &PeerDialer::default(),
         url,
@@ -867,7 +867,7 @@ async fn an_oxcd_learner_installs_etcds_snapshot() {
 /// Adds a learner at `url` through `client`: its id. Asked again while the strict
 /// reconfiguration check finds a voter connected for less than 5 s (etcd's rule, and
 /// oxcd's): the oxcd member restarts moments before in the test that uses this.
-async fn add_learner(client: &Client, url: &str) -> u64 {
+pub(crate) async fn add_learner(client: &Client, url: &str) -> u64 {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let added = client
@@ -894,7 +894,7 @@ async fn add_learner(client: &Client, url: &str) -> u64 {
 /// member promoted a moment ago may not have applied its promotion when the leader's
 /// MsgTimeoutNow arrives, and ignores it as a learner would (etcd's raft and raft-rs
 /// alike); etcd's MoveLeader then waits for its client's deadline.
-async fn hand_leadership(client: &Client, to: u64) {
+pub(crate) async fn hand_leadership(client: &Client, to: u64) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let mut c = client.clone();
@@ -932,7 +932,7 @@ async fn leased(granter: &Client, writer: &Client, ttl: i64, key: &str) -> i64 {
 }
 
 /// Whether the member of `client` serves `key` (a serializable read) within [`WAIT`].
-async fn serves(client: &Client, key: &'static str) -> bool {
+pub(crate) async fn serves(client: &Client, key: &'static str) -> bool {
     eventually(|| {
         let mut client = client.clone();
         async move {
@@ -949,7 +949,7 @@ async fn serves(client: &Client, key: &'static str) -> bool {
 }
 
 /// Whether `check` holds within [`WAIT`], asked every 50 ms.
-async fn eventually<F, Fut>(check: F) -> bool
+pub(crate) async fn eventually<F, Fut>(check: F) -> bool
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = bool>,

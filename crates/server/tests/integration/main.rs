@@ -20,6 +20,7 @@ mod crash;
 mod defrag;
 mod discovery_v3;
 mod etcd_backup_format;
+mod etcd_migration;
 mod etcd_peer;
 mod etcdctl_compat;
 mod faults;

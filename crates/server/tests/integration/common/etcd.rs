@@ -59,6 +59,20 @@ pub fn join_etcd(
     initial_cluster: &str,
     flags: &[String],
 ) -> Etcd {
+    start_etcd_member(dir, name, peer, initial_cluster, "existing", flags)
+}
+
+/// An etcd member `name` of the cluster `initial_cluster` in `state` (`new` or
+/// `existing`), its peer URL on port `peer`, with `flags`; its log is appended to
+/// [`log_of`] `dir`. Not waited for (the members of a new cluster start together).
+pub fn start_etcd_member(
+    dir: &Path,
+    name: &str,
+    peer: u16,
+    initial_cluster: &str,
+    state: &str,
+    flags: &[String],
+) -> Etcd {
     let (mut cmd, _, c) = command_with_peer(dir, "http", peer);
     if let Ok(log) = std::fs::OpenOptions::new()
         .create(true)
@@ -67,9 +81,10 @@ pub fn join_etcd(
     {
         cmd.stderr(log);
     }
+    // etcd's flags: the last of a repeated flag wins.
     cmd.args(["--name", name])
         .args(["--initial-cluster", initial_cluster])
-        .args(["--initial-cluster-state", "existing"])
+        .args(["--initial-cluster-state", state])
         .args(flags);
     let child = cmd.stdout(Stdio::null()).spawn().expect("start etcd");
     Etcd {

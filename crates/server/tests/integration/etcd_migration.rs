@@ -1,0 +1,634 @@
+//! The rolling replacement of issue 35's point 4, both ways, under load: a 3-member
+//! etcd 3.5.16 cluster becomes a 3-member oxcd cluster one member at a time (add an
+//! oxcd learner, let it catch up, promote it, hand it the leadership, remove an etcd
+//! member), then the oxcd cluster becomes an etcd cluster again the same way. etcd's
+//! own procedure for replacing a member (etcd's docs, "runtime reconfiguration":
+//! `member add --learner`, `member promote`, `member remove`), with etcd's corruption
+//! checks on throughout.
+//!
+//! A writer, a watcher and a lease holder run from the first step to the last, each on
+//! one member at a time and moving to another when theirs goes away. At the end: every
+//! acknowledged write is there at its revision, the watcher saw each write once and in
+//! order (no gap, no duplicate, across every reconnection), the kept-alive lease kept
+//! its TTL and its key, and every member's HashKV is equal.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, GetOptions, PutOptions, WatchOptions};
+use oxcd_config::settings::Settings;
+use tokio::sync::watch;
+
+use crate::common::etcd::{Etcd, join_etcd, log_of, start_etcd_member};
+use crate::common::{InProc, free_port, revision_at};
+use crate::etcd_peer::{add_learner, eventually, peer_hash_kv};
+
+/// How long a client request may take before the worker moves to another member.
+const REQUEST: Duration = Duration::from_secs(3);
+/// The lease holder's TTL.
+const LEASE_TTL: i64 = 6;
+/// etcd's corruption checks, at start and every 2 s from the leader.
+const CHECKS: [&str; 2] = [
+    "--experimental-initial-corrupt-check=true",
+    "--experimental-corrupt-check-time=2s",
+];
+
+/// A member of the cluster under test: an etcd process or an in-process oxcd.
+enum Process {
+    Etcd(Etcd),
+    Oxcd(InProc),
+}
+
+struct Member {
+    name: String,
+    id: u64,
+    peer_url: String,
+    client_url: String,
+    process: Process,
+}
+
+/// The members' client URLs the workers pick from, as the steps change them.
+type Endpoints = Arc<Mutex<Vec<String>>>;
+
+fn endpoints_of(members: &[Member]) -> Vec<String> {
+    members.iter().map(|m| m.client_url.clone()).collect()
+}
+
+/// The `--initial-cluster` of `members` and one more.
+fn initial_cluster(members: &[Member], name: &str, peer_url: &str) -> Vec<(String, Vec<String>)> {
+    let mut all: Vec<(String, Vec<String>)> = members
+        .iter()
+        .map(|m| (m.name.clone(), vec![m.peer_url.clone()]))
+        .collect();
+    all.push((name.to_string(), vec![peer_url.to_string()]));
+    all
+}
+
+fn etcd_flag(cluster: &[(String, Vec<String>)]) -> String {
+    cluster
+        .iter()
+        .map(|(n, u)| format!("{n}={}", u[0]))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A client of the member at `url`.
+async fn client_of(url: &str) -> Option<Client> {
+    let opts = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(REQUEST)
+        .with_timeout(REQUEST);
+    Client::connect([url.to_string()], Some(opts)).await.ok()
+}
+
+/// A client of one of `endpoints`, the `turn`-th (round robin), retried until one
+/// connects.
+async fn any_client(endpoints: &Endpoints, turn: &mut usize) -> Client {
+    loop {
+        let url = {
+            let e = endpoints.lock().expect("endpoints");
+            e[*turn % e.len()].clone()
+        };
+        *turn += 1;
+        if let Some(c) = client_of(&url).await {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What the writer saw: acknowledged keys with their revisions, and each write's
+/// latency with the phase it fell in.
+#[derive(Default)]
+struct Written {
+    acked: BTreeMap<String, i64>,
+    latencies: Vec<(String, Duration)>,
+}
+
+/// Puts `load/<n>` one after another (every 10 ms) until `stop`.
+async fn writer(
+    endpoints: Endpoints,
+    phase: watch::Receiver<String>,
+    stop: watch::Receiver<bool>,
+) -> Written {
+    let mut out = Written::default();
+    let mut turn = 0;
+    let mut c = any_client(&endpoints, &mut turn).await;
+    let mut n = 0u64;
+    while !*stop.borrow() {
+        let key = format!("load/{n:06}");
+        n += 1;
+        let started = Instant::now();
+        match c.put(key.as_str(), "v", None).await {
+            Ok(r) => {
+                let rev = r.header().expect("header").revision();
+                out.acked.insert(key, rev);
+                out.latencies
+                    .push((phase.borrow().clone(), started.elapsed()));
+            }
+            Err(_) => c = any_client(&endpoints, &mut turn).await,
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    out
+}
+
+/// Watches `load/` from revision `from` until `stop`, moving to another member when
+/// its stream ends, from the revision after the last it saw: every event's (key,
+/// revision), in the order received.
+async fn watcher(
+    endpoints: Endpoints,
+    from: i64,
+    stop: watch::Receiver<bool>,
+) -> (Vec<(String, i64)>, usize) {
+    let mut seen: Vec<(String, i64)> = Vec::new();
+    let mut turn = 0;
+    let mut reconnects = 0;
+    let mut next = from;
+    while !*stop.borrow() {
+        let mut c = any_client(&endpoints, &mut turn).await;
+        let opts = WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(next)
+            .with_progress_notify();
+        let Ok(mut stream) = c.watch("load/", Some(opts)).await else {
+            continue;
+        };
+        loop {
+            let got = tokio::time::timeout(Duration::from_millis(500), stream.message()).await;
+            match got {
+                Ok(Ok(Some(r))) => {
+                    if r.canceled() {
+                        break;
+                    }
+                    for e in r.events() {
+                        if let Some(kv) = e.kv() {
+                            let key = String::from_utf8_lossy(kv.key()).into_owned();
+                            seen.push((key, kv.mod_revision()));
+                            next = kv.mod_revision() + 1;
+                        }
+                    }
+                }
+                Ok(_) => break,
+                Err(_) if *stop.borrow() => return (seen, reconnects),
+                Err(_) => {}
+            }
+        }
+        reconnects += 1;
+    }
+    (seen, reconnects)
+}
+
+/// Holds a lease of [`LEASE_TTL`] with `lease/held` on it, keeping it alive every
+/// second through whichever member answers, until `stop`: the lease's id and the
+/// keepalives that failed.
+async fn lease_holder(endpoints: Endpoints, stop: watch::Receiver<bool>) -> (i64, usize) {
+    let mut turn = 0;
+    let mut c = any_client(&endpoints, &mut turn).await;
+    let id = c
+        .lease_grant(LEASE_TTL, None)
+        .await
+        .expect("lease grant")
+        .id();
+    c.put("lease/held", "v", Some(PutOptions::new().with_lease(id)))
+        .await
+        .expect("put on the lease");
+    let mut failed = 0;
+    while !*stop.borrow() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let kept = async {
+            let (mut keeper, mut stream) = c.lease_keep_alive(id).await?;
+            keeper.keep_alive().await?;
+            stream.message().await
+        };
+        match tokio::time::timeout(REQUEST, kept).await {
+            Ok(Ok(Some(r))) if r.ttl() > 0 => {}
+            Ok(Ok(Some(r))) => panic!("the lease expired: {r:?}"),
+            _ => {
+                failed += 1;
+                c = any_client(&endpoints, &mut turn).await;
+            }
+        }
+    }
+    (id, failed)
+}
+
+/// Retries `op` on `client` while the cluster answers that it is not ready for a
+/// membership change yet (etcd's strict reconfiguration checks, a learner not caught
+/// up): its answer.
+async fn reconfigure<T, F, Fut>(what: &str, op: F) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match op().await {
+            Ok(t) => return t,
+            Err(e) if Instant::now() < deadline => {
+                let text = e.to_string();
+                let not_yet = [
+                    "unhealthy cluster",
+                    "in sync with leader",
+                    "not enough started members",
+                    "too many learner members",
+                    "leader changed",
+                    "timed out",
+                    "no leader",
+                ];
+                assert!(not_yet.iter().any(|t| text.contains(t)), "{what}: {text}");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
+/// Waits until the member at `url` serves revision `rev` (a serializable read).
+async fn caught_up(url: &str, rev: i64) -> bool {
+    let url = url.to_string();
+    eventually(|| {
+        let url = url.clone();
+        async move {
+            let Some(mut c) = client_of(&url).await else {
+                return false;
+            };
+            c.get("load/", Some(GetOptions::new().with_serializable()))
+                .await
+                .is_ok_and(|r| r.header().is_some_and(|h| h.revision() >= rev))
+        }
+    })
+    .await
+}
+
+/// Whether the member at `peer_url` reports the cluster version `v` (its peer port's
+/// `/version`, `etcdcluster`) within a while.
+async fn cluster_version_becomes(peer_url: &str, v: &str) -> bool {
+    let (url, v) = (peer_url.to_string(), v.to_string());
+    eventually(|| {
+        let (url, v) = (url.clone(), v.clone());
+        async move {
+            let Ok(answer) = oxcd_server::peer::etcd::client::get(
+                &oxcd_server::peer::PeerDialer::default(),
+                &url,
+                "/version",
+                REQUEST,
+            )
+            .await
+            else {
+                return false;
+            };
+            serde_json::from_slice::<serde_json::Value>(&answer.body)
+                .is_ok_and(|j| j["etcdcluster"] == v.as_str())
+        }
+    })
+    .await
+}
+
+/// Settings of an oxcd member `name` joining `cluster` at `peer_url`, acting as etcd
+/// 3.5, with etcd's timing.
+fn oxcd_joining(s: &mut Settings, name: &str, peer_url: &str, cluster: Vec<(String, Vec<String>)>) {
+    s.name = name.into();
+    s.listen_peer_urls = vec![peer_url.to_string()];
+    s.peer_urls = vec![peer_url.to_string()];
+    s.initial_cluster = cluster;
+    s.initial_cluster_existing = true;
+    s.emulated_version = oxcd_go::semver::Version::new(3, 5, 0);
+    s.heartbeat = Duration::from_millis(100);
+    s.election_timeout = Duration::from_millis(1000);
+}
+
+/// Replaces `members[0]` with a new member `name` of the other kind (oxcd for etcd,
+/// etcd for oxcd): learner, caught up, promoted, leading; then the old one removed and
+/// stopped. Returns how long the step took.
+async fn replace_first(
+    members: &mut Vec<Member>,
+    name: &str,
+    oxcd: bool,
+    dir: &std::path::Path,
+    endpoints: &Endpoints,
+) -> Duration {
+    let started = Instant::now();
+    let ctl = client_of(&members[members.len() - 1].client_url)
+        .await
+        .expect("control client");
+    let peer = free_port();
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let id = add_learner(&ctl, &peer_url).await;
+    let cluster = initial_cluster(members, name, &peer_url);
+    let (process, client_url) = if oxcd {
+        let p = InProc::start(dir.join(name), |s| {
+            oxcd_joining(s, name, &peer_url, cluster)
+        })
+        .await;
+        let url = p.endpoint();
+        (Process::Oxcd(p), url)
+    } else {
+        let flags: Vec<String> = CHECKS.iter().map(|f| f.to_string()).collect();
+        let p = join_etcd(&dir.join(name), name, peer, &etcd_flag(&cluster), &flags);
+        let url = format!("http://{}", p.endpoint);
+        (Process::Etcd(p), url)
+    };
+    let rev = revision_at(&mut ctl.clone(), "load/").await;
+    assert!(caught_up(&client_url, rev).await, "{name} caught up");
+    reconfigure(&format!("promote {name}"), || {
+        let mut c = ctl.clone();
+        async move { c.member_promote(id).await }
+    })
+    .await;
+    members.push(Member {
+        name: name.to_string(),
+        id,
+        peer_url,
+        client_url,
+        process,
+    });
+    lead(members, id).await;
+    endpoints
+        .lock()
+        .expect("endpoints")
+        .push(members[members.len() - 1].client_url.clone());
+    let old = members.remove(0);
+    endpoints
+        .lock()
+        .expect("endpoints")
+        .retain(|u| *u != old.client_url);
+    let new_ctl = client_of(&members[members.len() - 1].client_url)
+        .await
+        .expect("control client");
+    reconfigure(&format!("remove {}", old.name), || {
+        let mut c = new_ctl.clone();
+        async move { c.member_remove(old.id).await }
+    })
+    .await;
+    match old.process {
+        Process::Etcd(e) => drop(e),
+        Process::Oxcd(o) => o.stop().await,
+    }
+    started.elapsed()
+}
+
+/// Moves leadership to member `to`, asking the member that leads (etcd's MoveLeader is
+/// the leader's), again until `to` leads (a member promoted a moment ago ignores the
+/// leader's MsgTimeoutNow).
+async fn lead(members: &[Member], to: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut leader = 0;
+        for m in members {
+            if let Some(mut c) = client_of(&m.client_url).await
+                && let Ok(s) = c.status().await
+                && s.leader() != 0
+            {
+                leader = s.leader();
+                break;
+            }
+        }
+        if leader == to {
+            return;
+        }
+        assert!(Instant::now() < deadline, "leadership not moved to {to:x}");
+        if let Some(m) = members.iter().find(|m| m.id == leader)
+            && let Some(mut c) = client_of(&m.client_url).await
+        {
+            let _ = tokio::time::timeout(REQUEST, c.move_leader(to)).await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The HashKV every member answers at `rev` on its peer port, equal.
+async fn hashes_equal(members: &[Member], rev: i64) -> String {
+    let mut hashes = Vec::new();
+    for m in members {
+        assert!(caught_up(&m.client_url, rev).await, "{} at {rev}", m.name);
+        let answer = peer_hash_kv(&m.peer_url, rev).await;
+        // The header is the member's current revision; the hash is of `rev`'s.
+        let v: serde_json::Value = serde_json::from_str(&answer).expect("etcd's JSON");
+        hashes.push(format!(
+            "hash {} compact_revision {}",
+            v["hash"], v["compact_revision"]
+        ));
+    }
+    assert!(
+        hashes.iter().all(|h| *h == hashes[0]),
+        "HashKV at {rev}: {hashes:#?}"
+    );
+    hashes[0].clone()
+}
+
+/// The 50th and 99th percentiles of `d`.
+fn percentiles(mut d: Vec<Duration>) -> (Duration, Duration) {
+    d.sort();
+    if d.is_empty() {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    let at = |q: f64| d[((d.len() as f64 * q) as usize).min(d.len() - 1)];
+    (at(0.5), at(0.99))
+}
+
+#[tokio::test]
+async fn an_etcd_cluster_becomes_an_oxcd_cluster_and_back_under_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Three etcd members, bootstrapped together.
+    let peers: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let cluster: String = peers
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("etcd{i}=http://127.0.0.1:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let flags: Vec<String> = CHECKS.iter().map(|f| f.to_string()).collect();
+    let mut members: Vec<Member> = peers
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            let name = format!("etcd{i}");
+            let e = start_etcd_member(&dir.path().join(&name), &name, p, &cluster, "new", &flags);
+            Member {
+                name,
+                id: 0,
+                peer_url: format!("http://127.0.0.1:{p}"),
+                client_url: format!("http://{}", e.endpoint),
+                process: Process::Etcd(e),
+            }
+        })
+        .collect();
+    let first = members[0].client_url.clone();
+    assert!(
+        eventually(|| {
+            let first = first.clone();
+            async move {
+                match client_of(&first).await {
+                    Some(mut c) => c.put("ready", "v", None).await.is_ok(),
+                    None => false,
+                }
+            }
+        })
+        .await,
+        "the etcd cluster serves"
+    );
+    let mut ctl = client_of(&first).await.expect("client");
+    for m in ctl.member_list().await.expect("member list").members() {
+        if let Some(ours) = members.iter_mut().find(|x| x.name == m.name()) {
+            ours.id = m.id();
+        }
+    }
+    let start_rev = revision_at(&mut ctl, "ready").await;
+
+    let endpoints: Endpoints = Arc::new(Mutex::new(endpoints_of(&members)));
+    let (phase_tx, phase) = watch::channel("all etcd".to_string());
+    let (stop_tx, stop) = watch::channel(false);
+    let writing = tokio::spawn(writer(endpoints.clone(), phase.clone(), stop.clone()));
+    let watching = tokio::spawn(watcher(endpoints.clone(), start_rev + 1, stop.clone()));
+    let holding = tokio::spawn(lease_holder(endpoints.clone(), stop.clone()));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let mut steps = Vec::new();
+    for i in 0..3 {
+        let name = format!("oxcd{i}");
+        phase_tx.send_replace(format!("step {name} in"));
+        let took = replace_first(&mut members, &name, true, dir.path(), &endpoints).await;
+        eprintln!("step {}: {name} replaced etcd{i} in {took:?}", i + 1);
+        steps.push(took);
+    }
+    phase_tx.send_replace("all oxcd".to_string());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rev = revision_at(
+        &mut client_of(&members[0].client_url).await.expect("client"),
+        "load/",
+    )
+    .await;
+    let hash = hashes_equal(&members, rev).await;
+    eprintln!("all oxcd: HashKV at {rev} equal on 3 members: {hash}");
+    // The oxcd members act as etcd 3.5 (`--emulated-version=3.5`): with no etcd member
+    // left the cluster stays at 3.5, so etcd 3.5 members can join again. (Without the
+    // flag the cluster version rises to 3.6 as in a rolling upgrade to etcd 3.6, and
+    // etcd 3.5 joins no 3.6 cluster, downgrading or not: its `allowedVersionRange`.)
+    for m in &members {
+        assert!(
+            cluster_version_becomes(&m.peer_url, "3.5.0").await,
+            "{} at 3.5",
+            m.name
+        );
+    }
+
+    for i in 0..3 {
+        let name = format!("etcd-back{i}");
+        phase_tx.send_replace(format!("step {name} in"));
+        let took = replace_first(&mut members, &name, false, dir.path(), &endpoints).await;
+        eprintln!("step {}: {name} replaced oxcd{i} in {took:?}", i + 4);
+        steps.push(took);
+    }
+    phase_tx.send_replace("all etcd again".to_string());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop_tx.send_replace(true);
+    let written = writing.await.expect("writer");
+    let (seen, reconnects) = watching.await.expect("watcher");
+    let (lease, keepalive_failures) = holding.await.expect("lease holder");
+
+    // Every acknowledged write is there, at its revision.
+    let mut c = client_of(&members[0].client_url).await.expect("client");
+    let all = c
+        .get("load/", Some(GetOptions::new().with_prefix()))
+        .await
+        .expect("get");
+    let stored: BTreeMap<String, i64> = all
+        .kvs()
+        .iter()
+        .map(|kv| {
+            (
+                String::from_utf8_lossy(kv.key()).into_owned(),
+                kv.mod_revision(),
+            )
+        })
+        .collect();
+    let lost: Vec<_> = written
+        .acked
+        .iter()
+        .filter(|(k, r)| stored.get(*k) != Some(r))
+        .collect();
+    eprintln!(
+        "writes acknowledged {}, stored {}, lost {}",
+        written.acked.len(),
+        stored.len(),
+        lost.len()
+    );
+    assert!(lost.is_empty(), "lost: {lost:?}");
+    // The watcher saw every stored write once, in revision order.
+    let revisions: Vec<i64> = seen.iter().map(|(_, r)| *r).collect();
+    assert!(
+        revisions.windows(2).all(|w| w[0] < w[1]),
+        "watch events out of order or repeated"
+    );
+    let watched: BTreeMap<String, i64> = seen.into_iter().collect();
+    let end_rev = all.header().expect("header").revision();
+    let expected: BTreeMap<String, i64> =
+        stored.into_iter().filter(|(_, r)| *r <= end_rev).collect();
+    let missing = expected
+        .iter()
+        .filter(|(k, r)| watched.get(*k) != Some(r))
+        .count();
+    eprintln!(
+        "watch: {} events over {reconnects} reconnections, {missing} missing",
+        watched.len()
+    );
+    assert_eq!(missing, 0, "the watcher saw every write");
+    assert_eq!(watched.len(), expected.len(), "and nothing else");
+    // The lease kept its TTL and its key.
+    let ttl = c
+        .lease_time_to_live(
+            lease,
+            Some(etcd_client::LeaseTimeToLiveOptions::new().with_keys()),
+        )
+        .await
+        .expect("time-to-live");
+    eprintln!(
+        "lease: granted {} s, {} s left, {keepalive_failures} keepalives retried",
+        ttl.granted_ttl(),
+        ttl.ttl()
+    );
+    assert_eq!(ttl.granted_ttl(), LEASE_TTL);
+    assert!(ttl.ttl() > 0);
+    assert_eq!(ttl.keys(), [b"lease/held".to_vec()]);
+    // Every member's HashKV is equal.
+    let hash = hashes_equal(&members, end_rev).await;
+    eprintln!("all etcd again: HashKV at {end_rev} equal on 3 members: {hash}");
+    // etcd's corruption checks never found the oxcd members' data different.
+    for name in [
+        "etcd0",
+        "etcd1",
+        "etcd2",
+        "etcd-back0",
+        "etcd-back1",
+        "etcd-back2",
+    ] {
+        let text = std::fs::read_to_string(log_of(&dir.path().join(name))).unwrap_or_default();
+        for bad in [
+            "found hash mismatch",
+            "then hashes must match",
+            "found different hash values",
+            "found different compact revision",
+        ] {
+            assert!(!text.contains(bad), "{name} logged {bad:?}");
+        }
+    }
+    // Write latency by phase (debug builds in one process: for the record, not a bound).
+    let mut by_phase: BTreeMap<String, Vec<Duration>> = BTreeMap::new();
+    for (p, d) in written.latencies {
+        by_phase.entry(p).or_default().push(d);
+    }
+    for (p, d) in by_phase {
+        let n = d.len();
+        let (p50, p99) = percentiles(d);
+        eprintln!("writes during {p:<22} n={n:<5} p50 {p50:?} p99 {p99:?}");
+    }
+    eprintln!("steps took {steps:?}");
+    for m in members {
+        match m.process {
+            Process::Etcd(e) => drop(e),
+            Process::Oxcd(o) => o.stop().await,
+        }
+    }
+}
