@@ -135,7 +135,8 @@ fn list(unanswered: &[Unanswered]) -> String {
     list.join("; ")
 }
 
-/// A peer's answer: its cluster and members, and whether it spoke etcd's protocol.
+/// A peer's answer: its cluster and members, and whether the cluster's log is in etcd's
+/// vocabulary (the peer spoke etcd's protocol, or an oxcd member said so).
 struct Answer {
     members: PeerMembersResponse,
     etcd: bool,
@@ -158,8 +159,8 @@ async fn ask(dialer: &PeerDialer, url: &str) -> Result<Answer, AskError> {
         .and_then(|r| r);
     match oxcd {
         Ok(members) => Ok(Answer {
+            etcd: members.etcd_vocabulary,
             members,
-            etcd: false,
         }),
         Err(AskError::Refused(status)) if status.code() == tonic::Code::Unimplemented => {
             ask_etcd(dialer, url).await.map(|members| Answer {
@@ -199,6 +200,7 @@ async fn ask_etcd(dialer: &PeerDialer, url: &str) -> Result<PeerMembersResponse,
         cluster_id,
         members,
         published,
+        etcd_vocabulary: true,
     })
 }
 

@@ -25,6 +25,7 @@ use super::{CLUSTER_ID_KEY, FROM_KEY, Refusal, compat};
 use crate::domains::lease::renewals::Renewals;
 use crate::domains::membership::MembershipHandles;
 use crate::domains::version::release::Release;
+use crate::machine::vocabulary::Vocabulary;
 use crate::peer::traffic::PeerTraffic;
 
 /// The Peer service of one member.
@@ -42,6 +43,8 @@ pub struct PeerService {
     traffic: Arc<PeerTraffic>,
     /// The release this member acts as, which senders' versions are checked against.
     release: Release,
+    /// The vocabulary of the log, which a joining member must write too.
+    vocabulary: Vocabulary,
 }
 
 impl PeerService {
@@ -56,6 +59,7 @@ impl PeerService {
         renewals: Arc<Renewals>,
         traffic: Arc<PeerTraffic>,
         release: Release,
+        vocabulary: Vocabulary,
     ) -> PeerService {
         PeerService {
             raft,
@@ -65,6 +69,7 @@ impl PeerService {
             membership: Arc::downgrade(membership),
             traffic,
             release,
+            vocabulary,
         }
     }
 
@@ -285,6 +290,7 @@ impl Peer for PeerService {
             cluster_id: self.raft.cluster_id(),
             members: m.roster.members(),
             published,
+            etcd_vocabulary: self.vocabulary == Vocabulary::Etcd,
         }))
     }
 

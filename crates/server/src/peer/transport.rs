@@ -29,6 +29,7 @@ use super::dialer::{CONNECT_TIMEOUT, DialError};
 use super::health::PeerHealth;
 use super::traffic::{PROBE_INTERVAL, PeerCounts, PeerTraffic};
 use super::{CLUSTER_ID_KEY, FROM_KEY, PeerDialer};
+use crate::machine::vocabulary::Vocabulary;
 
 /// Messages queued per peer before new ones are dropped.
 const QUEUE: usize = 4096;
@@ -107,6 +108,8 @@ pub struct PeerTransport {
     snapshots_in_flight: Arc<Mutex<HashSet<u64>>>,
     /// The peers found to speak etcd's protocol (snapshots go to them its way).
     etcd_peers: Arc<Mutex<HashSet<u64>>>,
+    /// The log's vocabulary: in oxcd's, an etcd peer gets no link ([`super::etcd::guard`]).
+    vocabulary: Vocabulary,
     raft: Arc<OnceLock<RaftHandle>>,
     faults: Option<PeerFaults>,
     dialer: PeerDialer,
@@ -131,6 +134,7 @@ impl PeerTransport {
         faults: Option<PeerFaults>,
         dialer: PeerDialer,
         reports: LinkReports,
+        vocabulary: Vocabulary,
     ) -> PeerTransport {
         let mut t = PeerTransport {
             me,
@@ -141,6 +145,7 @@ impl PeerTransport {
             store,
             snapshots_in_flight: Arc::default(),
             etcd_peers: Arc::default(),
+            vocabulary,
             raft,
             faults,
             dialer,
@@ -166,11 +171,18 @@ impl PeerTransport {
         let raft = self.raft.clone();
         let reports = self.reports.clone();
         let etcd_peers = self.etcd_peers.clone();
+        let vocabulary = self.vocabulary;
         self.runtime.spawn(async move {
-            // A peer that turns out to speak etcd's protocol gets an etcd link.
-            if let Some(queue) =
+            // A peer that turns out to speak etcd's protocol gets an etcd link, if the
+            // log is in etcd's vocabulary; else nothing is sent to it.
+            if let Some(mut queue) =
                 peer_loop(link.clone(), id, rx, raft.clone(), reports.clone()).await
             {
+                if vocabulary == Vocabulary::Oxcd {
+                    super::etcd::guard::refuse_link(id);
+                    while queue.recv().await.is_some() {}
+                    return;
+                }
                 lock(&etcd_peers).insert(id);
                 let etcd = super::etcd::link::EtcdLink {
                     me: link.etcd_identity(),
@@ -656,6 +668,7 @@ mod tests {
             None,
             PeerDialer::new(None, None),
             LinkReports::none(),
+            Vocabulary::Oxcd,
         );
         let peers = |t: &PeerTransport| -> Vec<(u64, String)> {
             let mut v: Vec<_> = t.urls.iter().map(|(id, u)| (*id, u.clone())).collect();

@@ -257,6 +257,7 @@ pub fn start(
         faults,
         dialer.clone(),
         reports,
+        vocabulary,
     );
     let (raft, events, raft_thread) = node::start(cfg, transport)?;
     let _ = raft_slot.set(raft.clone());

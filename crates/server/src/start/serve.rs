@@ -17,6 +17,7 @@ use crate::edge::http;
 use crate::jobs::corrupt;
 use crate::machine::fatal::Fatal;
 use crate::machine::member::Member;
+use crate::machine::vocabulary::Vocabulary;
 use crate::peer::PeerDialer;
 use crate::peer::service::PeerService;
 use crate::peer::transport::PeerFaults;
@@ -154,6 +155,7 @@ pub async fn run_with(
             renewals.clone(),
             member.metrics.peers.clone(),
             member.id.release,
+            member.id.vocabulary,
         ))
         .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
     )
@@ -167,21 +169,22 @@ pub async fn run_with(
     )))
     .merge(crate::peer::etcd::routes::routes(Arc::downgrade(
         &membership,
-    )))
-    .merge(crate::peer::etcd::leases::routes(
-        renewals.clone(),
-        Arc::downgrade(&lease),
-    ))
-    .merge(crate::peer::etcd::receive::routes(Arc::new(
-        crate::peer::etcd::receive::Receiver {
-            raft: member.raft.clone(),
-            membership: Arc::downgrade(&membership),
-            snap_dir: settings.snap_dir(),
-            release: member.id.release,
-            receiving: Default::default(),
-            streams: started.etcd_streams.clone(),
-        },
     )));
+    let etcd_raft = crate::peer::etcd::leases::routes(renewals.clone(), Arc::downgrade(&lease))
+        .merge(crate::peer::etcd::receive::routes(Arc::new(
+            crate::peer::etcd::receive::Receiver {
+                raft: member.raft.clone(),
+                membership: Arc::downgrade(&membership),
+                snap_dir: settings.snap_dir(),
+                release: member.id.release,
+                receiving: Default::default(),
+                streams: started.etcd_streams.clone(),
+            },
+        )));
+    let peer_router = peer_router.merge(match member.id.vocabulary {
+        Vocabulary::Etcd => etcd_raft,
+        Vocabulary::Oxcd => crate::peer::etcd::guard::refusing(etcd_raft),
+    });
     for (l, url) in peer_listeners {
         tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
         let server = crate::peer::server::serve(l, peer_router.clone(), stop_rx.clone());

@@ -34,10 +34,12 @@ const CHECKS: [&str; 2] = [
     "--experimental-corrupt-check-time=2s",
 ];
 
-/// A member of the cluster under test: an etcd process or an in-process oxcd.
+/// A member of the cluster under test: an etcd process, an in-process oxcd, or a
+/// process the test holds itself.
 enum Process {
     Etcd(Etcd),
     Oxcd(InProc),
+    Elsewhere,
 }
 
 struct Member {
@@ -216,7 +218,7 @@ async fn lease_holder(endpoints: Endpoints, stop: watch::Receiver<bool>) -> (i64
 /// Retries `op` on `client` while the cluster answers that it is not ready for a
 /// membership change yet (etcd's strict reconfiguration checks, a learner not caught
 /// up): its answer.
-async fn reconfigure<T, F, Fut>(what: &str, op: F) -> T
+pub(crate) async fn reconfigure<T, F, Fut>(what: &str, op: F) -> T
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
@@ -364,6 +366,7 @@ async fn replace_first(
     match old.process {
         Process::Etcd(e) => drop(e),
         Process::Oxcd(o) => o.stop().await,
+        Process::Elsewhere => {}
     }
     started.elapsed()
 }
@@ -428,6 +431,122 @@ fn percentiles(mut d: Vec<Duration>) -> (Duration, Duration) {
     (at(0.5), at(0.99))
 }
 
+/// The checks at the end of a run: every write `written` acknowledged is stored at its
+/// revision, the watcher `seen` every stored write once and in order, the lease kept its
+/// TTL and key, every member's HashKV is equal, and the etcd members (`etcd_names`,
+/// data dirs under `dir`) never logged a corruption finding. Prints the write latencies
+/// by phase.
+#[allow(clippy::too_many_arguments)]
+async fn check_end(
+    members: &[Member],
+    written: Written,
+    seen: Vec<(String, i64)>,
+    reconnects: usize,
+    lease: i64,
+    keepalive_failures: usize,
+    dir: &std::path::Path,
+    etcd_names: &[&str],
+) {
+    // Every acknowledged write is there, at its revision (asked again while the
+    // cluster elects a leader after a restart).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut c, all) = loop {
+        if let Some(mut c) = client_of(&members[0].client_url).await
+            && let Ok(all) = c.get("load/", Some(GetOptions::new().with_prefix())).await
+        {
+            break (c, all);
+        }
+        assert!(Instant::now() < deadline, "the cluster serves again");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let stored: BTreeMap<String, i64> = all
+        .kvs()
+        .iter()
+        .map(|kv| {
+            (
+                String::from_utf8_lossy(kv.key()).into_owned(),
+                kv.mod_revision(),
+            )
+        })
+        .collect();
+    let lost: Vec<_> = written
+        .acked
+        .iter()
+        .filter(|(k, r)| stored.get(*k) != Some(r))
+        .collect();
+    eprintln!(
+        "writes acknowledged {}, stored {}, lost {}",
+        written.acked.len(),
+        stored.len(),
+        lost.len()
+    );
+    assert!(lost.is_empty(), "lost: {lost:?}");
+    // The watcher saw every stored write once, in revision order.
+    let revisions: Vec<i64> = seen.iter().map(|(_, r)| *r).collect();
+    assert!(
+        revisions.windows(2).all(|w| w[0] < w[1]),
+        "watch events out of order or repeated"
+    );
+    let watched: BTreeMap<String, i64> = seen.into_iter().collect();
+    let end_rev = all.header().expect("header").revision();
+    let expected: BTreeMap<String, i64> =
+        stored.into_iter().filter(|(_, r)| *r <= end_rev).collect();
+    let missing = expected
+        .iter()
+        .filter(|(k, r)| watched.get(*k) != Some(r))
+        .count();
+    eprintln!(
+        "watch: {} events over {reconnects} reconnections, {missing} missing",
+        watched.len()
+    );
+    assert_eq!(missing, 0, "the watcher saw every write");
+    assert_eq!(watched.len(), expected.len(), "and nothing else");
+    // The lease kept its TTL and its key.
+    let ttl = c
+        .lease_time_to_live(
+            lease,
+            Some(etcd_client::LeaseTimeToLiveOptions::new().with_keys()),
+        )
+        .await
+        .expect("time-to-live");
+    eprintln!(
+        "lease: granted {} s, {} s left, {keepalive_failures} keepalives retried",
+        ttl.granted_ttl(),
+        ttl.ttl()
+    );
+    assert_eq!(ttl.granted_ttl(), LEASE_TTL);
+    assert!(ttl.ttl() > 0);
+    assert_eq!(ttl.keys(), [b"lease/held".to_vec()]);
+    // Every member's HashKV is equal.
+    let hash = hashes_equal(members, end_rev).await;
+    eprintln!(
+        "at the end: HashKV at {end_rev} equal on {} members: {hash}",
+        members.len()
+    );
+    // etcd's corruption checks never found the oxcd members' data different.
+    for name in etcd_names {
+        let text = std::fs::read_to_string(log_of(&dir.join(name))).unwrap_or_default();
+        for bad in [
+            "found hash mismatch",
+            "then hashes must match",
+            "found different hash values",
+            "found different compact revision",
+        ] {
+            assert!(!text.contains(bad), "{name} logged {bad:?}");
+        }
+    }
+    // Write latency by phase (debug builds in one process: for the record, not a bound).
+    let mut by_phase: BTreeMap<String, Vec<Duration>> = BTreeMap::new();
+    for (p, d) in written.latencies {
+        by_phase.entry(p).or_default().push(d);
+    }
+    for (p, d) in by_phase {
+        let n = d.len();
+        let (p50, p99) = percentiles(d);
+        eprintln!("writes during {p:<22} n={n:<5} p50 {p50:?} p99 {p99:?}");
+    }
+}
+
 #[tokio::test]
 async fn an_etcd_cluster_becomes_an_oxcd_cluster_and_back_under_load() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -445,7 +564,15 @@ async fn an_etcd_cluster_becomes_an_oxcd_cluster_and_back_under_load() {
         .enumerate()
         .map(|(i, &p)| {
             let name = format!("etcd{i}");
-            let e = start_etcd_member(&dir.path().join(&name), &name, p, &cluster, "new", &flags);
+            let ports = (p, free_port());
+            let e = start_etcd_member(
+                &dir.path().join(&name),
+                &name,
+                ports,
+                &cluster,
+                "new",
+                &flags,
+            );
             Member {
                 name,
                 id: 0,
@@ -528,107 +655,308 @@ async fn an_etcd_cluster_becomes_an_oxcd_cluster_and_back_under_load() {
     let (seen, reconnects) = watching.await.expect("watcher");
     let (lease, keepalive_failures) = holding.await.expect("lease holder");
 
-    // Every acknowledged write is there, at its revision.
-    let mut c = client_of(&members[0].client_url).await.expect("client");
-    let all = c
-        .get("load/", Some(GetOptions::new().with_prefix()))
-        .await
-        .expect("get");
-    let stored: BTreeMap<String, i64> = all
-        .kvs()
-        .iter()
-        .map(|kv| {
-            (
-                String::from_utf8_lossy(kv.key()).into_owned(),
-                kv.mod_revision(),
-            )
-        })
-        .collect();
-    let lost: Vec<_> = written
-        .acked
-        .iter()
-        .filter(|(k, r)| stored.get(*k) != Some(r))
-        .collect();
-    eprintln!(
-        "writes acknowledged {}, stored {}, lost {}",
-        written.acked.len(),
-        stored.len(),
-        lost.len()
-    );
-    assert!(lost.is_empty(), "lost: {lost:?}");
-    // The watcher saw every stored write once, in revision order.
-    let revisions: Vec<i64> = seen.iter().map(|(_, r)| *r).collect();
-    assert!(
-        revisions.windows(2).all(|w| w[0] < w[1]),
-        "watch events out of order or repeated"
-    );
-    let watched: BTreeMap<String, i64> = seen.into_iter().collect();
-    let end_rev = all.header().expect("header").revision();
-    let expected: BTreeMap<String, i64> =
-        stored.into_iter().filter(|(_, r)| *r <= end_rev).collect();
-    let missing = expected
-        .iter()
-        .filter(|(k, r)| watched.get(*k) != Some(r))
-        .count();
-    eprintln!(
-        "watch: {} events over {reconnects} reconnections, {missing} missing",
-        watched.len()
-    );
-    assert_eq!(missing, 0, "the watcher saw every write");
-    assert_eq!(watched.len(), expected.len(), "and nothing else");
-    // The lease kept its TTL and its key.
-    let ttl = c
-        .lease_time_to_live(
-            lease,
-            Some(etcd_client::LeaseTimeToLiveOptions::new().with_keys()),
-        )
-        .await
-        .expect("time-to-live");
-    eprintln!(
-        "lease: granted {} s, {} s left, {keepalive_failures} keepalives retried",
-        ttl.granted_ttl(),
-        ttl.ttl()
-    );
-    assert_eq!(ttl.granted_ttl(), LEASE_TTL);
-    assert!(ttl.ttl() > 0);
-    assert_eq!(ttl.keys(), [b"lease/held".to_vec()]);
-    // Every member's HashKV is equal.
-    let hash = hashes_equal(&members, end_rev).await;
-    eprintln!("all etcd again: HashKV at {end_rev} equal on 3 members: {hash}");
-    // etcd's corruption checks never found the oxcd members' data different.
-    for name in [
-        "etcd0",
-        "etcd1",
-        "etcd2",
-        "etcd-back0",
-        "etcd-back1",
-        "etcd-back2",
-    ] {
-        let text = std::fs::read_to_string(log_of(&dir.path().join(name))).unwrap_or_default();
-        for bad in [
-            "found hash mismatch",
-            "then hashes must match",
-            "found different hash values",
-            "found different compact revision",
-        ] {
-            assert!(!text.contains(bad), "{name} logged {bad:?}");
-        }
-    }
-    // Write latency by phase (debug builds in one process: for the record, not a bound).
-    let mut by_phase: BTreeMap<String, Vec<Duration>> = BTreeMap::new();
-    for (p, d) in written.latencies {
-        by_phase.entry(p).or_default().push(d);
-    }
-    for (p, d) in by_phase {
-        let n = d.len();
-        let (p50, p99) = percentiles(d);
-        eprintln!("writes during {p:<22} n={n:<5} p50 {p50:?} p99 {p99:?}");
-    }
+    check_end(
+        &members,
+        written,
+        seen,
+        reconnects,
+        lease,
+        keepalive_failures,
+        dir.path(),
+        &[
+            "etcd0",
+            "etcd1",
+            "etcd2",
+            "etcd-back0",
+            "etcd-back1",
+            "etcd-back2",
+        ],
+    )
+    .await;
     eprintln!("steps took {steps:?}");
     for m in members {
         match m.process {
             Process::Etcd(e) => drop(e),
             Process::Oxcd(o) => o.stop().await,
+            Process::Elsewhere => {}
         }
     }
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill -{signal} {pid}");
+}
+
+/// The oxcd binary as a member `name` of `cluster` (etcd's `--initial-cluster` text) at
+/// `peer_url`, serving clients at `client_url`, joining an existing cluster (ignored once
+/// its data dir holds a member), acting as etcd 3.5, snapshots as `snapshots`.
+fn oxcd_binary(
+    dir: &std::path::Path,
+    name: &str,
+    client_url: &str,
+    peer_url: &str,
+    cluster: &str,
+    snapshots: &[String],
+) -> crate::common::OxcdProcess {
+    let mut flags: Vec<String> = [
+        "--name",
+        name,
+        "--listen-peer-urls",
+        peer_url,
+        "--initial-advertise-peer-urls",
+        peer_url,
+        "--initial-cluster",
+        cluster,
+        "--initial-cluster-state",
+        "existing",
+        "--emulated-version",
+        "3.5",
+        "--heartbeat-interval",
+        "100",
+        "--election-timeout",
+        "1000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    flags.extend_from_slice(snapshots);
+    crate::common::OxcdProcess::spawn_at(dir, client_url, &flags).wait_ready()
+}
+
+/// Issue 35's point 7: faults in a mixed cluster of real processes (two etcd 3.5.16
+/// members and the oxcd binary), under the writer, the watcher and the lease holder,
+/// with raft snapshots every 50 entries so that a member that comes back behind is
+/// brought back by a snapshot: kill -9 of the oxcd member (back by etcd's snapshot),
+/// kill -9 of an etcd follower while the oxcd member leads (back by oxcd's snapshot),
+/// a paused oxcd leader (the etcd members elect one of theirs; it rejoins as a
+/// follower), and kill -9 of every member at once. Nothing acknowledged is lost, the
+/// watch has no gap and no duplicate, the lease survives, HashKV is equal and etcd's
+/// corruption checks stay silent.
+#[tokio::test]
+async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshots: Vec<String> = [
+        "--snapshot-count=50",
+        "--experimental-snapshot-catchup-entries=10",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut etcd_flags: Vec<String> = CHECKS.iter().map(|f| f.to_string()).collect();
+    etcd_flags.extend_from_slice(&snapshots);
+    // (peer, client) ports, the same when a member restarts.
+    let ports: Vec<(u16, u16)> = (0..2).map(|_| (free_port(), free_port())).collect();
+    let etcd_cluster: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, (p, _))| format!("etcd{i}=http://127.0.0.1:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let start_etcd = |i: usize, state: &str, cluster: &str| {
+        let name = format!("etcd{i}");
+        start_etcd_member(
+            &dir.path().join(&name),
+            &name,
+            ports[i],
+            cluster,
+            state,
+            &etcd_flags,
+        )
+    };
+    let mut etcds: Vec<Etcd> = (0..2)
+        .map(|i| start_etcd(i, "new", &etcd_cluster))
+        .collect();
+    let etcd_urls: Vec<String> = etcds
+        .iter()
+        .map(|e| format!("http://{}", e.endpoint))
+        .collect();
+    let first = etcd_urls[0].clone();
+    assert!(
+        eventually(|| {
+            let first = first.clone();
+            async move {
+                match client_of(&first).await {
+                    Some(mut c) => c.put("ready", "v", None).await.is_ok(),
+                    None => false,
+                }
+            }
+        })
+        .await,
+        "the etcd cluster serves"
+    );
+    let ctl = client_of(&first).await.expect("client");
+    let oxcd_peer_url = format!("http://127.0.0.1:{}", free_port());
+    let oxcd_url = format!("http://127.0.0.1:{}", free_port());
+    let oxcd_id = add_learner(&ctl, &oxcd_peer_url).await;
+    let cluster = format!("{etcd_cluster},oxcd={oxcd_peer_url}");
+    let oxcd_dir = dir.path().join("oxcd");
+    let mut oxcd = oxcd_binary(
+        &oxcd_dir,
+        "oxcd",
+        &oxcd_url,
+        &oxcd_peer_url,
+        &cluster,
+        &snapshots,
+    );
+    let mut members: Vec<Member> = Vec::new();
+    for m in ctl
+        .clone()
+        .member_list()
+        .await
+        .expect("member list")
+        .members()
+    {
+        let url = if m.id() == oxcd_id {
+            oxcd_url.clone()
+        } else {
+            m.client_urls()[0].clone()
+        };
+        members.push(Member {
+            name: m.name().to_string(),
+            id: m.id(),
+            peer_url: m.peer_urls()[0].clone(),
+            client_url: url,
+            process: Process::Elsewhere,
+        });
+    }
+    let rev = revision_at(&mut ctl.clone(), "ready").await;
+    assert!(
+        caught_up(&oxcd_url, rev).await,
+        "the oxcd learner caught up"
+    );
+    reconfigure("promote oxcd", || {
+        let mut c = ctl.clone();
+        async move { c.member_promote(oxcd_id).await }
+    })
+    .await;
+    let start_rev = revision_at(&mut ctl.clone(), "ready").await;
+    let endpoints: Endpoints = Arc::new(Mutex::new(endpoints_of(&members)));
+    let (phase_tx, phase) = watch::channel("steady".to_string());
+    let (stop_tx, stop) = watch::channel(false);
+    let writing = tokio::spawn(writer(endpoints.clone(), phase.clone(), stop.clone()));
+    let watching = tokio::spawn(watcher(endpoints.clone(), start_rev + 1, stop.clone()));
+    let holding = tokio::spawn(lease_holder(endpoints.clone(), stop.clone()));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // 1. kill -9 the oxcd member; 200 writes on; back by etcd's snapshot.
+    phase_tx.send_replace("oxcd killed".into());
+    drop(oxcd);
+    let rev = revision_at(
+        &mut client_of(&etcd_urls[0]).await.expect("client"),
+        "load/",
+    )
+    .await;
+    assert!(
+        caught_up(&etcd_urls[1], rev + 200).await,
+        "writes go on without oxcd"
+    );
+    oxcd = oxcd_binary(
+        &oxcd_dir,
+        "oxcd",
+        &oxcd_url,
+        &oxcd_peer_url,
+        &cluster,
+        &snapshots,
+    );
+    let rev = revision_at(
+        &mut client_of(&etcd_urls[0]).await.expect("client"),
+        "load/",
+    )
+    .await;
+    assert!(caught_up(&oxcd_url, rev).await, "oxcd back");
+    let installed = oxcd.logged("received a snapshot from an etcd member").len();
+    eprintln!("1. oxcd killed and back at {rev}, by {installed} snapshot(s) from etcd");
+    assert!(installed >= 1, "oxcd came back by etcd's snapshot");
+
+    // 2. oxcd leads; kill -9 an etcd follower; back by oxcd's snapshot.
+    phase_tx.send_replace("etcd killed".into());
+    lead(&members, oxcd_id).await;
+    let victim = members
+        .iter()
+        .position(|m| m.name == "etcd1")
+        .expect("etcd1");
+    drop(etcds.remove(1));
+    let rev = revision_at(&mut client_of(&oxcd_url).await.expect("client"), "load/").await;
+    assert!(
+        caught_up(&oxcd_url, rev + 200).await,
+        "writes go on under oxcd"
+    );
+    etcds.push(start_etcd(1, "existing", &etcd_cluster));
+    let rev = revision_at(&mut client_of(&oxcd_url).await.expect("client"), "load/").await;
+    assert!(
+        caught_up(&members[victim].client_url, rev).await,
+        "etcd1 back"
+    );
+    let metrics = crate::common::scrape(&members[victim].client_url).await;
+    let received = format!("etcd_network_snapshot_receive_success{{From=\"{oxcd_id:x}\"}}");
+    eprintln!(
+        "2. etcd1 killed and back at {rev}: {:?}",
+        metrics.lines().find(|l| l.starts_with(&received))
+    );
+    assert!(
+        metrics.contains(&received),
+        "etcd1 came back by oxcd's snapshot"
+    );
+
+    // 3. the oxcd leader paused for 3 s: an etcd member leads; oxcd rejoins.
+    phase_tx.send_replace("oxcd leader paused".into());
+    lead(&members, oxcd_id).await;
+    signal(oxcd.child.id(), "STOP");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    signal(oxcd.child.id(), "CONT");
+    let rev = revision_at(
+        &mut client_of(&etcd_urls[0]).await.expect("client"),
+        "load/",
+    )
+    .await;
+    assert!(caught_up(&oxcd_url, rev).await, "oxcd back after the pause");
+    let leader = client_of(&etcd_urls[0])
+        .await
+        .expect("client")
+        .status()
+        .await
+        .expect("status")
+        .leader();
+    eprintln!("3. oxcd paused while leading; leader now {leader:x}");
+
+    // 4. every member killed at once, then restarted.
+    phase_tx.send_replace("all killed".into());
+    drop(oxcd);
+    etcds.clear();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    etcds = (0..2)
+        .map(|i| start_etcd(i, "existing", &etcd_cluster))
+        .collect();
+    oxcd = oxcd_binary(
+        &oxcd_dir,
+        "oxcd",
+        &oxcd_url,
+        &oxcd_peer_url,
+        &cluster,
+        &snapshots,
+    );
+    phase_tx.send_replace("after".into());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop_tx.send_replace(true);
+    let written = writing.await.expect("writer");
+    let (seen, reconnects) = watching.await.expect("watcher");
+    let (lease, keepalive_failures) = holding.await.expect("lease holder");
+    check_end(
+        &members,
+        written,
+        seen,
+        reconnects,
+        lease,
+        keepalive_failures,
+        dir.path(),
+        &["etcd0", "etcd1"],
+    )
+    .await;
+    drop(oxcd);
+    drop(etcds);
 }

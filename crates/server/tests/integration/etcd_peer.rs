@@ -1075,3 +1075,170 @@ async fn an_etcd_learner_installs_an_oxcd_leaders_snapshot() {
     drop(etcd2);
     drop(etcd);
 }
+
+/// The log's vocabulary passes from member to member (`docs/etcd-peer-design.md`; issue
+/// 35's point 6): an oxcd cluster that began as an etcd cluster keeps etcd's entries
+/// after its last etcd member left, so an oxcd member joining it through oxcd's protocol
+/// writes etcd's entries too, and etcd members can join it again. A cluster that began
+/// as an oxcd cluster takes no etcd member: its raft paths of etcd's protocol answer 503
+/// with the reason, and no raft traffic goes to the etcd member, so nothing diverges.
+#[tokio::test]
+async fn the_logs_vocabulary_passes_on_and_an_oxcd_cluster_refuses_etcd_members() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd_peer = free_port();
+    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &[]);
+    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
+    let c = Client::connect([format!("http://{}", etcd.endpoint)], None)
+        .await
+        .expect("connect");
+    let etcd_id = c.clone().status().await.expect("status").leader();
+    let oxcd1_peer_url = format!("http://127.0.0.1:{}", free_port());
+    let oxcd1_id = add_learner(&c, &oxcd1_peer_url).await;
+    // Acting as etcd 3.5, so that the cluster stays at 3.5 without its etcd member and
+    // etcd 3.5 may join it again.
+    let as_35 = oxcd_go::semver::Version::new(3, 5, 0);
+    let oxcd1 = InProc::start(dir.path().join("oxcd1"), |s| {
+        joining(s, &etcd_peer_url, &oxcd1_peer_url);
+        s.emulated_version = as_35.clone();
+    })
+    .await;
+    let mut ours = oxcd1.client().await;
+    c.clone().put("from-etcd", "v", None).await.expect("put");
+    assert!(serves(&ours, "from-etcd").await);
+    crate::etcd_migration::reconfigure("promote oxcd1", || {
+        let mut c = c.clone();
+        async move { c.member_promote(oxcd1_id).await }
+    })
+    .await;
+    hand_leadership(&c, oxcd1_id).await;
+    crate::etcd_migration::reconfigure("remove the etcd member", || {
+        let mut ours = ours.clone();
+        async move { ours.member_remove(etcd_id).await }
+    })
+    .await;
+    drop(etcd);
+
+    // oxcd2 joins the all-oxcd cluster through oxcd's protocol, and leads.
+    let oxcd2_peer_url = format!("http://127.0.0.1:{}", free_port());
+    let oxcd2_id = add_learner(&ours, &oxcd2_peer_url).await;
+    let oxcd2 = InProc::start(dir.path().join("oxcd2"), |s| {
+        joining(s, &oxcd1_peer_url, &oxcd2_peer_url);
+        s.emulated_version = as_35;
+        s.name = "oxcd2".into();
+        s.initial_cluster = vec![
+            ("oxcd1".into(), vec![oxcd1_peer_url.clone()]),
+            ("oxcd2".into(), vec![oxcd2_peer_url.clone()]),
+        ];
+    })
+    .await;
+    let mut ours2 = oxcd2.client().await;
+    ours.put("from-oxcd1", "v", None).await.expect("put");
+    assert!(
+        serves(&ours2, "from-oxcd1").await,
+        "oxcd2 applies etcd's entries"
+    );
+    crate::etcd_migration::reconfigure("promote oxcd2", || {
+        let mut ours = ours.clone();
+        async move { ours.member_promote(oxcd2_id).await }
+    })
+    .await;
+    hand_leadership(&ours, oxcd2_id).await;
+    ours2
+        .put("from-oxcd2", "v", None)
+        .await
+        .expect("put through oxcd2");
+    let lease = ours2.lease_grant(60, None).await.expect("lease").id();
+    ours2
+        .put(
+            "leased",
+            "v",
+            Some(etcd_client::PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .expect("put on a lease");
+
+    // An etcd member joins again, and applies what oxcd2 proposed.
+    let etcd2_peer = free_port();
+    let etcd2_peer_url = format!("http://127.0.0.1:{etcd2_peer}");
+    add_learner(&ours2, &etcd2_peer_url).await;
+    let cluster = format!("oxcd1={oxcd1_peer_url},oxcd2={oxcd2_peer_url},etcd2={etcd2_peer_url}");
+    let etcd2 = crate::common::etcd::join_etcd(
+        &dir.path().join("etcd2"),
+        "etcd2",
+        etcd2_peer,
+        &cluster,
+        &[],
+    );
+    let c2 = Client::connect([format!("http://{}", etcd2.endpoint)], None)
+        .await
+        .expect("connect to etcd2");
+    assert!(serves(&c2, "leased").await, "etcd2 applies oxcd2's entries");
+    let rev = revision_at(&mut ours2, "leased").await;
+    let hashes = [
+        peer_hash_kv(&oxcd1_peer_url, rev).await,
+        peer_hash_kv(&oxcd2_peer_url, rev).await,
+        peer_hash_kv(&etcd2_peer_url, rev).await,
+    ];
+    eprintln!("/members/hashkv at {rev}: {hashes:?}");
+    assert!(hashes.iter().all(|h| h == &hashes[0]), "HashKV equal");
+    drop(etcd2);
+    oxcd2.stop().await;
+    oxcd1.stop().await;
+
+    // A cluster that began as oxcd's: an etcd member added to it gets nothing.
+    let native_peer_url = format!("http://127.0.0.1:{}", free_port());
+    let native = InProc::start(dir.path().join("native"), |s| {
+        s.listen_peer_urls = vec![native_peer_url.clone()];
+        s.peer_urls = vec![native_peer_url.clone()];
+        s.initial_cluster = vec![("default".into(), vec![native_peer_url.clone()])];
+        // At 3.5, so that etcd 3.5 starts at all (it joins no 3.6 cluster).
+        s.emulated_version = oxcd_go::semver::Version::new(3, 5, 0);
+    })
+    .await;
+    let mut n = native.client().await;
+    n.put("native", "v", None).await.expect("put");
+    let etcd3_peer = free_port();
+    let etcd3_peer_url = format!("http://127.0.0.1:{etcd3_peer}");
+    add_learner(&n, &etcd3_peer_url).await;
+    let cluster = format!("default={native_peer_url},etcd3={etcd3_peer_url}");
+    let etcd3 = crate::common::etcd::join_etcd(
+        &dir.path().join("etcd3"),
+        "etcd3",
+        etcd3_peer,
+        &cluster,
+        &[],
+    );
+    let refused = client::request(
+        &PeerDialer::default(),
+        &native_peer_url,
+        http::Method::POST,
+        "/raft",
+        bytes::Bytes::new(),
+        WAIT,
+    )
+    .await
+    .expect("POST /raft");
+    assert_eq!(refused.status, 503);
+    let text = String::from_utf8_lossy(&refused.body);
+    assert_eq!(
+        text,
+        format!("{}\n", oxcd_server::peer::etcd::guard::REFUSAL)
+    );
+    eprintln!("an oxcd cluster answers an etcd member: {text}");
+    // The etcd learner runs and dials the oxcd member's streams, and is refused; for
+    // two seconds (the oxcd member heartbeats every 10 ms) it hears of no leader and
+    // never publishes itself through raft (it serves no client then).
+    let etcd3_log = crate::common::etcd::log_of(&dir.path().join("etcd3"));
+    let logged =
+        |text: &'static str| std::fs::read_to_string(&etcd3_log).is_ok_and(|l| l.contains(text));
+    assert!(
+        eventually(|| async { logged(r#""msg":"started remote peer""#) }).await,
+        "etcd3 runs its raft transport"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!logged("elected leader"), "etcd3 heard of no leader");
+    assert!(!logged("published local member"), "etcd3 never joined");
+    assert_eq!(n.get("native", None).await.expect("get").count(), 1);
+    drop(etcd3);
+    native.stop().await;
+}

@@ -7,6 +7,7 @@
 //! - [`client`]: requests to an etcd member's peer port (GETs, the pipeline, stream
 //!   dials);
 //! - [`codec`]: the raft message encodings of etcd's streams (message, msgappv2);
+//! - [`guard`]: no etcd member in a cluster whose log is in oxcd's vocabulary;
 //! - [`leases`]: keepalives forwarded to the leader (`POST /leases`);
 //! - [`link`]: the link to one etcd peer (its streams received, the pipeline sent on);
 //! - [`members`]: etcd's member list in JSON;
@@ -26,6 +27,7 @@
 
 pub mod client;
 pub mod codec;
+pub mod guard;
 pub mod headers;
 pub mod leases;
 pub mod link;

@@ -57,6 +57,9 @@ pub enum EtcdSnapshotError {
     /// The writer's thread went away without a result.
     #[error("the snapshot writer stopped")]
     WriterStopped,
+    /// The body was dropped before the writer finished (the POST ended).
+    #[error("the snapshot's body was dropped")]
+    BodyDropped,
     /// The peer could not be reached, or refused the snapshot.
     #[error(transparent)]
     Post(#[from] Box<PeerHttpError>),
@@ -92,13 +95,16 @@ pub async fn send(
         .map_err(EtcdSnapshotError::Spawn)?;
     let body = ChannelBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
     let posted = client::post_snapshot(dialer, url, me, body, dial_timeout, TRANSFER_TIMEOUT).await;
-    // The writer's own failure says more than the broken body the peer saw.
     let written = done_rx
         .await
         .map_err(|_| EtcdSnapshotError::WriterStopped)?;
-    let sent = written?;
-    posted.map_err(Box::new)?;
-    Ok(sent)
+    // Whichever side failed first says why: the POST when it dropped the body, the
+    // writer when its failure broke the body.
+    match (written, posted) {
+        (Ok(sent), Ok(())) => Ok(sent),
+        (Ok(_) | Err(EtcdSnapshotError::BodyDropped), Err(p)) => Err(Box::new(p).into()),
+        (Err(w), _) => Err(w),
+    }
 }
 
 /// Writes the body into `out`: the message, its snapshot moved to the backend's
@@ -156,8 +162,7 @@ fn write_body(
     let mut framed = BytesMut::new();
     codec::encode_message(&m, &mut framed);
     if out.blocking_send(Ok(Frame::data(framed.freeze()))).is_err() {
-        // The POST ended before it began; its error is the one to report.
-        return Ok(Sent { index, bytes: 0 });
+        return Err(EtcdSnapshotError::BodyDropped);
     }
     let mut bytes = 0;
     let written = source.stream(|size| {
@@ -169,6 +174,7 @@ fn write_body(
     });
     match written.and_then(|mut w| w.flush().map_err(|e| EtcdFileError::Write(e.into()))) {
         Ok(()) => Ok(Sent { index, bytes }),
+        Err(_) if out.is_closed() => Err(EtcdSnapshotError::BodyDropped),
         Err(e) => {
             failed(&out, &e);
             Err(e.into())

@@ -16,6 +16,13 @@ pub struct Etcd {
     pub endpoint: String,
 }
 
+impl Etcd {
+    /// The process id (to pause it with SIGSTOP).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Etcd {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -59,21 +66,23 @@ pub fn join_etcd(
     initial_cluster: &str,
     flags: &[String],
 ) -> Etcd {
-    start_etcd_member(dir, name, peer, initial_cluster, "existing", flags)
+    let ports = (peer, free_port());
+    start_etcd_member(dir, name, ports, initial_cluster, "existing", flags)
 }
 
 /// An etcd member `name` of the cluster `initial_cluster` in `state` (`new` or
-/// `existing`), its peer URL on port `peer`, with `flags`; its log is appended to
-/// [`log_of`] `dir`. Not waited for (the members of a new cluster start together).
+/// `existing`), its peer and client URLs on the ports `(peer, client)` (the same again
+/// when it restarts), with `flags`; its log is appended to [`log_of`] `dir`. Not waited
+/// for (the members of a new cluster start together).
 pub fn start_etcd_member(
     dir: &Path,
     name: &str,
-    peer: u16,
+    (peer, client): (u16, u16),
     initial_cluster: &str,
     state: &str,
     flags: &[String],
 ) -> Etcd {
-    let (mut cmd, _, c) = command_with_peer(dir, "http", peer);
+    let (mut cmd, _, c) = command_with_ports(dir, "http", peer, client);
     if let Ok(log) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -139,7 +148,11 @@ pub fn command(dir: &Path, scheme: &str) -> (Command, String, u16) {
 
 /// As [`command`], with the peer URL on port `p` (a restored data dir names its peer URL).
 pub fn command_with_peer(dir: &Path, scheme: &str, p: u16) -> (Command, String, u16) {
-    let c = free_port();
+    command_with_ports(dir, scheme, p, free_port())
+}
+
+/// As [`command_with_peer`], serving clients on port `c`.
+fn command_with_ports(dir: &Path, scheme: &str, p: u16, c: u16) -> (Command, String, u16) {
     let client = format!("{scheme}://127.0.0.1:{c}");
     let peer = format!("http://127.0.0.1:{p}");
     let mut cmd = Command::new(oxcd_testkit::reference::etcd_binary());
