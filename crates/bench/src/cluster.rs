@@ -301,10 +301,22 @@ impl Cluster {
     /// MemberAdd) as etcd's runbook does: `--initial-cluster-state existing` and
     /// `--initial-cluster` naming every member, itself included.
     pub fn join(&mut self, i: usize, initial_cluster: &str) -> Result<(), String> {
+        let binary = self.binary.clone();
+        self.join_with(i, initial_cluster, &binary)
+    }
+
+    /// As [`Cluster::join`], the member running `binary` (an oxcd member joining an etcd
+    /// cluster: oxcd takes etcd's flags).
+    pub fn join_with(
+        &mut self,
+        i: usize,
+        initial_cluster: &str,
+        binary: &Path,
+    ) -> Result<(), String> {
         let m = &mut self.members[i];
         m.flags.push(format!("--initial-cluster={initial_cluster}"));
         m.flags.push("--initial-cluster-state=existing".to_string());
-        m.spawn(&self.binary)
+        m.spawn(binary)
     }
 
     /// The index of the member that is leader, with its member id and its term (from

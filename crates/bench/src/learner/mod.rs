@@ -80,6 +80,11 @@ pub struct LearnerArgs {
     /// Gives up on a catch-up after this many seconds.
     #[arg(long, default_value_t = 1800)]
     pub timeout_secs: u64,
+    /// Starts the learner from this binary instead of the system's own: with
+    /// `--only etcd --learner-binary target/release/oxcd`, an oxcd learner joins an etcd
+    /// 3.5 cluster (issue 35), to compare with an etcd learner of the same cluster.
+    #[arg(long)]
+    pub learner_binary: Option<std::path::PathBuf>,
 }
 
 impl LearnerArgs {
@@ -113,6 +118,8 @@ pub struct TermChange {
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
     pub system: String,
+    /// The learner's binary, when not the system's own (`--learner-binary`).
+    pub learner_binary: Option<String>,
     pub fill: Fill,
     /// The leader's id and term once filled (hexadecimal id).
     pub leader_before: String,
@@ -357,7 +364,10 @@ async fn measure(
             m.peer_ur_ls.iter().map(move |u| format!("{name}={u}"))
         })
         .collect();
-    cluster.join(learner, &initial.join(","))?;
+    match &a.learner_binary {
+        Some(binary) => cluster.join_with(learner, &initial.join(","), binary)?,
+        None => cluster.join(learner, &initial.join(","))?,
+    }
     // Not stopped at t1: etcd's learner serves clients only once it has published
     // itself, which may be after its promotion.
     let status = first_status(
@@ -412,6 +422,7 @@ async fn measure(
     };
     let outcome = Outcome {
         system: name.to_string(),
+        learner_binary: a.learner_binary.as_ref().map(|b| b.display().to_string()),
         fill,
         leader_before: hex(leader_id),
         term_before,

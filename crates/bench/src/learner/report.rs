@@ -215,6 +215,13 @@ pub fn markdown(
     let s = a.settings();
     let mut md = String::new();
     let _ = writeln!(md, "# Learner catch-up: oxcd vs etcd — {date}\n");
+    if let Some(b) = &a.learner_binary {
+        let _ = writeln!(
+            md,
+            "**The learner runs `{}`, not the system's own binary** (`--learner-binary`).\n",
+            b.display()
+        );
+    }
     let _ = writeln!(
         md,
         "Per system, one after the other, data under `{}` (the same disk): 3 members on \
