@@ -215,6 +215,77 @@ async fn lease_holder(endpoints: Endpoints, stop: watch::Receiver<bool>) -> (i64
     (id, failed)
 }
 
+/// The writer, the watcher (from a revision) and the lease holder, running together
+/// over `endpoints`; each write is counted in the phase named last.
+struct Workload {
+    phase: watch::Sender<String>,
+    stop: watch::Sender<bool>,
+    writing: tokio::task::JoinHandle<Written>,
+    watching: tokio::task::JoinHandle<(Vec<(String, i64)>, usize)>,
+    holding: tokio::task::JoinHandle<(i64, usize)>,
+}
+
+/// What the workload saw, once stopped.
+struct Finished {
+    written: Written,
+    /// Watch events (key, revision), in the order received.
+    seen: Vec<(String, i64)>,
+    /// Times the watcher moved to another member.
+    reconnects: usize,
+    /// The held lease.
+    lease: i64,
+    /// Keepalives retried on another member.
+    keepalive_failures: usize,
+}
+
+impl Workload {
+    fn start(endpoints: &Endpoints, watch_from: i64, phase: &str) -> Workload {
+        let (phase_tx, phase_rx) = watch::channel(phase.to_string());
+        let (stop_tx, stop) = watch::channel(false);
+        Workload {
+            writing: tokio::spawn(writer(endpoints.clone(), phase_rx, stop.clone())),
+            watching: tokio::spawn(watcher(endpoints.clone(), watch_from, stop.clone())),
+            holding: tokio::spawn(lease_holder(endpoints.clone(), stop)),
+            phase: phase_tx,
+            stop: stop_tx,
+        }
+    }
+
+    /// Counts the writes from now on in `phase`.
+    fn phase(&self, phase: impl Into<String>) {
+        self.phase.send_replace(phase.into());
+    }
+
+    async fn finish(self) -> Finished {
+        self.stop.send_replace(true);
+        let written = self.writing.await.expect("writer");
+        let (seen, reconnects) = self.watching.await.expect("watcher");
+        let (lease, keepalive_failures) = self.holding.await.expect("lease holder");
+        Finished {
+            written,
+            seen,
+            reconnects,
+            lease,
+            keepalive_failures,
+        }
+    }
+}
+
+/// Whether the member at `url` takes a write within a while.
+async fn takes_writes(url: &str) -> bool {
+    let url = url.to_string();
+    eventually(|| {
+        let url = url.clone();
+        async move {
+            match client_of(&url).await {
+                Some(mut c) => c.put("ready", "v", None).await.is_ok(),
+                None => false,
+            }
+        }
+    })
+    .await
+}
+
 /// Retries `op` on `client` while the cluster answers that it is not ready for a
 /// membership change yet (etcd's strict reconfiguration checks, a learner not caught
 /// up): its answer.
@@ -401,6 +472,29 @@ async fn lead(members: &[Member], to: u64) {
     }
 }
 
+/// Replaces every member of `members`, oldest first, with members `<prefix><i>` of the
+/// other kind ([`replace_first`]), counting the writes of each step in a phase of its
+/// own: how long each step took.
+async fn replace_all(
+    members: &mut Vec<Member>,
+    prefix: &str,
+    oxcd: bool,
+    dir: &std::path::Path,
+    endpoints: &Endpoints,
+    load: &Workload,
+) -> Vec<Duration> {
+    let mut steps = Vec::new();
+    for i in 0..members.len() {
+        let name = format!("{prefix}{i}");
+        load.phase(format!("step {name} in"));
+        let old = members[0].name.clone();
+        let took = replace_first(members, &name, oxcd, dir, endpoints).await;
+        eprintln!("{name} replaced {old} in {took:?}");
+        steps.push(took);
+    }
+    steps
+}
+
 /// The HashKV every member answers at `rev` on its peer port, equal.
 async fn hashes_equal(members: &[Member], rev: i64) -> String {
     let mut hashes = Vec::new();
@@ -431,22 +525,23 @@ fn percentiles(mut d: Vec<Duration>) -> (Duration, Duration) {
     (at(0.5), at(0.99))
 }
 
-/// The checks at the end of a run: every write `written` acknowledged is stored at its
-/// revision, the watcher `seen` every stored write once and in order, the lease kept its
-/// TTL and key, every member's HashKV is equal, and the etcd members (`etcd_names`,
-/// data dirs under `dir`) never logged a corruption finding. Prints the write latencies
-/// by phase.
-#[allow(clippy::too_many_arguments)]
+/// The checks at the end of a run: every write acknowledged is stored at its revision,
+/// the watcher saw every stored write once and in order, the lease kept its TTL and
+/// key, every member's HashKV is equal, and the etcd members (`etcd_names`, data dirs
+/// under `dir`) never logged a corruption finding. Prints the write latencies by phase.
 async fn check_end(
     members: &[Member],
-    written: Written,
-    seen: Vec<(String, i64)>,
-    reconnects: usize,
-    lease: i64,
-    keepalive_failures: usize,
+    finished: Finished,
     dir: &std::path::Path,
     etcd_names: &[&str],
 ) {
+    let Finished {
+        written,
+        seen,
+        reconnects,
+        lease,
+        keepalive_failures,
+    } = finished;
     // Every acknowledged write is there, at its revision (asked again while the
     // cluster elects a leader after a restart).
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -583,19 +678,7 @@ async fn an_etcd_cluster_becomes_an_oxcd_cluster_and_back_under_load() {
         })
         .collect();
     let first = members[0].client_url.clone();
-    assert!(
-        eventually(|| {
-            let first = first.clone();
-            async move {
-                match client_of(&first).await {
-                    Some(mut c) => c.put("ready", "v", None).await.is_ok(),
-                    None => false,
-                }
-            }
-        })
-        .await,
-        "the etcd cluster serves"
-    );
+    assert!(takes_writes(&first).await, "the etcd cluster serves");
     let mut ctl = client_of(&first).await.expect("client");
     for m in ctl.member_list().await.expect("member list").members() {
         if let Some(ours) = members.iter_mut().find(|x| x.name == m.name()) {
@@ -605,22 +688,11 @@ async fn an_etcd_cluster_becomes_an_oxcd_cluster_and_back_under_load() {
     let start_rev = revision_at(&mut ctl, "ready").await;
 
     let endpoints: Endpoints = Arc::new(Mutex::new(endpoints_of(&members)));
-    let (phase_tx, phase) = watch::channel("all etcd".to_string());
-    let (stop_tx, stop) = watch::channel(false);
-    let writing = tokio::spawn(writer(endpoints.clone(), phase.clone(), stop.clone()));
-    let watching = tokio::spawn(watcher(endpoints.clone(), start_rev + 1, stop.clone()));
-    let holding = tokio::spawn(lease_holder(endpoints.clone(), stop.clone()));
+    let load = Workload::start(&endpoints, start_rev + 1, "all etcd");
     tokio::time::sleep(Duration::from_secs(3)).await;
 
-    let mut steps = Vec::new();
-    for i in 0..3 {
-        let name = format!("oxcd{i}");
-        phase_tx.send_replace(format!("step {name} in"));
-        let took = replace_first(&mut members, &name, true, dir.path(), &endpoints).await;
-        eprintln!("step {}: {name} replaced etcd{i} in {took:?}", i + 1);
-        steps.push(took);
-    }
-    phase_tx.send_replace("all oxcd".to_string());
+    let mut steps = replace_all(&mut members, "oxcd", true, dir.path(), &endpoints, &load).await;
+    load.phase("all oxcd");
     tokio::time::sleep(Duration::from_secs(3)).await;
     let rev = revision_at(
         &mut client_of(&members[0].client_url).await.expect("client"),
@@ -641,27 +713,24 @@ async fn an_etcd_cluster_becomes_an_oxcd_cluster_and_back_under_load() {
         );
     }
 
-    for i in 0..3 {
-        let name = format!("etcd-back{i}");
-        phase_tx.send_replace(format!("step {name} in"));
-        let took = replace_first(&mut members, &name, false, dir.path(), &endpoints).await;
-        eprintln!("step {}: {name} replaced oxcd{i} in {took:?}", i + 4);
-        steps.push(took);
-    }
-    phase_tx.send_replace("all etcd again".to_string());
+    steps.extend(
+        replace_all(
+            &mut members,
+            "etcd-back",
+            false,
+            dir.path(),
+            &endpoints,
+            &load,
+        )
+        .await,
+    );
+    load.phase("all etcd again");
     tokio::time::sleep(Duration::from_secs(3)).await;
-    stop_tx.send_replace(true);
-    let written = writing.await.expect("writer");
-    let (seen, reconnects) = watching.await.expect("watcher");
-    let (lease, keepalive_failures) = holding.await.expect("lease holder");
+    let finished = load.finish().await;
 
     check_end(
         &members,
-        written,
-        seen,
-        reconnects,
-        lease,
-        keepalive_failures,
+        finished,
         dir.path(),
         &[
             "etcd0",
@@ -776,19 +845,7 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
         .map(|e| format!("http://{}", e.endpoint))
         .collect();
     let first = etcd_urls[0].clone();
-    assert!(
-        eventually(|| {
-            let first = first.clone();
-            async move {
-                match client_of(&first).await {
-                    Some(mut c) => c.put("ready", "v", None).await.is_ok(),
-                    None => false,
-                }
-            }
-        })
-        .await,
-        "the etcd cluster serves"
-    );
+    assert!(takes_writes(&first).await, "the etcd cluster serves");
     let ctl = client_of(&first).await.expect("client");
     let oxcd_peer_url = format!("http://127.0.0.1:{}", free_port());
     let oxcd_url = format!("http://127.0.0.1:{}", free_port());
@@ -836,15 +893,11 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
     .await;
     let start_rev = revision_at(&mut ctl.clone(), "ready").await;
     let endpoints: Endpoints = Arc::new(Mutex::new(endpoints_of(&members)));
-    let (phase_tx, phase) = watch::channel("steady".to_string());
-    let (stop_tx, stop) = watch::channel(false);
-    let writing = tokio::spawn(writer(endpoints.clone(), phase.clone(), stop.clone()));
-    let watching = tokio::spawn(watcher(endpoints.clone(), start_rev + 1, stop.clone()));
-    let holding = tokio::spawn(lease_holder(endpoints.clone(), stop.clone()));
+    let load = Workload::start(&endpoints, start_rev + 1, "steady");
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // 1. kill -9 the oxcd member; 200 writes on; back by etcd's snapshot.
-    phase_tx.send_replace("oxcd killed".into());
+    load.phase("oxcd killed");
     drop(oxcd);
     let rev = revision_at(
         &mut client_of(&etcd_urls[0]).await.expect("client"),
@@ -874,7 +927,7 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
     assert!(installed >= 1, "oxcd came back by etcd's snapshot");
 
     // 2. oxcd leads; kill -9 an etcd follower; back by oxcd's snapshot.
-    phase_tx.send_replace("etcd killed".into());
+    load.phase("etcd killed");
     lead(&members, oxcd_id).await;
     let victim = members
         .iter()
@@ -904,7 +957,7 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
     );
 
     // 3. the oxcd leader paused for 3 s: an etcd member leads; oxcd rejoins.
-    phase_tx.send_replace("oxcd leader paused".into());
+    load.phase("oxcd leader paused");
     lead(&members, oxcd_id).await;
     signal(oxcd.child.id(), "STOP");
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -925,7 +978,7 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
     eprintln!("3. oxcd paused while leading; leader now {leader:x}");
 
     // 4. every member killed at once, then restarted.
-    phase_tx.send_replace("all killed".into());
+    load.phase("all killed");
     drop(oxcd);
     etcds.clear();
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -940,23 +993,10 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
         &cluster,
         &snapshots,
     );
-    phase_tx.send_replace("after".into());
+    load.phase("after");
     tokio::time::sleep(Duration::from_secs(3)).await;
-    stop_tx.send_replace(true);
-    let written = writing.await.expect("writer");
-    let (seen, reconnects) = watching.await.expect("watcher");
-    let (lease, keepalive_failures) = holding.await.expect("lease holder");
-    check_end(
-        &members,
-        written,
-        seen,
-        reconnects,
-        lease,
-        keepalive_failures,
-        dir.path(),
-        &["etcd0", "etcd1"],
-    )
-    .await;
+    let finished = load.finish().await;
+    check_end(&members, finished, dir.path(), &["etcd0", "etcd1"]).await;
     drop(oxcd);
     drop(etcds);
 }
