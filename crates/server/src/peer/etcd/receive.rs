@@ -44,6 +44,8 @@ use crate::peer::compat;
 pub const PIPELINE: &str = "/raft";
 /// etcd's snapshot path.
 pub const SNAPSHOT: &str = "/raft/snapshot";
+/// Bytes of etcd's database buffered before each write to disk.
+const SAVE_BUFFER: usize = 8 << 20;
 /// The largest pipeline message (etcd's `connReadLimitByte`, 64 KiB).
 const PIPELINE_LIMIT: usize = 64 << 10;
 /// Bytes of dump per chunk written to the snapshot file.
@@ -341,7 +343,10 @@ impl Receiver {
         tokio::fs::create_dir_all(&self.snap_dir).await?;
         // etcd's name for it (`%016x.snap.db`).
         let db = self.snap_dir.join(format!("{index:016x}.snap.db"));
-        let mut file = tokio::fs::File::create(&db).await?;
+        // Written in large pieces: each write of a tokio file is a trip to the blocking
+        // pool, and the body arrives in pieces of tens of KiB.
+        let mut file =
+            tokio::io::BufWriter::with_capacity(SAVE_BUFFER, tokio::fs::File::create(&db).await?);
         let mut db_len = buf.len() as u64;
         file.write_all(&buf).await?;
         buf.advance(buf.len());
@@ -350,8 +355,10 @@ impl Receiver {
             db_len += chunk.len() as u64;
             file.write_all(&chunk).await?;
         }
-        file.sync_all().await?;
+        file.flush().await?;
+        file.get_ref().sync_all().await?;
         drop(file);
+        tracing::info!(index, bytes = db_len, "saved etcd's database");
         let dir = self.snap_dir.clone();
         let conf_state = oxcd_raft::persist::encode_conf_state(meta.get_conf_state());
         let term = meta.term;
@@ -377,6 +384,7 @@ fn to_snapshot_file(
     let staging = dir.join(format!("{index:016x}.import"));
     let _ = std::fs::remove_file(&staging);
     let made = (|| {
+        let started = std::time::Instant::now();
         etcd_import::write(
             db,
             db_len,
@@ -386,6 +394,11 @@ fn to_snapshot_file(
                 cluster: true,
             },
         )?;
+        tracing::info!(
+            index,
+            took_ms = started.elapsed().as_millis() as u64,
+            "imported etcd's database"
+        );
         let backend = Backend::open(&staging)?;
         backend.set_local_meta(schema::META_CONSISTENT_INDEX, Some(&index.to_le_bytes()))?;
         backend.set_local_meta(schema::META_CONSISTENT_TERM, Some(&term.to_le_bytes()))?;
@@ -410,6 +423,11 @@ fn to_snapshot_file(
             return Err(SnapshotError::Storage(e));
         }
         file.finish()?;
+        tracing::info!(
+            index,
+            took_ms = started.elapsed().as_millis() as u64,
+            "made the snapshot file from etcd's database"
+        );
         Ok(())
     })();
     let _ = std::fs::remove_file(&staging);
