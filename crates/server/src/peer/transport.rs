@@ -511,13 +511,8 @@ pub enum SnapshotSendError {
     #[error(transparent)]
     Storage(#[from] oxcd_storage::StorageError),
     /// The dump is older than the snapshot raft asked for.
-    #[error("the backend is at index {index}, behind the snapshot at {snapshot}")]
-    Behind {
-        /// The dump's index.
-        index: u64,
-        /// The snapshot's.
-        snapshot: u64,
-    },
+    #[error(transparent)]
+    Behind(#[from] Behind),
     /// The dump's conf state does not decode.
     #[error(transparent)]
     ConfState(oxcd_raft::RaftError),
@@ -544,6 +539,39 @@ pub enum SnapshotSendError {
     Etcd(super::etcd::snapshot_sender::EtcdSnapshotError),
 }
 
+/// The state about to be sent is older than the snapshot raft asked for.
+#[derive(Debug, thiserror::Error)]
+#[error("the backend is at index {index}, behind the snapshot at {snapshot}")]
+pub struct Behind {
+    /// The state's index.
+    pub index: u64,
+    /// The snapshot's.
+    pub snapshot: u64,
+}
+
+/// Moves the snapshot raft asked for in `m` to the state about to be sent, taken at
+/// `(index, term)` under `conf`: the state is read when sent, at or after the compaction
+/// raft knows of, and the snapshot's position must describe it exactly.
+pub(crate) fn place_snapshot(
+    m: &mut Message,
+    (index, term): (u64, u64),
+    conf: Option<oxcd_raft::ConfState>,
+) -> Result<(), Behind> {
+    let meta = m.mut_snapshot().mut_metadata();
+    if index < meta.index {
+        return Err(Behind {
+            index,
+            snapshot: meta.index,
+        });
+    }
+    meta.index = index;
+    meta.term = term;
+    if let Some(conf) = conf {
+        meta.set_conf_state(conf);
+    }
+    Ok(())
+}
+
 /// The set behind `m`, even if a thread panicked holding it (a set of ids stays whole).
 fn lock(m: &Mutex<HashSet<u64>>) -> std::sync::MutexGuard<'_, HashSet<u64>> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -560,20 +588,12 @@ async fn stream_snapshot(
 ) -> Result<(u64, u64), SnapshotSendError> {
     let dump = store.backend().dump()?;
     let (index, term) = dump.position()?;
-    let meta = m.mut_snapshot().mut_metadata();
-    if index < meta.index {
-        return Err(SnapshotSendError::Behind {
-            index,
-            snapshot: meta.index,
-        });
-    }
-    meta.index = index;
-    meta.term = term;
-    if let Some(conf) = dump.conf_state()? {
-        let conf =
-            oxcd_raft::persist::decode_conf_state(&conf).map_err(SnapshotSendError::ConfState)?;
-        meta.set_conf_state(conf);
-    }
+    let conf = dump
+        .conf_state()?
+        .map(|c| oxcd_raft::persist::decode_conf_state(&c))
+        .transpose()
+        .map_err(SnapshotSendError::ConfState)?;
+    place_snapshot(&mut m, (index, term), conf)?;
     let (tx, rx) = mpsc::channel::<SnapshotChunk>(4);
     tx.send(SnapshotChunk {
         message: encode_message(&m),

@@ -317,6 +317,11 @@ where
     }
 }
 
+/// The revision of the member at `url` (a linearizable read of the load's keys).
+async fn revision_of(url: &str) -> i64 {
+    revision_at(&mut client_of(url).await.expect("client"), "load/").await
+}
+
 /// Waits until the member at `url` serves revision `rev` (a serializable read).
 async fn caught_up(url: &str, rev: i64) -> bool {
     let url = url.to_string();
@@ -694,11 +699,7 @@ async fn an_etcd_cluster_becomes_an_oxcd_cluster_and_back_under_load() {
     let mut steps = replace_all(&mut members, "oxcd", true, dir.path(), &endpoints, &load).await;
     load.phase("all oxcd");
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let rev = revision_at(
-        &mut client_of(&members[0].client_url).await.expect("client"),
-        "load/",
-    )
-    .await;
+    let rev = revision_of(&members[0].client_url).await;
     let hash = hashes_equal(&members, rev).await;
     eprintln!("all oxcd: HashKV at {rev} equal on 3 members: {hash}");
     // The oxcd members act as etcd 3.5 (`--emulated-version=3.5`): with no etcd member
@@ -852,14 +853,17 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
     let oxcd_id = add_learner(&ctl, &oxcd_peer_url).await;
     let cluster = format!("{etcd_cluster},oxcd={oxcd_peer_url}");
     let oxcd_dir = dir.path().join("oxcd");
-    let mut oxcd = oxcd_binary(
-        &oxcd_dir,
-        "oxcd",
-        &oxcd_url,
-        &oxcd_peer_url,
-        &cluster,
-        &snapshots,
-    );
+    let start_oxcd = || {
+        oxcd_binary(
+            &oxcd_dir,
+            "oxcd",
+            &oxcd_url,
+            &oxcd_peer_url,
+            &cluster,
+            &snapshots,
+        )
+    };
+    let mut oxcd = start_oxcd();
     let mut members: Vec<Member> = Vec::new();
     for m in ctl
         .clone()
@@ -899,28 +903,13 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
     // 1. kill -9 the oxcd member; 200 writes on; back by etcd's snapshot.
     load.phase("oxcd killed");
     drop(oxcd);
-    let rev = revision_at(
-        &mut client_of(&etcd_urls[0]).await.expect("client"),
-        "load/",
-    )
-    .await;
+    let rev = revision_of(&etcd_urls[0]).await;
     assert!(
         caught_up(&etcd_urls[1], rev + 200).await,
         "writes go on without oxcd"
     );
-    oxcd = oxcd_binary(
-        &oxcd_dir,
-        "oxcd",
-        &oxcd_url,
-        &oxcd_peer_url,
-        &cluster,
-        &snapshots,
-    );
-    let rev = revision_at(
-        &mut client_of(&etcd_urls[0]).await.expect("client"),
-        "load/",
-    )
-    .await;
+    oxcd = start_oxcd();
+    let rev = revision_of(&etcd_urls[0]).await;
     assert!(caught_up(&oxcd_url, rev).await, "oxcd back");
     let installed = oxcd.logged("received a snapshot from an etcd member").len();
     eprintln!("1. oxcd killed and back at {rev}, by {installed} snapshot(s) from etcd");
@@ -934,13 +923,13 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
         .position(|m| m.name == "etcd1")
         .expect("etcd1");
     drop(etcds.remove(1));
-    let rev = revision_at(&mut client_of(&oxcd_url).await.expect("client"), "load/").await;
+    let rev = revision_of(&oxcd_url).await;
     assert!(
         caught_up(&oxcd_url, rev + 200).await,
         "writes go on under oxcd"
     );
     etcds.push(start_etcd(1, "existing", &etcd_cluster));
-    let rev = revision_at(&mut client_of(&oxcd_url).await.expect("client"), "load/").await;
+    let rev = revision_of(&oxcd_url).await;
     assert!(
         caught_up(&members[victim].client_url, rev).await,
         "etcd1 back"
@@ -962,11 +951,7 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
     signal(oxcd.child.id(), "STOP");
     tokio::time::sleep(Duration::from_secs(3)).await;
     signal(oxcd.child.id(), "CONT");
-    let rev = revision_at(
-        &mut client_of(&etcd_urls[0]).await.expect("client"),
-        "load/",
-    )
-    .await;
+    let rev = revision_of(&etcd_urls[0]).await;
     assert!(caught_up(&oxcd_url, rev).await, "oxcd back after the pause");
     let leader = client_of(&etcd_urls[0])
         .await
@@ -985,14 +970,7 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
     etcds = (0..2)
         .map(|i| start_etcd(i, "existing", &etcd_cluster))
         .collect();
-    oxcd = oxcd_binary(
-        &oxcd_dir,
-        "oxcd",
-        &oxcd_url,
-        &oxcd_peer_url,
-        &cluster,
-        &snapshots,
-    );
+    oxcd = start_oxcd();
     load.phase("after");
     tokio::time::sleep(Duration::from_secs(3)).await;
     let finished = load.finish().await;

@@ -10,15 +10,15 @@
 //! to another member. A message that cannot be sent reports the peer unreachable to
 //! raft, which probes and resends; a peer that says this member was removed stops it.
 //!
-//! Snapshots go their own way (the transport hands them to [`super::snapshot_sender`]);
-//! one that reaches the link is reported failed.
+//! Snapshots go their own way: the transport hands them to [`super::snapshot_sender`],
+//! and none reaches the link.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::StatusCode;
+use oxcd_raft::Message;
 use oxcd_raft::node::RaftHandle;
-use oxcd_raft::{Message, MessageType};
 use tokio::sync::mpsc;
 
 use super::client::{self, Identity, PeerHttpError, Pipeline, StreamKind};
@@ -72,13 +72,6 @@ pub async fn run(link: EtcdLink, mut queue: mpsc::Receiver<Message>) {
     let stepper = tokio::spawn(step_received(link.clone(), rx));
     let mut pipeline = Pipeline::new(link.dialer.clone(), link.url.clone(), link.me.clone());
     while let Some(m) = queue.recv().await {
-        if m.get_msg_type() == MessageType::MsgSnapshot {
-            tracing::warn!(peer = %format!("{:x}", link.peer), "snapshots to etcd members are not supported yet");
-            if let Some(r) = link.raft.get() {
-                r.report_snapshot(link.peer, false);
-            }
-            continue;
-        }
         // On a stream the peer dialed, when it has one; else on its pipeline.
         match link.reports.etcd_streams.send(&m) {
             Delivery::Sent => continue,

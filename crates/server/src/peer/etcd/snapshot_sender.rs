@@ -29,6 +29,7 @@ use super::codec;
 use super::v2store;
 use crate::backup::etcd_file::{EtcdFileError, EtcdFileSource};
 use crate::peer::PeerDialer;
+use crate::peer::transport::{Behind, place_snapshot};
 
 /// Bytes of database per chunk of the body.
 const CHUNK: usize = 256 * 1024;
@@ -44,13 +45,8 @@ pub enum EtcdSnapshotError {
     #[error("snapshot for an etcd member: {0}")]
     Backend(#[from] EtcdFileError),
     /// The backend is behind the snapshot raft asked for.
-    #[error("the backend is at index {index}, behind the snapshot at {snapshot}")]
-    Behind {
-        /// The backend's.
-        index: u64,
-        /// The snapshot's.
-        snapshot: u64,
-    },
+    #[error(transparent)]
+    Behind(#[from] Behind),
     /// The writer's thread could not start.
     #[error("cannot start the snapshot writer: {0}")]
     Spawn(std::io::Error),
@@ -107,58 +103,40 @@ pub async fn send(
     }
 }
 
-/// Writes the body into `out`: the message, its snapshot moved to the backend's
-/// position with the v2 store as its data, then the database.
+/// Writes the body into `out` ([`write_into`]); a failure that is not the body's own
+/// ends the body with it, so the POST fails too.
 fn write_body(
     backend: &Backend,
-    mut m: Message,
+    m: Message,
     out: mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>,
 ) -> Result<Sent, EtcdSnapshotError> {
-    let failed = |out: &mpsc::Sender<_>, e: &dyn std::fmt::Display| {
+    let written = write_into(backend, m, &out);
+    if let Err(e) = &written
+        && !matches!(e, EtcdSnapshotError::BodyDropped)
+    {
         let _ = out.blocking_send(Err(std::io::Error::other(e.to_string())));
-    };
-    let source = match EtcdFileSource::open(backend) {
-        Ok(s) => s,
-        Err(e) => {
-            failed(&out, &e);
-            return Err(e.into());
-        }
-    };
-    let head = (|| {
-        let (index, term) = source.position()?;
-        let conf = source.conf_state()?;
-        let (members, removed) = source.members()?;
-        let data = v2store::write(
-            &members,
-            &removed,
-            source.cluster_version().as_deref(),
-            index,
-        );
-        Ok::<_, EtcdFileError>((index, term, conf, data))
-    })();
-    let (index, term, conf, data) = match head {
-        Ok(h) => h,
-        Err(e) => {
-            failed(&out, &e);
-            return Err(e.into());
-        }
-    };
-    let snapshot = m.mut_snapshot();
-    if index < snapshot.get_metadata().index {
-        let e = EtcdSnapshotError::Behind {
-            index,
-            snapshot: snapshot.get_metadata().index,
-        };
-        failed(&out, &e);
-        return Err(e);
     }
-    snapshot.data = data.into();
-    let meta = snapshot.mut_metadata();
-    meta.index = index;
-    meta.term = term;
-    if let Some(conf) = conf {
-        meta.set_conf_state(conf);
-    }
+    written
+}
+
+/// Writes the message into `out`, its snapshot moved to the backend's position with
+/// the v2 store as its data, then the database.
+fn write_into(
+    backend: &Backend,
+    mut m: Message,
+    out: &mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>,
+) -> Result<Sent, EtcdSnapshotError> {
+    let source = EtcdFileSource::open(backend)?;
+    let (index, term) = source.position()?;
+    let (members, removed) = source.members()?;
+    let data = v2store::write(
+        &members,
+        &removed,
+        source.cluster_version().as_deref(),
+        index,
+    );
+    place_snapshot(&mut m, (index, term), source.conf_state()?)?;
+    m.mut_snapshot().data = data.into();
     let mut framed = BytesMut::new();
     codec::encode_message(&m, &mut framed);
     if out.blocking_send(Ok(Frame::data(framed.freeze()))).is_err() {
@@ -175,10 +153,7 @@ fn write_body(
     match written.and_then(|mut w| w.flush().map_err(|e| EtcdFileError::Write(e.into()))) {
         Ok(()) => Ok(Sent { index, bytes }),
         Err(_) if out.is_closed() => Err(EtcdSnapshotError::BodyDropped),
-        Err(e) => {
-            failed(&out, &e);
-            Err(e.into())
-        }
+        Err(e) => Err(e.into()),
     }
 }
 
