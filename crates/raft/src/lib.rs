@@ -26,7 +26,7 @@ pub mod persist;
 
 pub use raft::prelude::{
     ConfChange, ConfChangeType, ConfState, Entry, EntryType, HardState, Message, MessageType,
-    Snapshot,
+    Snapshot, SnapshotMetadata,
 };
 
 /// Errors from the raft driver.

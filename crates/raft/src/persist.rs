@@ -132,6 +132,17 @@ pub fn decode_snapshot_meta(b: &[u8]) -> Result<SnapshotMetadata, RaftError> {
         .map_err(|e| RaftError::Decode(format!("snapshot mark: {e}")))
 }
 
+/// Encodes a raft snapshot (metadata and data), as etcd's `.snap` files hold it.
+pub fn encode_snapshot(s: &raft::prelude::Snapshot) -> Vec<u8> {
+    s.write_to_bytes().unwrap_or_default()
+}
+
+/// Decodes a raft snapshot.
+pub fn decode_snapshot(b: &[u8]) -> Result<raft::prelude::Snapshot, RaftError> {
+    raft::prelude::Snapshot::parse_from_bytes(b)
+        .map_err(|e| RaftError::Decode(format!("snapshot: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

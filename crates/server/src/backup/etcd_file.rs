@@ -154,6 +154,11 @@ impl<'b> EtcdFileSource<'b> {
         Ok((members, removed))
     }
 
+    /// The meta value at `key`, as oxcd keeps it.
+    pub fn meta(&self, key: &str) -> Option<&[u8]> {
+        meta_value(&self.meta, key)
+    }
+
     /// The cluster version, once the cluster decided one.
     pub fn cluster_version(&self) -> Option<String> {
         meta_value(&self.meta, schema::META_CLUSTER_VERSION)

@@ -1,8 +1,14 @@
-//! Backups in etcd's format: the backend written as etcd's bbolt file (what
-//! `Maintenance.Snapshot` streams ([`stream`]) and `etcdctl snapshot restore` reads),
-//! and etcd's bbolt file written as oxcd's backend ([`etcd_import`]: `snapshot restore`,
-//! and the snapshots an etcd leader sends).
+//! etcd's formats on disk:
+//! - backups: the backend written as etcd's bbolt file (what `Maintenance.Snapshot`
+//!   streams ([`stream`]) and `etcdctl snapshot restore` reads: [`etcd_file`]), and
+//!   etcd's bbolt file written as oxcd's backend ([`etcd_import`]: `snapshot restore`,
+//!   and the snapshots an etcd leader sends);
+//! - [`v2store`]: the membership in the v2 store an etcd raft snapshot carries;
+//! - [`etcd_dir`]: an etcd member's data dir, adopted by an oxcd member started on it
+//!   and written back from one (the binary swap both ways).
 
+pub mod etcd_dir;
 pub mod etcd_file;
 pub mod etcd_import;
 pub mod stream;
+pub mod v2store;

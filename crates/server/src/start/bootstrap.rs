@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::backup::etcd_dir::adopt::{MemberDirs, adopt_if_etcds};
 use crate::machine::vocabulary::Vocabulary;
 use std::thread::JoinHandle;
 
@@ -56,6 +57,9 @@ pub enum StartError {
     /// A member without data could not join the running cluster.
     #[error(transparent)]
     Join(#[from] crate::peer::remote::FreshMemberError),
+    /// The etcd member's data dir it was started on could not be adopted.
+    #[error(transparent)]
+    Adopt(#[from] crate::backup::etcd_dir::adopt::AdoptError),
     /// This member was removed from the cluster: its data may not serve again.
     #[error(
         "{}: member {id:x} cannot start again with its data; start a new member (member add) with an empty data dir",
@@ -201,6 +205,11 @@ pub fn start(
     // Before anything is created: a bad --auth-token leaves no data dir behind.
     let (tokens, _) = TokenProvider::from_flag(&s.auth_token, s.auth_token_ttl)?;
     let lock = DirLock::acquire(&s.data_dir.join("member"))?;
+    // An etcd member's data dir (the binary swap): continue as that member.
+    adopt_if_etcds(&MemberDirs {
+        wal: s.wal_dir(),
+        snap: s.snap_dir(),
+    })?;
     let backend = Arc::new(Backend::open(&s.backend_path())?);
     let store = Arc::new(Store::open(backend)?);
     let joins = joining.is_some();

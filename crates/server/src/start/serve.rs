@@ -353,6 +353,10 @@ pub async fn run_with(
     let result = tokio::select! {
         _ = shutdown => {
             tracing::info!("received shutdown signal; stopping");
+            // As etcd's `Stop`: a leader hands over first, so the cluster does not
+            // wait an election timeout (and leases are not left unrenewed) for a new
+            // one.
+            hand_over_leadership(&member, settings.election_timeout).await;
             Ok(())
         }
         ended = &mut apply_ended => Err(ended),
@@ -373,14 +377,13 @@ pub async fn run_with(
     };
     let _ = stop_tx.send(true);
     stop_member(&member);
-    for s in servers {
-        // Open client streams would hold a graceful shutdown forever: bound the wait.
-        if tokio::time::timeout(Duration::from_secs(2), s)
-            .await
-            .is_err()
-        {
-            tracing::warn!("client connections still open after 2s; closing them");
-        }
+    // Open client streams would hold a graceful shutdown forever: bound the wait, for
+    // every server at once.
+    if tokio::time::timeout(Duration::from_secs(2), futures::future::join_all(servers))
+        .await
+        .is_err()
+    {
+        tracing::warn!("client connections still open after 2s; closing them");
     }
     let result = match result {
         Ok(()) => {

@@ -25,35 +25,35 @@ use crate::common::{InProc, free_port, revision_at};
 use crate::etcd_peer::{add_learner, eventually, peer_hash_kv};
 
 /// How long a client request may take before the worker moves to another member.
-const REQUEST: Duration = Duration::from_secs(3);
+pub(crate) const REQUEST: Duration = Duration::from_secs(3);
 /// The lease holder's TTL.
 const LEASE_TTL: i64 = 6;
 /// etcd's corruption checks, at start and every 2 s from the leader.
-const CHECKS: [&str; 2] = [
+pub(crate) const CHECKS: [&str; 2] = [
     "--experimental-initial-corrupt-check=true",
     "--experimental-corrupt-check-time=2s",
 ];
 
 /// A member of the cluster under test: an etcd process, an in-process oxcd, or a
 /// process the test holds itself.
-enum Process {
+pub(crate) enum Process {
     Etcd(Etcd),
     Oxcd(InProc),
     Elsewhere,
 }
 
-struct Member {
-    name: String,
-    id: u64,
-    peer_url: String,
-    client_url: String,
-    process: Process,
+pub(crate) struct Member {
+    pub(crate) name: String,
+    pub(crate) id: u64,
+    pub(crate) peer_url: String,
+    pub(crate) client_url: String,
+    pub(crate) process: Process,
 }
 
 /// The members' client URLs the workers pick from, as the steps change them.
-type Endpoints = Arc<Mutex<Vec<String>>>;
+pub(crate) type Endpoints = Arc<Mutex<Vec<String>>>;
 
-fn endpoints_of(members: &[Member]) -> Vec<String> {
+pub(crate) fn endpoints_of(members: &[Member]) -> Vec<String> {
     members.iter().map(|m| m.client_url.clone()).collect()
 }
 
@@ -76,7 +76,7 @@ fn etcd_flag(cluster: &[(String, Vec<String>)]) -> String {
 }
 
 /// A client of the member at `url`.
-async fn client_of(url: &str) -> Option<Client> {
+pub(crate) async fn client_of(url: &str) -> Option<Client> {
     let opts = etcd_client::ConnectOptions::new()
         .with_connect_timeout(REQUEST)
         .with_timeout(REQUEST);
@@ -184,14 +184,10 @@ async fn watcher(
 /// Holds a lease of [`LEASE_TTL`] with `lease/held` on it, keeping it alive every
 /// second through whichever member answers, until `stop`: the lease's id and the
 /// keepalives that failed.
-async fn lease_holder(endpoints: Endpoints, stop: watch::Receiver<bool>) -> (i64, usize) {
+async fn lease_holder(endpoints: Endpoints, ttl: i64, stop: watch::Receiver<bool>) -> (i64, usize) {
     let mut turn = 0;
     let mut c = any_client(&endpoints, &mut turn).await;
-    let id = c
-        .lease_grant(LEASE_TTL, None)
-        .await
-        .expect("lease grant")
-        .id();
+    let id = c.lease_grant(ttl, None).await.expect("lease grant").id();
     c.put("lease/held", "v", Some(PutOptions::new().with_lease(id)))
         .await
         .expect("put on the lease");
@@ -217,16 +213,17 @@ async fn lease_holder(endpoints: Endpoints, stop: watch::Receiver<bool>) -> (i64
 
 /// The writer, the watcher (from a revision) and the lease holder, running together
 /// over `endpoints`; each write is counted in the phase named last.
-struct Workload {
+pub(crate) struct Workload {
     phase: watch::Sender<String>,
     stop: watch::Sender<bool>,
     writing: tokio::task::JoinHandle<Written>,
     watching: tokio::task::JoinHandle<(Vec<(String, i64)>, usize)>,
     holding: tokio::task::JoinHandle<(i64, usize)>,
+    lease_ttl: i64,
 }
 
 /// What the workload saw, once stopped.
-struct Finished {
+pub(crate) struct Finished {
     written: Written,
     /// Watch events (key, revision), in the order received.
     seen: Vec<(String, i64)>,
@@ -234,29 +231,42 @@ struct Finished {
     reconnects: usize,
     /// The held lease.
     lease: i64,
+    /// Its TTL.
+    lease_ttl: i64,
     /// Keepalives retried on another member.
     keepalive_failures: usize,
 }
 
 impl Workload {
-    fn start(endpoints: &Endpoints, watch_from: i64, phase: &str) -> Workload {
+    pub(crate) fn start(endpoints: &Endpoints, watch_from: i64, phase: &str) -> Workload {
+        Workload::with_lease_ttl(endpoints, watch_from, phase, LEASE_TTL)
+    }
+
+    /// As [`Workload::start`], the lease granted with `lease_ttl`.
+    pub(crate) fn with_lease_ttl(
+        endpoints: &Endpoints,
+        watch_from: i64,
+        phase: &str,
+        lease_ttl: i64,
+    ) -> Workload {
         let (phase_tx, phase_rx) = watch::channel(phase.to_string());
         let (stop_tx, stop) = watch::channel(false);
         Workload {
             writing: tokio::spawn(writer(endpoints.clone(), phase_rx, stop.clone())),
             watching: tokio::spawn(watcher(endpoints.clone(), watch_from, stop.clone())),
-            holding: tokio::spawn(lease_holder(endpoints.clone(), stop)),
+            holding: tokio::spawn(lease_holder(endpoints.clone(), lease_ttl, stop)),
             phase: phase_tx,
             stop: stop_tx,
+            lease_ttl,
         }
     }
 
     /// Counts the writes from now on in `phase`.
-    fn phase(&self, phase: impl Into<String>) {
+    pub(crate) fn phase(&self, phase: impl Into<String>) {
         self.phase.send_replace(phase.into());
     }
 
-    async fn finish(self) -> Finished {
+    pub(crate) async fn finish(self) -> Finished {
         self.stop.send_replace(true);
         let written = self.writing.await.expect("writer");
         let (seen, reconnects) = self.watching.await.expect("watcher");
@@ -266,13 +276,14 @@ impl Workload {
             seen,
             reconnects,
             lease,
+            lease_ttl: self.lease_ttl,
             keepalive_failures,
         }
     }
 }
 
 /// Whether the member at `url` takes a write within a while.
-async fn takes_writes(url: &str) -> bool {
+pub(crate) async fn takes_writes(url: &str) -> bool {
     let url = url.to_string();
     eventually(|| {
         let url = url.clone();
@@ -318,12 +329,12 @@ where
 }
 
 /// The revision of the member at `url` (a linearizable read of the load's keys).
-async fn revision_of(url: &str) -> i64 {
+pub(crate) async fn revision_of(url: &str) -> i64 {
     revision_at(&mut client_of(url).await.expect("client"), "load/").await
 }
 
 /// Waits until the member at `url` serves revision `rev` (a serializable read).
-async fn caught_up(url: &str, rev: i64) -> bool {
+pub(crate) async fn caught_up(url: &str, rev: i64) -> bool {
     let url = url.to_string();
     eventually(|| {
         let url = url.clone();
@@ -341,7 +352,7 @@ async fn caught_up(url: &str, rev: i64) -> bool {
 
 /// Whether the member at `peer_url` reports the cluster version `v` (its peer port's
 /// `/version`, `etcdcluster`) within a while.
-async fn cluster_version_becomes(peer_url: &str, v: &str) -> bool {
+pub(crate) async fn cluster_version_becomes(peer_url: &str, v: &str) -> bool {
     let (url, v) = (peer_url.to_string(), v.to_string());
     eventually(|| {
         let (url, v) = (url.clone(), v.clone());
@@ -501,7 +512,7 @@ async fn replace_all(
 }
 
 /// The HashKV every member answers at `rev` on its peer port, equal.
-async fn hashes_equal(members: &[Member], rev: i64) -> String {
+pub(crate) async fn hashes_equal(members: &[Member], rev: i64) -> String {
     let mut hashes = Vec::new();
     for m in members {
         assert!(caught_up(&m.client_url, rev).await, "{} at {rev}", m.name);
@@ -534,7 +545,7 @@ fn percentiles(mut d: Vec<Duration>) -> (Duration, Duration) {
 /// the watcher saw every stored write once and in order, the lease kept its TTL and
 /// key, every member's HashKV is equal, and the etcd members (`etcd_names`, data dirs
 /// under `dir`) never logged a corruption finding. Prints the write latencies by phase.
-async fn check_end(
+pub(crate) async fn check_end(
     members: &[Member],
     finished: Finished,
     dir: &std::path::Path,
@@ -545,6 +556,7 @@ async fn check_end(
         seen,
         reconnects,
         lease,
+        lease_ttl,
         keepalive_failures,
     } = finished;
     // Every acknowledged write is there, at its revision (asked again while the
@@ -614,7 +626,7 @@ async fn check_end(
         ttl.granted_ttl(),
         ttl.ttl()
     );
-    assert_eq!(ttl.granted_ttl(), LEASE_TTL);
+    assert_eq!(ttl.granted_ttl(), lease_ttl);
     assert!(ttl.ttl() > 0);
     assert_eq!(ttl.keys(), [b"lease/held".to_vec()]);
     // Every member's HashKV is equal.
@@ -754,7 +766,7 @@ async fn an_etcd_cluster_becomes_an_oxcd_cluster_and_back_under_load() {
 }
 
 /// Sends `signal` (`STOP`, `CONT`) to process `pid`.
-fn signal(pid: u32, signal: &str) {
+pub(crate) fn signal(pid: u32, signal: &str) {
     let sent = std::process::Command::new("kill")
         .args([&format!("-{signal}"), &pid.to_string()])
         .status()

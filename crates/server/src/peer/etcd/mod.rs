@@ -16,8 +16,6 @@
 //! - [`receive`]: what etcd peers send this member (the pipeline, snapshots);
 //! - [`snapshot_sender`]: snapshots to an etcd peer (`POST /raft/snapshot`);
 //! - [`streams`]: the streams etcd peers dial to receive this member's messages;
-//! - [`v2store`]: the membership in the v2 store an etcd snapshot carries (read and
-//!   written);
 //! - [`routes`]: the read-only endpoints (`/members`, `/raft/probing`,
 //!   `/members/hashkv`).
 //!
@@ -36,7 +34,6 @@ pub mod receive;
 pub mod routes;
 pub mod snapshot_sender;
 pub mod streams;
-pub mod v2store;
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

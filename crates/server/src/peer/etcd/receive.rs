@@ -5,7 +5,7 @@
 //! - `POST /raft/snapshot`: a MsgSnapshot (length-prefixed) and, to the end of the body,
 //!   the leader's bbolt backend at the snapshot's index. The backend is written as an
 //!   oxcd backend ([`crate::backup::etcd_import`], the members and cluster version
-//!   carried, the members as the snapshot's v2 store ([`super::v2store`]) has them),
+//!   carried, the members as the snapshot's v2 store ([`crate::backup::v2store`]) has them),
 //!   positioned at the snapshot's index and term with its configuration,
 //!   dumped to `member/snap/<index>.snapdata` (what the apply thread installs), and only
 //!   then is the message stepped into raft and the 204 sent, as etcd does.
@@ -136,7 +136,7 @@ enum SnapshotError {
     Storage(#[from] oxcd_storage::StorageError),
     /// The snapshot's v2 store does not read (etcd panics).
     #[error("failed to restore v2 store ({0})")]
-    V2Store(#[from] super::v2store::V2StoreError),
+    V2Store(#[from] crate::backup::v2store::V2StoreError),
     /// The membership could not be written.
     #[error("failed to save KV snapshot ({0})")]
     Membership(#[from] oxcd_mvcc::MvccError),
@@ -339,7 +339,7 @@ impl Receiver {
         let meta = m.get_snapshot().get_metadata().clone();
         let index = meta.index;
         // etcd 3.5 takes the membership from here, as this member does.
-        let cluster = super::v2store::read(&m.get_snapshot().data)?;
+        let cluster = crate::backup::v2store::read(&m.get_snapshot().data)?;
         tokio::fs::create_dir_all(&self.snap_dir).await?;
         // etcd's name for it (`%016x.snap.db`).
         let db = self.snap_dir.join(format!("{index:016x}.snap.db"));
@@ -379,7 +379,7 @@ fn to_snapshot_file(
     db: &Path,
     db_len: u64,
     (index, term, conf_state): (u64, u64, &[u8]),
-    cluster: &super::v2store::V2Cluster,
+    cluster: &crate::backup::v2store::V2Cluster,
 ) -> Result<(), SnapshotError> {
     let staging = dir.join(format!("{index:016x}.import"));
     let _ = std::fs::remove_file(&staging);

@@ -7,7 +7,7 @@
 //! transaction of the backend gives the database (in etcd's format,
 //! [`crate::backup::etcd_file`]), the index and term it has applied (the snapshot's
 //! position), the configuration in force there, and the members and cluster version
-//! written as etcd's v2 store in the snapshot's data ([`super::v2store`]): etcd 3.5
+//! written as etcd's v2 store in the snapshot's data ([`crate::backup::v2store`]): etcd 3.5
 //! restores its members from that store, and its consistent index from the database's
 //! `meta` bucket, so the two must describe the same index.
 //!
@@ -26,8 +26,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::client::{self, ChannelBody, Identity, PeerHttpError};
 use super::codec;
-use super::v2store;
 use crate::backup::etcd_file::{EtcdFileError, EtcdFileSource};
+use crate::backup::v2store;
 use crate::peer::PeerDialer;
 use crate::peer::transport::{Behind, place_snapshot};
 

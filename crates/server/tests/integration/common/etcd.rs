@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::free_port;
 
-const ETCDCTL: &str = "/usr/bin/etcdctl";
+/// Debian's etcdctl 3.4.
+pub const ETCDCTL: &str = "/usr/bin/etcdctl";
 
 /// A real etcd started by a test; killed when dropped.
 pub struct Etcd {

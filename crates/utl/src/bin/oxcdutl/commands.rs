@@ -174,6 +174,27 @@ pub const MIGRATE: Command = Command {
     runs: true,
 };
 
+/// `swap-to-etcd`, oxcd's own: the reverse binary swap.
+pub const SWAP_TO_ETCD: Command = Command {
+    path: &["swap-to-etcd"],
+    use_: "swap-to-etcd",
+    short: "Writes a stopped oxcd member's data dir as etcd's, for etcd to continue as the same member",
+    flags: &[
+        string(
+            "data-dir",
+            "",
+            "Required. The data directory of a stopped oxcd member whose cluster began as etcd's.",
+        ),
+        string(
+            "wal-dir",
+            "",
+            "The member's WAL directory, when it is not <data-dir>/member/wal.",
+        ),
+    ],
+    required: &["data-dir"],
+    runs: true,
+};
+
 /// `hashkv`, etcdutl 3.6.14's.
 pub const HASHKV: Command = Command {
     path: &["hashkv"],
@@ -211,7 +232,16 @@ pub const HELP: Command = Command {
 };
 
 const ALL: &[&Command] = &[
-    &ROOT, &DEFRAG, &HASHKV, &MIGRATE, &SNAPSHOT, &STATUS, &RESTORE, &VERSION, &HELP,
+    &ROOT,
+    &DEFRAG,
+    &HASHKV,
+    &MIGRATE,
+    &SNAPSHOT,
+    &STATUS,
+    &RESTORE,
+    &SWAP_TO_ETCD,
+    &VERSION,
+    &HELP,
 ];
 
 impl Command {
@@ -259,6 +289,7 @@ pub fn help_flag(cmd: &Command) -> Spec {
             None => "help for oxcdutl",
             Some(&"defrag") => "help for defrag",
             Some(&"migrate") => "help for migrate",
+            Some(&"swap-to-etcd") => "help for swap-to-etcd",
             Some(&"hashkv") => "help for hashkv",
             Some(&"snapshot") => "help for snapshot",
             Some(&"status") => "help for status",

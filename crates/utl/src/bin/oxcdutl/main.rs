@@ -103,6 +103,7 @@ fn run(argv: &[String]) -> Outcome {
         },
         ["defrag"] => defrag(flags.get("data-dir", &specs)),
         ["migrate"] => migrate(&flags, &specs),
+        ["swap-to-etcd"] => swap_to_etcd(&flags, &specs),
         ["hashkv"] => hashkv(&flags, &specs),
         ["snapshot", "status"] => snapshot_status(&flags, &specs),
         ["snapshot", "restore"] => snapshot_restore(&flags),
@@ -133,6 +134,33 @@ fn migrate(flags: &args::Parsed, specs: &[args::Spec]) -> Outcome {
         Err(e @ oxcd_utl::migrate::MigrateError::BadArgs(_)) => {
             Outcome::fail(exit::BAD_ARGS, &e.to_string())
         }
+        Err(e) => Outcome::fail(exit::ERROR, &e.to_string()),
+    }
+}
+
+/// `swap-to-etcd --data-dir [--wal-dir]`: what was written, on stdout.
+fn swap_to_etcd(flags: &args::Parsed, specs: &[args::Spec]) -> Outcome {
+    use oxcd_server::backup::etcd_dir::{adopt::MemberDirs, export};
+    let member = PathBuf::from(flags.get("data-dir", specs)).join("member");
+    let wal = match flags.get("wal-dir", specs) {
+        "" => member.join("wal"),
+        dir => PathBuf::from(dir),
+    };
+    let dirs = MemberDirs {
+        wal,
+        snap: member.join("snap"),
+    };
+    match export::swap_to_etcd(&member, &dirs) {
+        Ok(Some(done)) => Outcome::ok(format!(
+            "member {:x} of cluster {:x} written as etcd's at index {} with {} entries after it; oxcd's files are kept in {} and {}\n",
+            done.member_id,
+            done.cluster_id,
+            done.applied,
+            done.entries,
+            oxcd_server::backup::etcd_dir::adopt::beside(&dirs.wal, export::KEPT).display(),
+            oxcd_server::backup::etcd_dir::adopt::beside(&dirs.snap, export::KEPT).display(),
+        )),
+        Ok(None) => Outcome::ok("finished the swap an earlier run began\n".to_string()),
         Err(e) => Outcome::fail(exit::ERROR, &e.to_string()),
     }
 }
