@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use redb::{ReadTransaction, ReadableTable};
+use redb::{ReadTransaction, ReadableDatabase, ReadableTable};
 
 use crate::backend::Backend;
 use crate::direct::DirectWriter;
@@ -26,6 +26,9 @@ use crate::{Result, StorageError, schema};
 const TRAILER: u8 = 0;
 /// Suffix of a complete snapshot file.
 const SUFFIX: &str = ".snapdata";
+/// Suffix of a snapshot received as a whole backend (a redb file, made from what an
+/// etcd leader sent): installed by putting the file in place, not by copying rows.
+const DB_SUFFIX: &str = ".snapdb";
 
 /// A consistent read of the whole backend, ready to stream.
 pub struct Dump {
@@ -62,9 +65,13 @@ impl Backend {
     }
 
     /// Replaces every table with the rows of the snapshot file at `path`, in one durable
-    /// transaction, after checking the file's checksum. Returns the raft (index, term) the
-    /// new state is at.
+    /// transaction, after checking the file's checksum; a snapshot that is a whole
+    /// backend ([`snapshot_db_path`]) is put in place of this one instead. Returns the
+    /// raft (index, term) the new state is at.
     pub fn install(&self, path: &Path) -> Result<(u64, u64)> {
+        if path.to_string_lossy().ends_with(DB_SUFFIX) {
+            return self.install_database(path);
+        }
         let io = |e| StorageError::io(path, e);
         let len = std::fs::metadata(path).map_err(io)?.len();
         let mut r = BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
@@ -127,6 +134,46 @@ impl Backend {
             )
         };
         self.commit(tx, true)?;
+        self.installs
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Ok(position)
+    }
+}
+
+impl Backend {
+    /// Puts the complete backend at `path` in place of this one: every table made sure
+    /// of, the file renamed over this backend's (atomic: a crash leaves the old file or
+    /// the new one) and the rename made durable, then writers let in again. Readers in
+    /// the old file keep what they read. Returns the raft (index, term) it is at.
+    fn install_database(&self, path: &Path) -> Result<(u64, u64)> {
+        let db = crate::backend::create_database(path)?;
+        let err = |e: redb::Error| StorageError::Backend {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        };
+        let tx = db.begin_write().map_err(|e| err(e.into()))?;
+        crate::tables::create_all(&tx).map_err(err)?;
+        tx.commit().map_err(|e| err(e.into()))?;
+        let position = {
+            let tx = db.begin_read().map_err(|e| err(e.into()))?;
+            (
+                u64_meta(&tx, schema::META_CONSISTENT_INDEX).map_err(err)?,
+                u64_meta(&tx, schema::META_CONSISTENT_TERM).map_err(err)?,
+            )
+        };
+        let gate = self
+            .write_gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::fs::rename(path, self.path()).map_err(|e| StorageError::io(self.path(), e))?;
+        let retired = self.replace_database(db);
+        drop(gate);
+        if let Some(dir) = self.path().parent() {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| StorageError::io(dir, e))?;
+        }
+        drop(retired);
         self.installs
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(position)
@@ -225,7 +272,12 @@ pub fn snapshot_path(dir: &Path, index: u64) -> PathBuf {
     dir.join(format!("{index:016x}{SUFFIX}"))
 }
 
-/// Complete snapshot files in `dir`, as (raft index, path), oldest first.
+/// The file a snapshot at raft `index` received as a whole backend is kept in.
+pub fn snapshot_db_path(dir: &Path, index: u64) -> PathBuf {
+    dir.join(format!("{index:016x}{DB_SUFFIX}"))
+}
+
+/// Complete snapshot files in `dir` (both kinds), as (raft index, path), oldest first.
 pub fn list_snapshots(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
@@ -236,7 +288,10 @@ pub fn list_snapshots(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     for ent in rd {
         let ent = ent.map_err(|e| StorageError::io(dir, e))?;
         let name = ent.file_name();
-        let Some(hex) = name.to_str().and_then(|n| n.strip_suffix(SUFFIX)) else {
+        let Some(hex) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(SUFFIX).or_else(|| n.strip_suffix(DB_SUFFIX)))
+        else {
             continue;
         };
         if let Ok(index) = u64::from_str_radix(hex, 16) {

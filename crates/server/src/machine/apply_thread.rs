@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use oxcd_api::errors::EtcdError;
 use oxcd_raft::node::{Event, RaftHandle};
 use oxcd_raft::{Entry, Snapshot};
-use oxcd_storage::snapshot::{list_snapshots, snapshot_path};
+use oxcd_storage::snapshot::{list_snapshots, snapshot_db_path, snapshot_path};
 use tokio::sync::oneshot;
 
 use crate::domains::membership;
@@ -215,7 +215,12 @@ impl ApplyLoop {
             self.remove_snapshot_files(state.applied);
             return Ok(());
         }
-        let path = snapshot_path(&self.snap_dir, index);
+        let whole = snapshot_db_path(&self.snap_dir, index);
+        let path = if whole.exists() {
+            whole
+        } else {
+            snapshot_path(&self.snap_dir, index)
+        };
         if !path.exists() {
             return Err(Fatal::SnapshotMissing {
                 index,

@@ -16,7 +16,7 @@ use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{AlarmRequest, AlarmType};
 use oxcd_api::oxcdpb::internal_request::Op;
-use oxcd_api::oxcdpb::{ConfChangeContext, InternalRequest, MemberInfo, RequestAuth};
+use oxcd_api::oxcdpb::{ConfChangeContext, InternalRequest, MemberInfo, MemberUpdate, RequestAuth};
 use oxcd_config::quota::Quota;
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::{ConfChange, ConfChangeType, RaftError};
@@ -252,13 +252,28 @@ impl Writes {
                 self.raft.propose_conf_change(cc, accept);
             }
         }
-        match self.settle(waiter, accepted, done).await? {
-            Applied::Membership(members) => Ok(members),
-            other => {
-                tracing::error!(applied = ?other, "a conf change was answered with another kind's result");
-                Err(EtcdError::Corrupt)
-            }
+        members_of(self.settle(waiter, accepted, done).await?)
+    }
+
+    /// Proposes new peer URLs for a member and waits until applied here: in oxcd's
+    /// vocabulary a normal entry, in etcd's etcd's UpdateNode conf change (raft's
+    /// configuration is untouched either way).
+    pub async fn propose_member_update(
+        &self,
+        update: MemberUpdate,
+    ) -> Result<Vec<MemberInfo>, EtcdError> {
+        if self.vocabulary == Vocabulary::Oxcd {
+            return self.propose(update, None).await;
         }
+        let (waiter, done) = self.waiters.register();
+        let (tx, accepted) = oneshot::channel();
+        self.raft.propose_conf_change_bytes(
+            crate::domains::membership::etcd_conf_change::write_update(waiter.id(), &update),
+            move |r| {
+                let _ = tx.send(r);
+            },
+        );
+        members_of(self.settle(waiter, accepted, done).await?)
     }
 
     /// Waits for raft to take the proposal into its log, then for its outcome. The
@@ -300,6 +315,17 @@ impl Writes {
     /// Proposals waiting to be applied.
     pub fn pending(&self) -> usize {
         self.waiters.len()
+    }
+}
+
+/// The members a membership change was answered with.
+fn members_of(applied: Applied) -> Result<Vec<MemberInfo>, EtcdError> {
+    match applied {
+        Applied::Membership(members) => Ok(members),
+        other => {
+            tracing::error!(applied = ?other, "a conf change was answered with another kind's result");
+            Err(EtcdError::Corrupt)
+        }
     }
 }
 

@@ -637,6 +637,44 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
             .iter()
             .any(|m| m.id() == other && m.is_learner())
     );
+    // Peer-URL updates both ways: oxcd writes etcd's UpdateNode, etcd applies it, and
+    // the other way round.
+    ours.member_update(other, vec!["http://127.0.0.1:3".into()])
+        .await
+        .expect("member update through oxcd");
+    let urls_of = |l: &etcd_client::MemberListResponse| {
+        l.members()
+            .iter()
+            .find(|m| m.id() == other)
+            .map(|m| m.peer_urls().to_vec())
+    };
+    assert!(
+        eventually(|| {
+            let mut c = c.clone();
+            async move {
+                c.member_list()
+                    .await
+                    .is_ok_and(|l| urls_of(&l) == Some(vec!["http://127.0.0.1:3".to_string()]))
+            }
+        })
+        .await,
+        "etcd applied oxcd's UpdateNode"
+    );
+    c.member_update(other, vec!["http://127.0.0.1:4".into()])
+        .await
+        .expect("member update through etcd");
+    assert!(
+        eventually(|| {
+            let mut ours = ours.clone();
+            async move {
+                ours.member_list()
+                    .await
+                    .is_ok_and(|l| urls_of(&l) == Some(vec!["http://127.0.0.1:4".to_string()]))
+            }
+        })
+        .await,
+        "oxcd applied etcd's UpdateNode"
+    );
     c.member_remove(other)
         .await
         .expect("member remove through etcd");

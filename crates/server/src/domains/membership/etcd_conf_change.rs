@@ -130,6 +130,22 @@ pub fn write(
     })
 }
 
+/// etcd's UpdateNode conf change for `update`, as etcd 3.5's `UpdateMember` proposes it
+/// (the member's id and new peer URLs as its JSON context); request `request_id`.
+pub fn write_update(request_id: u64, update: &oxcd_api::oxcdpb::MemberUpdate) -> Vec<u8> {
+    let member = MemberInfo {
+        id: update.id,
+        peer_urls: update.peer_urls.clone(),
+        ..Default::default()
+    };
+    prost::Message::encode_to_vec(&EtcdConfChange {
+        id: request_id,
+        kind: kind::UPDATE_NODE,
+        node_id: update.id,
+        context: super::etcd_json::member_json(&member, "", &[]).into_bytes(),
+    })
+}
+
 /// Reads the conf change entry `data` as etcd 3.5 applies it.
 pub fn read(data: &[u8]) -> Result<ReadChange, UnreadableChange> {
     let cc: EtcdConfChange = prost::Message::decode(data)?;

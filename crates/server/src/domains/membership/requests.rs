@@ -123,7 +123,7 @@ pub async fn update(
         id,
         peer_urls: urls,
     };
-    m.writes.propose(update, None).await
+    m.writes.propose_member_update(update).await
 }
 
 /// Promotes the learner `id`, here when this member leads (only the leader knows

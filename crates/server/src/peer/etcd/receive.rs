@@ -6,9 +6,10 @@
 //!   the leader's bbolt backend at the snapshot's index. The backend is written as an
 //!   oxcd backend ([`crate::backup::etcd_import`], the members and cluster version
 //!   carried, the members as the snapshot's v2 store ([`crate::backup::v2store`]) has them),
-//!   positioned at the snapshot's index and term with its configuration,
-//!   dumped to `member/snap/<index>.snapdata` (what the apply thread installs), and only
-//!   then is the message stepped into raft and the 204 sent, as etcd does.
+//!   positioned at the snapshot's index and term with its configuration, and kept as
+//!   `member/snap/<index>.snapdb`, which the apply thread puts in place of its backend
+//!   (as etcd renames the received database into place); only then is the message
+//!   stepped into raft and the 204 sent, as etcd does.
 //!
 //! - `GET /raft/stream/{message,msgapp}/<from>`: a stream the peer reads this member's
 //!   messages from ([`super::streams`]).
@@ -29,7 +30,7 @@ use oxcd_raft::node::RaftHandle;
 use oxcd_raft::{Message, MessageType};
 use oxcd_storage::backend::Backend;
 use oxcd_storage::schema;
-use oxcd_storage::snapshot::SnapshotFile;
+use oxcd_storage::snapshot::snapshot_db_path;
 use tokio::io::AsyncWriteExt;
 
 use super::codec::{self, CodecError};
@@ -48,8 +49,6 @@ pub const SNAPSHOT: &str = "/raft/snapshot";
 const SAVE_BUFFER: usize = 8 << 20;
 /// The largest pipeline message (etcd's `connReadLimitByte`, 64 KiB).
 const PIPELINE_LIMIT: usize = 64 << 10;
-/// Bytes of dump per chunk written to the snapshot file.
-const DUMP_CHUNK: usize = 1 << 20;
 
 /// What the receiving routes need.
 pub struct Receiver {
@@ -408,25 +407,16 @@ fn to_snapshot_file(
         if let Some(v) = &cluster.version {
             backend.set_local_meta(schema::META_CLUSTER_VERSION, Some(v.as_bytes()))?;
         }
-        let mut file = SnapshotFile::create(dir, index)?;
-        let mut failed = None;
-        backend
-            .dump()?
-            .write_to(DUMP_CHUNK, |chunk| match file.write(&chunk) {
-                Ok(()) => true,
-                Err(e) => {
-                    failed = Some(e);
-                    false
-                }
-            })?;
-        if let Some(e) = failed {
-            return Err(SnapshotError::Storage(e));
-        }
-        file.finish()?;
+        drop(backend);
+        // The imported backend is the snapshot: the apply thread puts it in place of
+        // its own, no copy of its rows.
+        let done = snapshot_db_path(dir, index);
+        std::fs::rename(&staging, &done)?;
+        std::fs::File::open(dir)?.sync_all()?;
         tracing::info!(
             index,
             took_ms = started.elapsed().as_millis() as u64,
-            "made the snapshot file from etcd's database"
+            "made the snapshot from etcd's database"
         );
         Ok(())
     })();
