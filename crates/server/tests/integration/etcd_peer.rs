@@ -642,37 +642,15 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     ours.member_update(other, vec!["http://127.0.0.1:3".into()])
         .await
         .expect("member update through oxcd");
-    let urls_of = |l: &etcd_client::MemberListResponse| {
-        l.members()
-            .iter()
-            .find(|m| m.id() == other)
-            .map(|m| m.peer_urls().to_vec())
-    };
     assert!(
-        eventually(|| {
-            let mut c = c.clone();
-            async move {
-                c.member_list()
-                    .await
-                    .is_ok_and(|l| urls_of(&l) == Some(vec!["http://127.0.0.1:3".to_string()]))
-            }
-        })
-        .await,
+        peer_urls_become(&c, other, "http://127.0.0.1:3").await,
         "etcd applied oxcd's UpdateNode"
     );
     c.member_update(other, vec!["http://127.0.0.1:4".into()])
         .await
         .expect("member update through etcd");
     assert!(
-        eventually(|| {
-            let mut ours = ours.clone();
-            async move {
-                ours.member_list()
-                    .await
-                    .is_ok_and(|l| urls_of(&l) == Some(vec!["http://127.0.0.1:4".to_string()]))
-            }
-        })
-        .await,
+        peer_urls_become(&ours, other, "http://127.0.0.1:4").await,
         "oxcd applied etcd's UpdateNode"
     );
     c.member_remove(other)
@@ -987,6 +965,21 @@ pub(crate) async fn serves(client: &Client, key: &'static str) -> bool {
 }
 
 /// Whether `check` holds within [`WAIT`], asked every 50 ms.
+/// Whether member `id`'s peer URLs become `[url]` in `client`'s member list.
+async fn peer_urls_become(client: &Client, id: u64, url: &str) -> bool {
+    eventually(|| {
+        let mut c = client.clone();
+        async move {
+            c.member_list().await.is_ok_and(|l| {
+                l.members()
+                    .iter()
+                    .any(|m| m.id() == id && m.peer_urls() == [url.to_string()])
+            })
+        }
+    })
+    .await
+}
+
 pub(crate) async fn eventually<F, Fut>(check: F) -> bool
 where
     F: Fn() -> Fut,

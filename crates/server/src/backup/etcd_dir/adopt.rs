@@ -39,6 +39,7 @@ use oxcd_storage::schema;
 use oxcd_storage::wal::{DEFAULT_SEGMENT_SIZE, Wal};
 
 use super::snap_files::{self, SnapFileError};
+use super::swap::{self, beside};
 use super::wal::{EtcdWal, EtcdWalError, SnapshotPoint};
 use crate::backup::etcd_file::EtcdFileError;
 use crate::backup::etcd_import::{self, Import, ImportError};
@@ -122,6 +123,9 @@ pub enum AdoptError {
     /// The membership could not be written.
     #[error(transparent)]
     Mvcc(#[from] oxcd_mvcc::MvccError),
+    /// The built directories could not be put in place.
+    #[error(transparent)]
+    Place(#[from] swap::PlaceError),
     /// A file or directory operation failed.
     #[error("{path}: {source}")]
     Io {
@@ -137,21 +141,6 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdoptError + '_ {
         path: path.to_path_buf(),
         source,
     }
-}
-
-/// `dir` with `.suffix` added to its name.
-pub fn beside(dir: &Path, suffix: &str) -> PathBuf {
-    let mut name = dir.file_name().unwrap_or_default().to_os_string();
-    name.push(".");
-    name.push(suffix);
-    dir.with_file_name(name)
-}
-
-/// Makes the entries of directory `dir` durable.
-fn sync_dir(dir: &Path) -> Result<(), AdoptError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(dir))
 }
 
 /// The member's directories: its WAL's and its snap directory (the backend's).
@@ -355,15 +344,9 @@ fn build(dirs: &MemberDirs) -> Result<Adopted, AdoptError> {
     wal.set_hard_state(&persist::encode_hard_state(&state.hard_state));
     wal.sync()?;
     drop(wal);
-    sync_dir(&staged_wal)?;
-    sync_dir(&staged_snap)?;
-    let marker = dirs.marker();
-    std::fs::File::create(&marker)
-        .and_then(|f| f.sync_all())
-        .map_err(io(&marker))?;
-    if let Some(parent) = marker.parent() {
-        sync_dir(parent)?;
-    }
+    swap::sync_dir(&staged_wal)?;
+    swap::sync_dir(&staged_snap)?;
+    swap::mark_complete(&dirs.marker())?;
     Ok(Adopted {
         member_id: state.metadata.node_id,
         cluster_id: state.metadata.cluster_id,
@@ -374,29 +357,12 @@ fn build(dirs: &MemberDirs) -> Result<Adopted, AdoptError> {
 
 /// Puts the built directories in place of etcd's, which are kept beside.
 fn finish(dirs: &MemberDirs) -> Result<(), AdoptError> {
-    for dir in [&dirs.wal, &dirs.snap] {
-        let staging = beside(dir, STAGING);
-        if !staging.exists() {
-            continue;
-        }
-        if dir.exists() {
-            let kept = beside(dir, KEPT);
-            if kept.exists() {
-                return Err(AdoptError::KeptExists(kept));
-            }
-            std::fs::rename(dir, &kept).map_err(io(dir))?;
-        }
-        std::fs::rename(&staging, dir).map_err(io(&staging))?;
-        if let Some(parent) = dir.parent() {
-            sync_dir(parent)?;
-        }
-    }
-    let marker = dirs.marker();
-    std::fs::remove_file(&marker).map_err(io(&marker))?;
-    if let Some(parent) = marker.parent() {
-        sync_dir(parent)?;
-    }
-    Ok(())
+    Ok(swap::put_in_place(
+        &[&dirs.wal, &dirs.snap],
+        STAGING,
+        KEPT,
+        &dirs.marker(),
+    )?)
 }
 
 /// Where etcd's backend stands: the index and term it applied (etcd 3.5 keeps both in

@@ -27,8 +27,9 @@ use oxcd_storage::lock::DirLock;
 use oxcd_storage::schema;
 use oxcd_storage::wal::{DEFAULT_SEGMENT_SIZE, Wal};
 
-use super::adopt::{MemberDirs, beside};
+use super::adopt::MemberDirs;
 use super::snap_files::{self, SnapFileError};
+use super::swap::{self, beside};
 use super::wal::{self, EtcdWalError, Metadata, NewWal, SnapshotPoint};
 use crate::backup::etcd_file::{EtcdFileError, EtcdFileSource};
 use crate::backup::v2store;
@@ -75,6 +76,9 @@ pub enum ExportError {
     /// The snapshot file could not be written.
     #[error(transparent)]
     Snap(#[from] SnapFileError),
+    /// The built directories could not be put in place.
+    #[error(transparent)]
+    Place(#[from] swap::PlaceError),
     /// A file or directory operation failed.
     #[error("{path}: {source}")]
     Io {
@@ -90,12 +94,6 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
         path: path.to_path_buf(),
         source,
     }
-}
-
-fn sync_dir(dir: &Path) -> Result<(), ExportError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(dir))
 }
 
 /// What was written.
@@ -134,12 +132,7 @@ pub fn swap_to_etcd(member: &Path, dirs: &MemberDirs) -> Result<Option<Exported>
         }
     }
     let exported = build(dirs)?;
-    std::fs::File::create(&marker)
-        .and_then(|f| f.sync_all())
-        .map_err(io(&marker))?;
-    if let Some(parent) = marker.parent() {
-        sync_dir(parent)?;
-    }
+    swap::mark_complete(&marker)?;
     finish(dirs, &marker)?;
     Ok(Some(exported))
 }
@@ -201,7 +194,7 @@ fn build(dirs: &MemberDirs) -> Result<Exported, ExportError> {
     if index > 0 {
         snap_files::write(&staged_snap, &snapshot)?;
     }
-    sync_dir(&staged_snap)?;
+    swap::sync_dir(&staged_snap)?;
 
     let staged_wal = beside(&dirs.wal, STAGING);
     wal::write(
@@ -226,26 +219,10 @@ fn build(dirs: &MemberDirs) -> Result<Exported, ExportError> {
 
 /// Puts etcd's directories in place of oxcd's, which are kept beside.
 fn finish(dirs: &MemberDirs, marker: &Path) -> Result<(), ExportError> {
-    for dir in [&dirs.wal, &dirs.snap] {
-        let staging = beside(dir, STAGING);
-        if !staging.exists() {
-            continue;
-        }
-        if dir.exists() {
-            let kept = beside(dir, KEPT);
-            if kept.exists() {
-                return Err(ExportError::KeptExists(kept));
-            }
-            std::fs::rename(dir, &kept).map_err(io(dir))?;
-        }
-        std::fs::rename(&staging, dir).map_err(io(&staging))?;
-        if let Some(parent) = dir.parent() {
-            sync_dir(parent)?;
-        }
-    }
-    std::fs::remove_file(marker).map_err(io(marker))?;
-    if let Some(parent) = marker.parent() {
-        sync_dir(parent)?;
-    }
-    Ok(())
+    Ok(swap::put_in_place(
+        &[&dirs.wal, &dirs.snap],
+        STAGING,
+        KEPT,
+        marker,
+    )?)
 }
