@@ -41,7 +41,6 @@ use oxcd_storage::wal::{DEFAULT_SEGMENT_SIZE, Wal};
 use super::snap_files::{self, SnapFileError};
 use super::swap::{self, beside};
 use super::wal::{EtcdWal, EtcdWalError, SnapshotPoint};
-use crate::backup::etcd_file::EtcdFileError;
 use crate::backup::etcd_import::{self, Import, ImportError};
 use crate::backup::v2store::{self, V2StoreError};
 use crate::domains::membership::bootstrap::InitialCluster;
@@ -114,9 +113,6 @@ pub enum AdoptError {
     /// The backend could not be imported.
     #[error(transparent)]
     Import(#[from] ImportError),
-    /// The imported backend could not be read back.
-    #[error(transparent)]
-    EtcdFile(#[from] EtcdFileError),
     /// The new backend or WAL failed.
     #[error(transparent)]
     Storage(#[from] oxcd_storage::StorageError),
