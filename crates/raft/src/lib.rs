@@ -50,4 +50,11 @@ pub enum RaftError {
     /// The leader changed while a read was waiting.
     #[error("leader changed")]
     LeaderChanged,
+    /// The proposal was written in another format than the one the leader's log now ends
+    /// in (a switch came first, [`node::format`]): write it again in the new format.
+    #[error("the log's format switched before the proposal")]
+    FormatSwitched {
+        /// The proposal's data, given back.
+        data: Vec<u8>,
+    },
 }

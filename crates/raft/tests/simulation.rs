@@ -1,6 +1,6 @@
 //! The deterministic simulation of the raft core (`sim/`): many seeds of a few members
 //! under message loss, delay, duplication, partitions, crashes and restarts, and
-//! membership changes, every step checked. `cargo test` runs a few hundred seeds;
+//! membership changes, and log format switches, every step checked. `cargo test` runs a few hundred seeds;
 //! `OXCD_SIM_SEEDS=N` runs N per test (a soak: `OXCD_SIM_SEEDS=3000 cargo test --release
 //! -p oxcd-raft --test simulation -- --nocapture`), `OXCD_SIM_SEED=S` replays one seed
 //! exactly (a failure prints its seed).
@@ -29,6 +29,7 @@ fn run_seeds(plan: impl Fn() -> Plan, first: u64, count: u64) -> Tally {
 fn three_members_survive_every_fault() {
     let t = run_seeds(|| Plan::rough(3), 1, seeds(120));
     assert!(t.committed > 0 && t.crashes > 0 && t.snapshots > 0 && t.reads > 0);
+    assert!(t.switches > 0, "{t:?}");
 }
 
 #[test]

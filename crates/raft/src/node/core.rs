@@ -22,7 +22,7 @@ use std::sync::mpsc::SyncSender;
 use raft::prelude::{ConfChange, ConfState, Entry, Message, Snapshot, SnapshotMetadata};
 use raft::{Config, RawNode};
 
-use super::{Event, NodeConfig, RaftStatus};
+use super::{Event, NodeConfig, RaftStatus, format};
 use crate::RaftError;
 use crate::disk::LogDisk;
 use crate::log_store::LogStore;
@@ -83,6 +83,8 @@ pub enum Command {
     Propose {
         /// The entry's data.
         data: Vec<u8>,
+        /// The log format it is written in (None: not said; see [`super::format`]).
+        format: Option<u8>,
         /// Told whether raft accepted it.
         done: Done<()>,
     },
@@ -92,6 +94,8 @@ pub enum Command {
     ProposeConfChange {
         /// The change.
         cc: ConfChange,
+        /// The log format it is written in (None: not said).
+        format: Option<u8>,
         /// Told whether raft accepted it.
         done: Done<()>,
     },
@@ -101,7 +105,17 @@ pub enum Command {
     ProposeConfChangeBytes {
         /// The entry's data.
         data: Vec<u8>,
+        /// The log format it is written in (None: not said).
+        format: Option<u8>,
         /// Told whether raft accepted it.
+        done: Done<()>,
+    },
+    /// On the leader: append a switch of the log's format to `to` ([`super::format`]);
+    /// refused on a follower.
+    SwitchFormat {
+        /// The format every later entry is written in.
+        to: u8,
+        /// Told whether the switch was appended.
         done: Done<()>,
     },
     /// The state machine reached the committed conf change at `index` and takes it:
@@ -127,10 +141,23 @@ pub enum Command {
     },
     /// A message from a peer.
     Step(Message),
-    /// The state machine applied everything up to this index.
-    Applied(u64),
-    /// Compact the log up to this index, which the state machine made durable.
-    Compact(u64),
+    /// The state machine applied everything up to `index`, its log format there being
+    /// `format` (None: it does not say).
+    Applied {
+        /// The last index applied.
+        index: u64,
+        /// The format of the log after it.
+        format: Option<u8>,
+    },
+    /// Compact the log up to `index`, which the state machine made durable, keeping no
+    /// entry at or below `floor` (the last format switch: what precedes it is not sent
+    /// to a member that joins or falls behind; 0: none).
+    Compact {
+        /// Where the snapshot is taken.
+        index: u64,
+        /// Entries up to here are dropped even when catch-up entries would keep them.
+        floor: u64,
+    },
     /// Hand leadership to this member.
     TransferLeader(u64),
     /// A message to this member could not be delivered.
@@ -204,6 +231,10 @@ pub struct Core<D: LogDisk, T: Transport, E: EventSink> {
     incarnation: u64,
     next_read_ctx: u64,
     applied: u64,
+    /// The log format after `applied`, as the state machine last said (None: unknown).
+    applied_format: Option<u8>,
+    /// The format the log ends in, while this member leads: (its term, the format).
+    leader_format: Option<(u64, Option<u8>)>,
 }
 
 impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
@@ -215,6 +246,9 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
     /// (etcd 3.5 proposes single changes only), so raft-rs's joint checks have nothing to
     /// refuse. Anything else, and any proposal on a follower, goes through raft-rs.
     fn step_proposal(&mut self, mut m: Message) -> Result<(), raft::Error> {
+        if self.node.raft.state == raft::StateRole::Leader {
+            self.check_formats(&m)?;
+        }
         let raft = &mut self.node.raft;
         let conf_changes = m
             .get_entries()
@@ -242,6 +276,83 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             return Err(raft::Error::ProposalDropped);
         }
         raft.bcast_append();
+        Ok(())
+    }
+
+    /// Steps this member's own proposal of `e`, as raft-rs's `propose` builds it. On the
+    /// leader, one written in another format than its log's is refused as such, for the
+    /// proposer to write it again.
+    fn propose_own(&mut self, e: Entry) -> Result<(), RaftError> {
+        if self.node.raft.state == raft::StateRole::Leader
+            && let Some(written) = format::written_in(&e)
+            && self.tail_format() != Some(written)
+        {
+            return Err(RaftError::FormatSwitched {
+                data: e.data.to_vec(),
+            });
+        }
+        let mut m = Message::default();
+        m.set_msg_type(raft::prelude::MessageType::MsgPropose);
+        m.from = self.node.raft.id;
+        m.set_entries(vec![e].into());
+        proposed(self.step_proposal(m))
+    }
+
+    /// On the leader: refuses a proposal written in another format than the one its log
+    /// ends in ([`format`]): written before a switch, it would be read after it in the
+    /// wrong format. Entries that say no format pass.
+    fn check_formats(&mut self, m: &Message) -> Result<(), raft::Error> {
+        for e in m.get_entries() {
+            let Some(written) = format::written_in(e) else {
+                continue;
+            };
+            let tail = self.tail_format();
+            if tail != Some(written) {
+                tracing::info!(
+                    written,
+                    log = ?tail,
+                    "raft: dropping a proposal written in another format than the log's"
+                );
+                return Err(raft::Error::ProposalDropped);
+            }
+        }
+        Ok(())
+    }
+
+    /// The format the leader's log ends in: the state machine's at `applied`, then the
+    /// switches after it (all still held: compaction stops at `applied`). Cached for the
+    /// term; a leader's log changes only by its own appends.
+    fn tail_format(&mut self) -> Option<u8> {
+        let term = self.node.raft.term;
+        if let Some((t, f)) = self.leader_format
+            && t == term
+        {
+            return f;
+        }
+        let f = {
+            let core = self.log.rl();
+            let from = self.applied.saturating_sub(core.start.0) as usize;
+            format::after(
+                self.applied_format,
+                core.entries.get(from..).unwrap_or_default(),
+            )
+        };
+        self.leader_format = Some((term, f));
+        f
+    }
+
+    /// Appends a switch to format `to`, on the leader.
+    fn switch_format(&mut self, to: u8) -> Result<(), RaftError> {
+        if self.node.raft.state != raft::StateRole::Leader {
+            return Err(RaftError::ProposalDropped);
+        }
+        let from = self.tail_format();
+        if from == Some(to) {
+            return Ok(());
+        }
+        proposed(self.node.propose(Vec::new(), format::switch_data(to)))?;
+        tracing::info!(?from, to, "raft: the log's format switches");
+        self.leader_format = Some((self.node.raft.term, Some(to)));
         Ok(())
     }
 
@@ -313,6 +424,8 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             incarnation: cfg.incarnation,
             next_read_ctx: 1,
             applied,
+            applied_format: cfg.format,
+            leader_format: None,
         };
         if single_voter {
             // Alone in the cluster: no reason to wait an election timeout.
@@ -329,20 +442,31 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
     /// Handles one command; true means stop.
     pub fn handle(&mut self, cmd: Command) -> Result<bool, RaftError> {
         match cmd {
-            Command::Propose { data, done } => done(proposed(self.node.propose(Vec::new(), data))),
-            Command::ProposeConfChange { cc, done } => {
-                done(proposed(self.node.propose_conf_change(Vec::new(), cc)))
+            Command::Propose { data, format, done } => {
+                let e = Entry {
+                    data: data.into(),
+                    context: format::context_of(format).into(),
+                    ..Default::default()
+                };
+                done(self.propose_own(e))
             }
-            Command::ProposeConfChangeBytes { data, done } => {
-                let mut m = Message::default();
-                m.set_msg_type(raft::prelude::MessageType::MsgPropose);
-                m.from = self.node.raft.id;
+            Command::ProposeConfChange { cc, format, done } => {
+                let mut e = Entry::default();
+                e.set_entry_type(raft::prelude::EntryType::EntryConfChange);
+                e.data = protobuf::Message::write_to_bytes(&cc)
+                    .map_err(|e| RaftError::Decode(format!("conf change: {e}")))?
+                    .into();
+                e.context = format::context_of(format).into();
+                done(self.propose_own(e))
+            }
+            Command::ProposeConfChangeBytes { data, format, done } => {
                 let mut e = Entry::default();
                 e.set_entry_type(raft::prelude::EntryType::EntryConfChange);
                 e.data = data.into();
-                m.set_entries(vec![e].into());
-                done(proposed(self.step_proposal(m)))
+                e.context = format::context_of(format).into();
+                done(self.propose_own(e))
             }
+            Command::SwitchFormat { to, done } => done(self.switch_format(to)),
             Command::ApplyConfChange { index, cc, done } => {
                 match self.node.apply_conf_change(&cc) {
                     Ok(conf) => {
@@ -364,16 +488,22 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                     tracing::debug!("raft: step: {e}");
                 }
             }
-            Command::Applied(index) => {
+            Command::Applied { index, format } => {
                 // A state machine restored from a snapshot may be ahead of what this
                 // member has seen committed; raft learns it as the commit index catches up.
+                // Its format is as of `index`: the leader's scan from the clamped index
+                // meets the switches in between again, and the last one still decides.
+                if index >= self.applied && format.is_some() && format != self.applied_format {
+                    self.applied_format = format;
+                    self.leader_format = None;
+                }
                 let index = index.min(self.node.raft.raft_log.committed);
                 if index > self.applied {
                     self.applied = index;
                     self.node.advance_apply_to(index);
                 }
             }
-            Command::Compact(index) => self.compact(index)?,
+            Command::Compact { index, floor } => self.compact(index, floor)?,
             Command::TransferLeader(to) => self.node.transfer_leader(to),
             Command::Unreachable(id) => self.node.report_unreachable(id),
             Command::SnapshotSent { to, ok } => {
@@ -454,7 +584,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         self.disk
     }
 
-    fn compact(&mut self, index: u64) -> Result<(), RaftError> {
+    fn compact(&mut self, index: u64, floor: u64) -> Result<(), RaftError> {
         let (meta, drop_to) = {
             let core = self.log.rl();
             if index <= core.start.0 || index > self.applied {
@@ -469,7 +599,8 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 ..Default::default()
             };
             meta.set_conf_state(core.conf_state_at(index));
-            (meta, index.saturating_sub(self.catch_up_entries))
+            let keep_from = index.saturating_sub(self.catch_up_entries);
+            (meta, keep_from.max(floor.min(index)))
         };
         self.disk
             .mark_snapshot(index, &persist::encode_snapshot_meta(&meta));
@@ -616,6 +747,9 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         if index > self.applied {
             self.applied = index;
             self.node.advance_apply_to(index);
+            // The snapshot's format is the state machine's to say once installed.
+            self.applied_format = None;
+            self.leader_format = None;
         }
     }
 
@@ -641,6 +775,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 Command::Progress { done } => done(Err(RaftError::Stopped)),
                 Command::ProposeConfChange { done, .. } => done(Err(RaftError::Stopped)),
                 Command::ProposeConfChangeBytes { done, .. } => done(Err(RaftError::Stopped)),
+                Command::SwitchFormat { done, .. } => done(Err(RaftError::Stopped)),
                 Command::ApplyConfChange { done, .. } => done(Err(RaftError::Stopped)),
                 _ => {}
             }

@@ -21,6 +21,7 @@ use crate::log_store::LogStore;
 use crate::persist::WalMetadata;
 
 pub mod core;
+pub mod format;
 pub mod recovery;
 
 use self::core::{Command, Core, Done};
@@ -62,6 +63,9 @@ pub struct NodeConfig {
     pub pre_vote: bool,
     /// The state machine's applied index (its durable state); replay starts after it.
     pub applied: u64,
+    /// The log's format after `applied` ([`format`]; None: the state machine writes one
+    /// format and says none).
+    pub format: Option<u8>,
     /// Segments the WAL keeps at least (`--max-wals`).
     pub max_wals: usize,
     /// Entries kept below a snapshot ([`CATCH_UP_ENTRIES`] by default).
@@ -195,14 +199,16 @@ impl RaftHandle {
 
     /// Proposes `data`; `done` learns whether raft accepted it into the log (not whether
     /// it committed: the state machine reports that when it applies the entry).
+    /// `format`: the log format `data` is written in ([`format`]; None: not said).
     pub fn propose(
         &self,
         data: Vec<u8>,
+        format: Option<u8>,
         done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
     ) {
         let done: Done<()> = Box::new(done);
         if let Err(mpsc::SendError(Command::Propose { done, .. })) =
-            self.tx.send(Command::Propose { data, done })
+            self.tx.send(Command::Propose { data, format, done })
         {
             done(Err(RaftError::Stopped));
         }
@@ -213,11 +219,13 @@ impl RaftHandle {
     pub fn propose_conf_change_bytes(
         &self,
         data: Vec<u8>,
+        format: Option<u8>,
         done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
     ) {
         let done: Done<()> = Box::new(done);
-        if let Err(mpsc::SendError(Command::ProposeConfChangeBytes { done, .. })) =
-            self.tx.send(Command::ProposeConfChangeBytes { data, done })
+        if let Err(mpsc::SendError(Command::ProposeConfChangeBytes { done, .. })) = self
+            .tx
+            .send(Command::ProposeConfChangeBytes { data, format, done })
         {
             done(Err(RaftError::Stopped));
         }
@@ -229,11 +237,24 @@ impl RaftHandle {
     pub fn propose_conf_change(
         &self,
         cc: raft::prelude::ConfChange,
+        format: Option<u8>,
         done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
     ) {
         let done: Done<()> = Box::new(done);
-        if let Err(mpsc::SendError(Command::ProposeConfChange { done, .. })) =
-            self.tx.send(Command::ProposeConfChange { cc, done })
+        if let Err(mpsc::SendError(Command::ProposeConfChange { done, .. })) = self
+            .tx
+            .send(Command::ProposeConfChange { cc, format, done })
+        {
+            done(Err(RaftError::Stopped));
+        }
+    }
+
+    /// On the leader: appends a switch of the log's format to `to` ([`format`]); `done`
+    /// learns whether it was appended (a follower refuses).
+    pub fn switch_format(&self, to: u8, done: impl FnOnce(Result<(), RaftError>) + Send + 'static) {
+        let done: Done<()> = Box::new(done);
+        if let Err(mpsc::SendError(Command::SwitchFormat { done, .. })) =
+            self.tx.send(Command::SwitchFormat { to, done })
         {
             done(Err(RaftError::Stopped));
         }
@@ -286,14 +307,16 @@ impl RaftHandle {
         self.send(Command::Step(msg))
     }
 
-    /// Reports that the state machine applied everything up to `index`.
-    pub fn applied(&self, index: u64) -> Result<(), RaftError> {
-        self.send(Command::Applied(index))
+    /// Reports that the state machine applied everything up to `index`, the log's
+    /// format after it being `format` (None: not said).
+    pub fn applied(&self, index: u64, format: Option<u8>) -> Result<(), RaftError> {
+        self.send(Command::Applied { index, format })
     }
 
-    /// Compacts the log up to `index`, which the state machine has made durable.
-    pub fn compact(&self, index: u64) -> Result<(), RaftError> {
-        self.send(Command::Compact(index))
+    /// Compacts the log up to `index`, which the state machine has made durable, keeping
+    /// no entry at or below `floor` (0: none; see [`Command::Compact`]).
+    pub fn compact(&self, index: u64, floor: u64) -> Result<(), RaftError> {
+        self.send(Command::Compact { index, floor })
     }
 
     /// Asks the leader to hand leadership to `to`.

@@ -18,6 +18,7 @@ fn cfg(dir: &std::path::Path, applied: u64) -> NodeConfig {
         pre_vote: true,
         unsafe_no_fsync: false,
         applied,
+        format: None,
         max_wals: 5,
         catch_up_entries: CATCH_UP_ENTRIES,
         fixed_election_timeout: false,
@@ -30,7 +31,7 @@ fn cfg(dir: &std::path::Path, applied: u64) -> NodeConfig {
 fn propose_and_apply(h: &RaftHandle, events: &Receiver<Event>, n: usize) -> Vec<Vec<u8>> {
     for i in 0..n {
         let (tx, rx) = channel();
-        h.propose(format!("p{i}").into_bytes(), move |r| {
+        h.propose(format!("p{i}").into_bytes(), None, move |r| {
             let _ = tx.send(r.is_ok());
         });
         // Retry until the single member has elected itself.
@@ -50,7 +51,7 @@ fn propose_and_apply(h: &RaftHandle, events: &Receiver<Event>, n: usize) -> Vec<
                     if !e.data.is_empty() {
                         got.push(e.data.to_vec());
                     }
-                    h.applied(e.index).expect("applied");
+                    h.applied(e.index, None).expect("applied");
                 }
             }
             Event::Snapshot(_) => panic!("unexpected snapshot"),
@@ -115,7 +116,7 @@ fn compaction_keeps_replay_after_applied() {
     propose_and_apply(&h, &events, 30);
     // Every entry the loop committed was handed over and reported applied.
     let applied = h.status().commit();
-    h.compact(applied - 5).expect("compact");
+    h.compact(applied - 5, 0).expect("compact");
     h.stop();
     thread.join().expect("join").expect("clean stop");
     drop(events);
@@ -161,7 +162,7 @@ fn a_snapshot_installed_in_the_wal_but_not_the_backend_is_handed_over_first() {
         Event::Snapshot(s) => assert_eq!(s.get_metadata().index, 100),
         Event::Committed(e) => panic!("expected the snapshot first, got entries {e:?}"),
     }
-    h.applied(100).expect("applied");
+    h.applied(100, None).expect("applied");
     let got = propose_and_apply(&h, &events, 2);
     assert_eq!(got.len(), 2);
     assert!(h.status().last_index() > 100);

@@ -2,7 +2,13 @@
 //! that applied the same index must hold the same hash, and keeps the configuration its
 //! conf changes gave (in the hash too). Its durable copy is what a crash leaves (a
 //! backend commit, taken at random moments).
+//!
+//! It also writes in log formats (`oxcd_raft::node::format`): clients write in the
+//! format their member last applied, a switch entry names the format of every entry
+//! after it, and an entry applied in another format than the one it was written in is
+//! an error (in a member, it would be read as something else).
 
+use oxcd_raft::node::format;
 use protobuf::Message as _;
 use raft::prelude::{ConfState, Entry};
 
@@ -26,6 +32,22 @@ pub struct Machine {
     pub writes: u64,
     /// The configuration the applied conf changes gave.
     pub conf: ConfState,
+    /// The log's format after `applied`.
+    pub format: u8,
+    /// The index of the last switch applied (0: none).
+    pub format_since: u64,
+}
+
+/// The data of a client's write number `n`, written in `format`.
+pub fn write_data(format: u8, n: u64) -> Vec<u8> {
+    format!("f{format}:p{n}").into_bytes()
+}
+
+/// The format [`write_data`] wrote `data` in (None: not a client's write).
+fn written_in(data: &[u8]) -> Option<u8> {
+    let rest = data.strip_prefix(b"f")?;
+    let colon = rest.iter().position(|b| *b == b':')?;
+    std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()
 }
 
 impl Default for Machine {
@@ -35,13 +57,27 @@ impl Default for Machine {
             hash: 0xcbf2_9ce4_8422_2325,
             writes: 0,
             conf: ConfState::default(),
+            format: 1,
+            format_since: 0,
         }
     }
 }
 
 impl Machine {
-    /// Applies one committed entry (in order).
-    pub fn apply(&mut self, e: &Entry) {
+    /// Applies one committed entry (in order); an error when it was written in another
+    /// format than the log's at its index.
+    pub fn apply(&mut self, e: &Entry) -> Result<(), String> {
+        if let Some(to) = format::switched_to(&e.data) {
+            self.format = to;
+            self.format_since = e.index;
+        } else if let Some(written) = written_in(&e.data)
+            && written != self.format
+        {
+            return Err(format!(
+                "entry {} written in format {written} is read in format {}",
+                e.index, self.format
+            ));
+        }
         self.applied = e.index;
         self.hash = fnv(self.hash, &e.index.to_le_bytes());
         self.hash = fnv(self.hash, &e.term.to_le_bytes());
@@ -49,6 +85,7 @@ impl Machine {
         if !e.data.is_empty() {
             self.writes += 1;
         }
+        Ok(())
     }
 
     /// Takes the configuration a conf change gave (into the hash too), its lists sorted:
@@ -67,10 +104,14 @@ impl Machine {
 
     /// The snapshot data a member sends.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out: Vec<u8> = [self.applied, self.hash, self.writes]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
+        let words = [
+            self.applied,
+            self.hash,
+            self.writes,
+            u64::from(self.format),
+            self.format_since,
+        ];
+        let mut out: Vec<u8> = words.iter().flat_map(|v| v.to_le_bytes()).collect();
         out.extend(self.conf.write_to_bytes().unwrap_or_default());
         out
     }
@@ -86,7 +127,9 @@ impl Machine {
             applied: word(0)?,
             hash: word(1)?,
             writes: word(2)?,
-            conf: ConfState::parse_from_bytes(b.get(24..)?).ok()?,
+            format: u8::try_from(word(3)?).ok()?,
+            format_since: word(4)?,
+            conf: ConfState::parse_from_bytes(b.get(40..)?).ok()?,
         })
     }
 }

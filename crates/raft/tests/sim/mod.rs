@@ -61,6 +61,9 @@ pub struct Plan {
     pub conf_change_ppm: u64,
     /// Entries a state machine applies between log compactions.
     pub compact_every: u64,
+    /// Per millisecond, per million: a member is asked to switch the log's format (only
+    /// a leader does).
+    pub switch_ppm: u64,
 }
 
 impl Plan {
@@ -78,6 +81,7 @@ impl Plan {
             read_ppm: 100_000,
             conf_change_ppm: 0,
             compact_every: 40,
+            switch_ppm: 1_500,
         }
     }
 
@@ -113,6 +117,8 @@ pub struct Tally {
     pub promoted: u64,
     /// Members removed.
     pub removed: u64,
+    /// Log format switches committed.
+    pub switches: u64,
 }
 
 impl Tally {
@@ -128,6 +134,7 @@ impl Tally {
         self.added += other.added;
         self.promoted += other.promoted;
         self.removed += other.removed;
+        self.switches += other.switches;
     }
 }
 
@@ -265,6 +272,7 @@ impl Sim {
             pre_vote: true,
             unsafe_no_fsync: false,
             applied: durable.applied,
+            format: Some(durable.format),
             max_wals: 5,
             catch_up_entries: 10,
             fixed_election_timeout: true,
@@ -427,11 +435,24 @@ impl Sim {
         if self.rng.chance(self.plan.propose_ppm) {
             let id = up[self.rng.below(up.len() as u64) as usize];
             self.proposals += 1;
-            let data = format!("p{}", self.proposals).into_bytes();
+            let format = self.members.get(&id).map_or(1, |m| m.machine.format);
+            let data = machine::write_data(format, self.proposals);
             self.command(
                 id,
                 Command::Propose {
                     data,
+                    format: Some(format),
+                    done: Box::new(|_| {}),
+                },
+            );
+        }
+        if self.rng.chance(self.plan.switch_ppm) {
+            let id = up[self.rng.below(up.len() as u64) as usize];
+            let to = self.members.get(&id).map_or(2, |m| 3 - m.machine.format);
+            self.command(
+                id,
+                Command::SwitchFormat {
+                    to,
                     done: Box::new(|_| {}),
                 },
             );
@@ -501,6 +522,7 @@ impl Sim {
             leader,
             Command::ProposeConfChange {
                 cc,
+                format: None,
                 done: Box::new(|_| {}),
             },
         );
@@ -716,13 +738,17 @@ impl Sim {
         }
         if !e.data.is_empty() && e.index > self.highest_committed {
             self.tally.committed += 1;
+            if oxcd_raft::node::format::switched_to(&e.data).is_some() {
+                self.tally.switches += 1;
+            }
         }
         self.highest_committed = self.highest_committed.max(e.index);
         if e.data.as_ref() == b"final" {
             self.applied_final.insert(id);
         }
-        if let Some(m) = self.member(id) {
-            m.machine.apply(e);
+        let misread = self.member(id).and_then(|m| m.machine.apply(e).err());
+        if let Some(what) = misread {
+            self.fail(format!("member {id}: {what}"));
         }
         let removed_self =
             e.get_entry_type() == EntryType::EntryConfChange && self.apply_conf_change(id, e);
@@ -823,9 +849,22 @@ impl Sim {
         if compact {
             m.last_compact = durable;
         }
-        self.command(id, Command::Applied(applied));
+        let (format, floor) = (m.machine.format, m.durable.format_since);
+        self.command(
+            id,
+            Command::Applied {
+                index: applied,
+                format: Some(format),
+            },
+        );
         if compact {
-            self.command(id, Command::Compact(durable));
+            self.command(
+                id,
+                Command::Compact {
+                    index: durable,
+                    floor,
+                },
+            );
         }
     }
 
@@ -919,6 +958,7 @@ impl Sim {
             leader,
             Command::Propose {
                 data: b"final".to_vec(),
+                format: None,
                 done: Box::new(|_| {}),
             },
         );

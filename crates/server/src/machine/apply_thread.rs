@@ -32,8 +32,10 @@ use crate::machine::applier::Applier;
 use crate::machine::apply;
 use crate::machine::fatal::Fatal;
 use crate::machine::member::Replicated;
-use crate::machine::vocabulary::Vocabulary;
+use crate::machine::vocabulary::{LiveVocabulary, LogVocabulary, Vocabulary};
 use crate::machine::waiters::Waiters;
+use oxcd_raft::node::format;
+use oxcd_storage::schema::META_LOG_VOCABULARY;
 
 /// How often the backend is made durable while writes flow.
 pub const DURABLE_EVERY: Duration = Duration::from_millis(100);
@@ -56,8 +58,8 @@ pub struct ApplyLoop {
     pub release: Release,
     /// How long each operation took to apply (`etcd_server_apply_duration_seconds`).
     pub timing: Arc<ApplyTiming>,
-    /// The vocabulary the log is written in.
-    pub vocabulary: Vocabulary,
+    /// The vocabulary the log is written in, published as it switches.
+    pub vocabulary: LiveVocabulary,
 }
 
 impl ApplyLoop {
@@ -89,7 +91,13 @@ impl ApplyLoop {
             durable_at: Instant::now(),
             dirty: false,
             snapshot_index: applied,
+            vocabulary: self.vocabulary.log(),
         };
+        if state.vocabulary.since > 0 {
+            // A crash between a switch and the compaction after it left entries from
+            // before the switch in the log: they go now (a no-op when they went then).
+            let _ = self.raft.compact(applied, state.vocabulary.since);
+        }
         self.remove_snapshot_files(applied);
         crate::domains::version::storage::check_boot(&self.state.store, self.release)?;
         self.check_cluster_version()?;
@@ -156,12 +164,32 @@ impl ApplyLoop {
             record_events,
         );
         let mut outcomes: Vec<(u64, Outcome)> = Vec::new();
+        let mut switched = false;
         for e in entries {
             if e.index <= state.applied {
                 continue; // already in the backend (replayed after restart)
             }
             ctx.index = e.index;
-            if let Some(outcome) = apply::apply_entry(&mut ctx, e, &self.timing, self.vocabulary)? {
+            if let Some(to) = switch_in(e)? {
+                // Recorded with the applied index it holds from: a restart replays what
+                // follows in the vocabulary it was written in.
+                if to.vocabulary == Vocabulary::Oxcd {
+                    // Keepalives were not replicated: no member but the leader knows
+                    // when a lease was last renewed. Every lease gets its whole TTL from
+                    // here, as a new etcd leader gives it, so none expires early.
+                    self.state.leases.promote_as_etcd(Duration::ZERO);
+                }
+                state.vocabulary = to;
+                tx.put_meta(META_LOG_VOCABULARY, &to.recorded().unwrap_or_default())?;
+                switched = true;
+                tracing::info!(
+                    index = e.index,
+                    vocabulary = ?to.vocabulary,
+                    "the log's vocabulary switches"
+                );
+            } else if let Some(outcome) =
+                apply::apply_entry(&mut ctx, e, &self.timing, state.vocabulary.vocabulary)?
+            {
                 if let (_, Ok(Applied::ClusterVersion(Some(_)))) = &outcome {
                     state.cluster_version_changed = true;
                 }
@@ -170,7 +198,10 @@ impl ApplyLoop {
             state.applied = e.index;
             state.term = e.term;
         }
-        let durable = state.durable_at.elapsed() >= DURABLE_EVERY
+        // After a switch the log is compacted past it at once: a member that joins or
+        // falls behind gets a snapshot, never entries from before the switch.
+        let durable = switched
+            || state.durable_at.elapsed() >= DURABLE_EVERY
             || state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count;
         let written = ctx.finish();
         tx.commit(state.applied, state.term, durable)?;
@@ -182,13 +213,18 @@ impl ApplyLoop {
             None => {}
         }
         state.dirty = !durable;
+        if switched {
+            self.vocabulary.set(state.vocabulary);
+        }
         if durable {
-            self.after_durable(state);
+            self.after_durable(state, switched);
         }
         for (id, outcome) in outcomes {
             self.waiters.complete(id, outcome);
         }
-        let _ = self.raft.applied(state.applied);
+        let _ = self
+            .raft
+            .applied(state.applied, Some(state.vocabulary.vocabulary.format()));
         // A cluster version above this member's release stops it, but only once it has
         // applied everything committed: a member catching up replays versions the
         // cluster has since left (a downgrade's 3.6 before its 3.5), which etcd stops on.
@@ -203,7 +239,7 @@ impl ApplyLoop {
         let tx = self.state.store.backend().begin_batch()?;
         tx.commit(state.applied, state.term, true)?;
         state.dirty = false;
-        self.after_durable(state);
+        self.after_durable(state, false);
         Ok(())
     }
 
@@ -239,6 +275,8 @@ impl ApplyLoop {
             .membership
             .replace(membership::table::load(self.state.store.backend())?);
         self.check_cluster_version()?;
+        state.vocabulary = LogVocabulary::of(&self.state.store)?;
+        self.vocabulary.set(state.vocabulary);
         tracing::info!(
             index,
             term,
@@ -257,7 +295,9 @@ impl ApplyLoop {
         self.remove_snapshot_files(index);
         // Linearizable reads waiting for this index go on once every domain is reloaded.
         self.state.store.publish_index(index);
-        let _ = self.raft.applied(index);
+        let _ = self
+            .raft
+            .applied(index, Some(state.vocabulary.vocabulary.format()));
         Ok(())
     }
 
@@ -270,13 +310,15 @@ impl ApplyLoop {
         }
     }
 
-    /// After a durable commit at `state.applied`: compact the raft log when due.
-    fn after_durable(&self, state: &mut State) {
+    /// After a durable commit at `state.applied`: compact the raft log when due, or
+    /// `now` (after a switch of vocabulary).
+    fn after_durable(&self, state: &mut State, now: bool) {
         state.durable_at = Instant::now();
-        if state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count {
+        if now || state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count {
             // The raft loop learns `applied` first (same channel, in order).
-            let _ = self.raft.applied(state.applied);
-            let _ = self.raft.compact(state.applied);
+            let format = Some(state.vocabulary.vocabulary.format());
+            let _ = self.raft.applied(state.applied, format);
+            let _ = self.raft.compact(state.applied, state.vocabulary.since);
             state.snapshot_index = state.applied;
         }
     }
@@ -290,4 +332,24 @@ struct State {
     durable_at: Instant,
     dirty: bool,
     snapshot_index: u64,
+    /// The log's vocabulary after `applied`.
+    vocabulary: LogVocabulary,
+}
+
+/// The vocabulary a switch entry `e` starts (None: `e` is no switch).
+fn switch_in(e: &Entry) -> Result<Option<LogVocabulary>, Fatal> {
+    if e.entry_type != oxcd_raft::EntryType::EntryNormal {
+        return Ok(None);
+    }
+    let Some(format) = format::switched_to(&e.data) else {
+        return Ok(None);
+    };
+    let vocabulary = Vocabulary::of_format(format).ok_or(Fatal::UnknownLogFormat {
+        index: e.index,
+        format,
+    })?;
+    Ok(Some(LogVocabulary {
+        vocabulary,
+        since: e.index,
+    }))
 }

@@ -105,6 +105,19 @@ pub enum Fatal {
     /// The raft loop stopped on an error.
     #[error("raft: {0}")]
     Raft(RaftError),
+    /// A switch entry names a vocabulary this member does not know.
+    #[error(
+        "the switch at index {index} names log format {format}, which this member does not know"
+    )]
+    UnknownLogFormat {
+        /// The switch entry's index.
+        index: u64,
+        /// The format it names.
+        format: u8,
+    },
+    /// The vocabulary a snapshot recorded cannot be read.
+    #[error("installed snapshot: {0}")]
+    Vocabulary(#[from] crate::machine::vocabulary::VocabularyError),
 }
 
 impl From<oxcd_storage::StorageError> for Fatal {

@@ -65,7 +65,7 @@ pub struct Identity {
     /// The feature gates it runs with.
     pub feature_gates: oxcd_config::features::FeatureGates,
     /// The vocabulary of its raft log.
-    pub vocabulary: crate::machine::vocabulary::Vocabulary,
+    pub vocabulary: crate::machine::vocabulary::LiveVocabulary,
 }
 
 impl Limits {
@@ -153,7 +153,7 @@ impl Member {
                 priority_requests: limits.priority_requests,
             },
             metrics.clone(),
-            id.vocabulary,
+            id.vocabulary.clone(),
         );
         Member {
             role: Role::new(id.member_id, raft.clone()),

@@ -66,7 +66,7 @@ pub struct Reads {
 pub(crate) fn raft_err(e: RaftError) -> EtcdError {
     match e {
         RaftError::ProposalDropped => EtcdError::NoLeader,
-        RaftError::LeaderChanged => EtcdError::LeaderChanged,
+        RaftError::LeaderChanged | RaftError::FormatSwitched { .. } => EtcdError::LeaderChanged,
         _ => EtcdError::Stopped,
     }
 }

@@ -29,7 +29,7 @@ use crate::machine::applied::{Applied, Outcome};
 use crate::machine::etcd_entries;
 use crate::machine::proposal::{Admitted, Free, Proposal};
 use crate::machine::reads::{Reads, raft_err};
-use crate::machine::vocabulary::Vocabulary;
+use crate::machine::vocabulary::{LiveVocabulary, Vocabulary};
 use crate::machine::waiters::{Registration, Waiters};
 
 /// How proposals are bounded.
@@ -74,8 +74,9 @@ pub struct Writes {
     /// propose it once.
     raising_nospace: Arc<Mutex<()>>,
     metrics: Arc<Metrics>,
-    /// The vocabulary proposals are written in.
-    vocabulary: Vocabulary,
+    /// The vocabulary proposals are written in (the log's as applied here; raft drops
+    /// one that lands after a switch).
+    vocabulary: LiveVocabulary,
 }
 
 impl Writes {
@@ -87,7 +88,7 @@ impl Writes {
         waiters: Arc<Waiters>,
         limits: WriteLimits,
         metrics: Arc<Metrics>,
-        vocabulary: Vocabulary,
+        vocabulary: LiveVocabulary,
     ) -> Writes {
         Writes {
             reads,
@@ -197,26 +198,27 @@ impl Writes {
             return Err(EtcdError::TooManyRequests);
         }
         let (waiter, done) = self.waiters.register();
-        let data = match self.vocabulary {
-            Vocabulary::Oxcd => InternalRequest {
-                id: waiter.id(),
-                op: Some(op),
-                auth,
+        let vocabulary = self.vocabulary.get();
+        let data = self.write_request(vocabulary, waiter.id(), op, auth)?;
+        if let Err(data) = self
+            .propose_once(vocabulary, Written::Request(data))
+            .await?
+        {
+            // The leader's log switched vocabulary first: the same request again, in the
+            // new one, once the switch applied here.
+            let now = self.switched_from(vocabulary).await?;
+            let (id, op, auth) = read_request(vocabulary, &data)?;
+            let data = self.write_request(now, id, op, auth)?;
+            if self
+                .propose_once(now, Written::Request(data))
+                .await?
+                .is_err()
+            {
+                self.metrics.proposal_failed();
+                return Err(EtcdError::LeaderChanged);
             }
-            .encode_to_vec(),
-            Vocabulary::Etcd => etcd_entries::write(waiter.id(), op, auth).map_err(|e| {
-                tracing::warn!("{e}");
-                EtcdError::NotCapable
-            })?,
-        };
-        if data.len() > self.limits.max_request_bytes {
-            return Err(EtcdError::RequestTooLarge);
         }
-        let (tx, accepted) = oneshot::channel();
-        self.raft.propose(data, move |r| {
-            let _ = tx.send(r);
-        });
-        self.settle(waiter, accepted, done).await
+        self.settle(waiter, done).await
     }
 
     /// Proposes a membership change of `change_type` for member `id`, its context
@@ -228,31 +230,28 @@ impl Writes {
         mut ctx: ConfChangeContext,
     ) -> Result<Vec<MemberInfo>, EtcdError> {
         let (waiter, done) = self.waiters.register();
-        let (tx, accepted) = oneshot::channel();
-        let accept = move |r| {
-            let _ = tx.send(r);
-        };
-        match self.vocabulary {
+        let vocabulary = self.vocabulary.get();
+        let written = match vocabulary {
             // etcd's type numbers and JSON context, which raft-rs never decodes.
-            Vocabulary::Etcd => self.raft.propose_conf_change_bytes(
-                crate::domains::membership::etcd_conf_change::write(
+            Vocabulary::Etcd => {
+                Written::EtcdConfChange(crate::domains::membership::etcd_conf_change::write(
                     waiter.id(),
                     change_type,
                     id,
                     &ctx,
-                ),
-                accept,
-            ),
+                ))
+            }
             Vocabulary::Oxcd => {
                 ctx.request_id = waiter.id();
                 let mut cc = ConfChange::default();
                 cc.set_change_type(change_type);
                 cc.node_id = id;
                 cc.context = ctx.encode_to_vec().into();
-                self.raft.propose_conf_change(cc, accept);
+                Written::ConfChange(cc)
             }
-        }
-        members_of(self.settle(waiter, accepted, done).await?)
+        };
+        self.propose_or_retry_later(vocabulary, written).await?;
+        members_of(self.settle(waiter, done).await?)
     }
 
     /// Proposes new peer URLs for a member and waits until applied here: in oxcd's
@@ -262,40 +261,133 @@ impl Writes {
         &self,
         update: MemberUpdate,
     ) -> Result<Vec<MemberInfo>, EtcdError> {
-        if self.vocabulary == Vocabulary::Oxcd {
+        if self.vocabulary.get() == Vocabulary::Oxcd {
             return self.propose(update, None).await;
         }
         let (waiter, done) = self.waiters.register();
-        let (tx, accepted) = oneshot::channel();
-        self.raft.propose_conf_change_bytes(
+        let written = Written::EtcdConfChange(
             crate::domains::membership::etcd_conf_change::write_update(waiter.id(), &update),
-            move |r| {
-                let _ = tx.send(r);
-            },
         );
-        members_of(self.settle(waiter, accepted, done).await?)
+        self.propose_or_retry_later(Vocabulary::Etcd, written)
+            .await?;
+        members_of(self.settle(waiter, done).await?)
     }
 
-    /// Waits for raft to take the proposal into its log, then for its outcome. The
-    /// waiter is removed however this ends, the caller going away included (the
-    /// registration's drop).
-    async fn settle(
-        &self,
-        waiter: Registration<'_>,
-        accepted: oneshot::Receiver<Result<(), RaftError>>,
-        done: oneshot::Receiver<Outcome>,
-    ) -> Result<Applied, EtcdError> {
+    /// The log's vocabulary as applied here, which proposals are written in.
+    pub fn vocabulary(&self) -> Vocabulary {
+        self.vocabulary.get()
+    }
+
+    /// On the leader: appends a switch of the log's vocabulary to `to`
+    /// ([`crate::machine::vocabulary`]); returns once raft took it into the log.
+    pub async fn switch_vocabulary(&self, to: Vocabulary) -> Result<(), EtcdError> {
+        let (tx, accepted) = oneshot::channel();
+        self.raft.switch_format(to.format(), move |r| {
+            let _ = tx.send(r);
+        });
         match accepted.await {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(raft_err(e)),
+            Err(_) => Err(EtcdError::Stopped),
+        }
+    }
+
+    /// Request `id`'s `op` for `auth`, written in `vocabulary`.
+    fn write_request(
+        &self,
+        vocabulary: Vocabulary,
+        id: u64,
+        op: Op,
+        auth: Option<RequestAuth>,
+    ) -> Result<Vec<u8>, EtcdError> {
+        let data = match vocabulary {
+            Vocabulary::Oxcd => InternalRequest {
+                id,
+                op: Some(op),
+                auth,
+            }
+            .encode_to_vec(),
+            Vocabulary::Etcd => etcd_entries::write(id, op, auth).map_err(|e| {
+                tracing::warn!("{e}");
+                EtcdError::NotCapable
+            })?,
+        };
+        if data.len() > self.limits.max_request_bytes {
+            return Err(EtcdError::RequestTooLarge);
+        }
+        Ok(data)
+    }
+
+    /// Proposes `written` (written in `vocabulary`) and waits until raft took it into
+    /// its log; `Err(data)` inside when the leader's log switched vocabulary first (the
+    /// entry would be read in the other one), with the entry's data given back.
+    async fn propose_once(
+        &self,
+        vocabulary: Vocabulary,
+        written: Written,
+    ) -> Result<Result<(), Vec<u8>>, EtcdError> {
+        let (tx, accepted) = oneshot::channel();
+        let done = move |r| {
+            let _ = tx.send(r);
+        };
+        let format = Some(vocabulary.format());
+        match written {
+            Written::Request(data) => self.raft.propose(data, format, done),
+            Written::ConfChange(cc) => self.raft.propose_conf_change(cc, format, done),
+            Written::EtcdConfChange(data) => {
+                self.raft.propose_conf_change_bytes(data, format, done)
+            }
+        }
+        match accepted.await {
+            Ok(Ok(())) => Ok(Ok(())),
+            Ok(Err(RaftError::FormatSwitched { data })) => Ok(Err(data)),
             Ok(Err(e)) => {
                 self.metrics.proposal_failed();
-                return Err(raft_err(e));
+                Err(raft_err(e))
             }
             Err(_) => {
                 self.metrics.proposal_failed();
-                return Err(EtcdError::Stopped);
+                Err(EtcdError::Stopped)
             }
         }
+    }
+
+    /// [`Writes::propose_once`] for a membership change, which is not written again
+    /// after a switch: the caller is told to retry (a conf change and a switch at once
+    /// are rare).
+    async fn propose_or_retry_later(
+        &self,
+        vocabulary: Vocabulary,
+        written: Written,
+    ) -> Result<(), EtcdError> {
+        self.propose_once(vocabulary, written).await?.map_err(|_| {
+            self.metrics.proposal_failed();
+            EtcdError::LeaderChanged
+        })
+    }
+
+    /// The vocabulary after the switch away from `old` has applied here.
+    async fn switched_from(&self, old: Vocabulary) -> Result<Vocabulary, EtcdError> {
+        let mut live = self.vocabulary.subscribe();
+        let switched = live.wait_for(|v| v.vocabulary != old);
+        match tokio::time::timeout(self.limits.request_timeout, switched).await {
+            Ok(Ok(now)) => Ok(now.vocabulary),
+            Ok(Err(_)) => Err(EtcdError::Stopped),
+            Err(_) => {
+                self.metrics.proposal_failed();
+                Err(EtcdError::Timeout)
+            }
+        }
+    }
+
+    /// Waits for the outcome of a proposal raft took into its log. The waiter is
+    /// removed however this ends, the caller going away included (the registration's
+    /// drop).
+    async fn settle(
+        &self,
+        waiter: Registration<'_>,
+        done: oneshot::Receiver<Outcome>,
+    ) -> Result<Applied, EtcdError> {
         match tokio::time::timeout(self.limits.request_timeout, done).await {
             Ok(Ok(outcome)) => {
                 waiter.settled();
@@ -316,6 +408,36 @@ impl Writes {
     pub fn pending(&self) -> usize {
         self.waiters.len()
     }
+}
+
+/// An entry written for raft in one vocabulary.
+enum Written {
+    /// A request: a normal entry.
+    Request(Vec<u8>),
+    /// A membership change in oxcd's vocabulary.
+    ConfChange(ConfChange),
+    /// A membership change in etcd's (its type numbers, which raft-rs cannot decode).
+    EtcdConfChange(Vec<u8>),
+}
+
+/// The request `data` holds, written in `vocabulary`: its id, op and caller.
+fn read_request(
+    vocabulary: Vocabulary,
+    data: &[u8],
+) -> Result<(u64, Op, Option<RequestAuth>), EtcdError> {
+    let read = match vocabulary {
+        Vocabulary::Oxcd => InternalRequest::decode(data)
+            .ok()
+            .and_then(|r| Some((r.id, r.op?, r.auth))),
+        Vocabulary::Etcd => match etcd_entries::read(data) {
+            Ok(etcd_entries::EtcdEntry::Request { id, op, caller }) => Some((id, op, caller)),
+            _ => None,
+        },
+    };
+    read.ok_or_else(|| {
+        tracing::error!("a proposal given back by raft does not read as what was written");
+        EtcdError::Corrupt
+    })
 }
 
 /// The members a membership change was answered with.

@@ -25,7 +25,7 @@ use super::{CLUSTER_ID_KEY, FROM_KEY, Refusal, compat};
 use crate::domains::lease::renewals::Renewals;
 use crate::domains::membership::MembershipHandles;
 use crate::domains::version::release::Release;
-use crate::machine::vocabulary::Vocabulary;
+use crate::machine::vocabulary::{LiveVocabulary, Vocabulary};
 use crate::peer::traffic::PeerTraffic;
 
 /// The Peer service of one member.
@@ -44,7 +44,7 @@ pub struct PeerService {
     /// The release this member acts as, which senders' versions are checked against.
     release: Release,
     /// The vocabulary of the log, which a joining member must write too.
-    vocabulary: Vocabulary,
+    vocabulary: LiveVocabulary,
 }
 
 impl PeerService {
@@ -59,7 +59,7 @@ impl PeerService {
         renewals: Arc<Renewals>,
         traffic: Arc<PeerTraffic>,
         release: Release,
-        vocabulary: Vocabulary,
+        vocabulary: LiveVocabulary,
     ) -> PeerService {
         PeerService {
             raft,
@@ -290,7 +290,7 @@ impl Peer for PeerService {
             cluster_id: self.raft.cluster_id(),
             members: m.roster.members(),
             published,
-            etcd_vocabulary: self.vocabulary == Vocabulary::Etcd,
+            etcd_vocabulary: self.vocabulary.get() == Vocabulary::Etcd,
         }))
     }
 

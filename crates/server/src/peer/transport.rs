@@ -29,7 +29,7 @@ use super::dialer::{CONNECT_TIMEOUT, DialError};
 use super::health::PeerHealth;
 use super::traffic::{PROBE_INTERVAL, PeerCounts, PeerTraffic};
 use super::{CLUSTER_ID_KEY, FROM_KEY, PeerDialer};
-use crate::machine::vocabulary::Vocabulary;
+use crate::machine::vocabulary::{LiveVocabulary, LogVocabulary, Vocabulary};
 
 /// Messages queued per peer before new ones are dropped.
 const QUEUE: usize = 4096;
@@ -108,8 +108,9 @@ pub struct PeerTransport {
     snapshots_in_flight: Arc<Mutex<HashSet<u64>>>,
     /// The peers found to speak etcd's protocol (snapshots go to them its way).
     etcd_peers: Arc<Mutex<HashSet<u64>>>,
-    /// The log's vocabulary: in oxcd's, an etcd peer gets no link ([`super::etcd::guard`]).
-    vocabulary: Vocabulary,
+    /// The log's vocabulary: in oxcd's, an etcd peer gets no link ([`super::etcd::guard`]);
+    /// after a switch to etcd's, it gets nothing from before the switch.
+    vocabulary: LiveVocabulary,
     raft: Arc<OnceLock<RaftHandle>>,
     faults: Option<PeerFaults>,
     dialer: PeerDialer,
@@ -134,7 +135,7 @@ impl PeerTransport {
         faults: Option<PeerFaults>,
         dialer: PeerDialer,
         reports: LinkReports,
-        vocabulary: Vocabulary,
+        vocabulary: LiveVocabulary,
     ) -> PeerTransport {
         let mut t = PeerTransport {
             me,
@@ -171,16 +172,15 @@ impl PeerTransport {
         let raft = self.raft.clone();
         let reports = self.reports.clone();
         let etcd_peers = self.etcd_peers.clone();
-        let vocabulary = self.vocabulary;
+        let live = self.vocabulary.clone();
+        let vocabulary = live.subscribe();
         self.runtime.spawn(async move {
-            // A peer that turns out to speak etcd's protocol gets an etcd link, if the
-            // log is in etcd's vocabulary; else nothing is sent to it.
+            // A peer that turns out to speak etcd's protocol gets an etcd link once the
+            // log is in etcd's vocabulary; until then nothing is sent to it.
             if let Some(mut queue) =
                 peer_loop(link.clone(), id, rx, raft.clone(), reports.clone()).await
             {
-                if vocabulary == Vocabulary::Oxcd {
-                    super::etcd::guard::refuse_link(id);
-                    while queue.recv().await.is_some() {}
+                if !etcd_link_allowed(id, &mut queue, vocabulary).await {
                     return;
                 }
                 lock(&etcd_peers).insert(id);
@@ -191,6 +191,7 @@ impl PeerTransport {
                     dialer: link.dialer.clone(),
                     raft,
                     reports,
+                    vocabulary: live,
                 };
                 super::etcd::link::run(etcd, queue).await;
             }
@@ -303,9 +304,23 @@ impl PeerTransport {
 impl Transport for PeerTransport {
     fn send(&mut self, msgs: Vec<Message>) {
         self.follow_membership();
+        // After a switch to etcd's vocabulary, etcd peers get nothing from before it.
+        let since = self.vocabulary.log().since;
+        let etcd_peers = (since > 0).then(|| lock(&self.etcd_peers).clone());
         for m in msgs {
             let to = m.to;
             if self.faults.as_ref().is_some_and(|f| f.is_cut(self.me, to)) {
+                continue;
+            }
+            if let Some(etcd) = &etcd_peers
+                && etcd.contains(&to)
+                && reaches_before(&m, since)
+            {
+                tracing::debug!(
+                    to = %format!("{to:x}"),
+                    since,
+                    "held back from an etcd peer: entries from before the switch to etcd's vocabulary"
+                );
                 continue;
             }
             if m.msg_type == MessageType::MsgSnapshot {
@@ -324,6 +339,46 @@ impl Transport for PeerTransport {
                 }
             }
         }
+    }
+}
+
+/// Waits, dropping what `queue` holds for etcd peer `id`, until the log is in etcd's
+/// vocabulary; false when the peer left (or the member stops) first.
+async fn etcd_link_allowed(
+    id: u64,
+    queue: &mut mpsc::Receiver<Message>,
+    mut vocabulary: tokio::sync::watch::Receiver<LogVocabulary>,
+) -> bool {
+    let etcds = |v: &LogVocabulary| v.vocabulary == Vocabulary::Etcd;
+    if etcds(&vocabulary.borrow_and_update()) {
+        return true;
+    }
+    super::etcd::guard::refuse_link(id);
+    loop {
+        tokio::select! {
+            m = queue.recv() => if m.is_none() {
+                return false;
+            },
+            switched = vocabulary.wait_for(etcds) => {
+                if switched.is_err() {
+                    return false;
+                }
+                tracing::info!(
+                    peer = %format!("{id:x}"),
+                    "the log is in etcd's vocabulary: the etcd peer gets its link"
+                );
+                return true;
+            }
+        }
+    }
+}
+
+/// Whether `m` carries entries at or before `since`, or a snapshot before it.
+fn reaches_before(m: &Message, since: u64) -> bool {
+    match m.msg_type {
+        MessageType::MsgAppend => m.get_entries().first().is_some_and(|e| e.index <= since),
+        MessageType::MsgSnapshot => m.get_snapshot().get_metadata().index < since,
+        _ => false,
     }
 }
 
@@ -688,7 +743,7 @@ mod tests {
             None,
             PeerDialer::new(None, None),
             LinkReports::none(),
-            Vocabulary::Oxcd,
+            LiveVocabulary::new(LogVocabulary::default()),
         );
         let peers = |t: &PeerTransport| -> Vec<(u64, String)> {
             let mut v: Vec<_> = t.urls.iter().map(|(id, u)| (*id, u.clone())).collect();

@@ -4,7 +4,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::backup::etcd_dir::adopt::{MemberDirs, adopt_if_etcds};
-use crate::machine::vocabulary::Vocabulary;
+use crate::machine::vocabulary::{LiveVocabulary, LogVocabulary, Vocabulary};
 use std::thread::JoinHandle;
 
 use oxcd_mvcc::Store;
@@ -42,6 +42,9 @@ pub enum StartError {
     /// The MVCC store could not be rebuilt.
     #[error(transparent)]
     Mvcc(#[from] oxcd_mvcc::MvccError),
+    /// The log's recorded vocabulary could not be read.
+    #[error(transparent)]
+    Vocabulary(#[from] crate::machine::vocabulary::VocabularyError),
     /// The raft log could not be opened.
     #[error(transparent)]
     Raft(#[from] oxcd_raft::RaftError),
@@ -168,6 +171,7 @@ fn node_config(s: &Settings, cluster: &InitialCluster, joins: bool) -> NodeConfi
             bootstrap_contexts(cluster)
         },
         conf_state: None,
+        format: None,
         wal_dir: s.wal_dir(),
         heartbeat: s.heartbeat,
         election_ticks: (s.election_timeout.as_millis() / ms) as usize,
@@ -215,9 +219,9 @@ pub fn start(
     let joins = joining.is_some();
     let cluster = cluster_of(s, joining)?;
     if cluster.joins_etcd {
-        Vocabulary::Etcd.record(&store)?;
+        LogVocabulary::from_start(Vocabulary::Etcd).record(&store)?;
     }
-    let vocabulary = Vocabulary::of(&store)?;
+    let vocabulary = LiveVocabulary::new(LogVocabulary::of(&store)?);
     let ms = s.heartbeat.as_millis().max(1);
     let election_ticks = (s.election_timeout.as_millis() / ms) as u32;
     let leases = Arc::new(Lessor::load(
@@ -238,6 +242,7 @@ pub fn start(
     let cfg = NodeConfig {
         conf_state: applied_conf_state(&store)?,
         applied: store.consistent_index(),
+        format: Some(vocabulary.get().format()),
         ..node_config(s, &cluster, joins)
     };
     let raft_slot = Arc::new(OnceLock::new());
@@ -266,7 +271,7 @@ pub fn start(
         faults,
         dialer.clone(),
         reports,
-        vocabulary,
+        vocabulary.clone(),
     );
     let (raft, events, raft_thread) = node::start(cfg, transport)?;
     let _ = raft_slot.set(raft.clone());
@@ -294,7 +299,7 @@ pub fn start(
         snap_dir: s.snap_dir(),
         release,
         timing: metrics.apply.clone(),
-        vocabulary,
+        vocabulary: vocabulary.clone(),
     }
     .spawn(ended)
     .map_err(StartError::SpawnApply)?;

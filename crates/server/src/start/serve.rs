@@ -17,7 +17,6 @@ use crate::edge::http;
 use crate::jobs::corrupt;
 use crate::machine::fatal::Fatal;
 use crate::machine::member::Member;
-use crate::machine::vocabulary::Vocabulary;
 use crate::peer::PeerDialer;
 use crate::peer::service::PeerService;
 use crate::peer::transport::PeerFaults;
@@ -144,7 +143,11 @@ pub async fn run_with(
     let membership = Arc::new(wiring::membership(&member));
     let jobs = Arc::new(wiring::jobs(&member));
     let renewals = Arc::new(Renewals::start(&lease, dialer.clone()));
-    let versions = Arc::new(wiring::version(&member, dialer.clone()));
+    let versions = Arc::new(wiring::version(
+        &member,
+        dialer.clone(),
+        started.etcd_streams.clone(),
+    ));
     // Peers must reach us before a leader can be elected: serve them first. Every
     // member listens for peers, one alone too: it can grow.
     let peer_router = tonic::service::Routes::new(
@@ -155,7 +158,7 @@ pub async fn run_with(
             renewals.clone(),
             member.metrics.peers.clone(),
             member.id.release,
-            member.id.vocabulary,
+            member.id.vocabulary.clone(),
         ))
         .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
     )
@@ -181,10 +184,10 @@ pub async fn run_with(
                 streams: started.etcd_streams.clone(),
             },
         )));
-    let peer_router = peer_router.merge(match member.id.vocabulary {
-        Vocabulary::Etcd => etcd_raft,
-        Vocabulary::Oxcd => crate::peer::etcd::guard::refusing(etcd_raft),
-    });
+    let peer_router = peer_router.merge(crate::peer::etcd::guard::refusing_unless_etcd(
+        etcd_raft,
+        member.id.vocabulary.clone(),
+    ));
     for (l, url) in peer_listeners {
         tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
         let server = crate::peer::server::serve(l, peer_router.clone(), stop_rx.clone());

@@ -40,7 +40,7 @@ pub fn lease(m: &Member) -> LeaseHandles {
         roster: m.roster.clone(),
         election_timeout: m.limits.election_timeout,
         request_timeout: m.limits.request_timeout,
-        vocabulary: m.id.vocabulary,
+        vocabulary: m.id.vocabulary.clone(),
     }
 }
 
@@ -87,7 +87,11 @@ pub fn http(m: &Member) -> HttpHandles {
 }
 
 /// The version loops' handles (they dial peers with `dialer`).
-pub fn version(m: &Member, dialer: PeerDialer) -> VersionHandles {
+pub fn version(
+    m: &Member,
+    dialer: PeerDialer,
+    etcd_streams: Arc<crate::peer::etcd::streams::EtcdStreams>,
+) -> VersionHandles {
     VersionHandles {
         reads: m.reads.clone(),
         writes: m.writes.clone(),
@@ -96,6 +100,8 @@ pub fn version(m: &Member, dialer: PeerDialer) -> VersionHandles {
         release: m.id.release,
         dialer,
         request_timeout: m.limits.request_timeout,
+        vocabulary: m.id.vocabulary.clone(),
+        etcd_streams,
     }
 }
 

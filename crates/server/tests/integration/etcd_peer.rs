@@ -1107,14 +1107,18 @@ async fn an_etcd_learner_installs_an_oxcd_leaders_snapshot() {
     drop(etcd);
 }
 
-/// The log's vocabulary passes from member to member (`docs/etcd-peer-design.md`; issue
-/// 35's point 6): an oxcd cluster that began as an etcd cluster keeps etcd's entries
-/// after its last etcd member left, so an oxcd member joining it through oxcd's protocol
-/// writes etcd's entries too, and etcd members can join it again. A cluster that began
-/// as an oxcd cluster takes no etcd member: its raft paths of etcd's protocol answer 503
-/// with the reason, and no raft traffic goes to the etcd member, so nothing diverges.
+/// The cluster version decides the log's vocabulary (`docs/etcd-peer-design.md`; issue
+/// 35's point 6). An oxcd cluster that began as an etcd cluster and stays at 3.5 keeps
+/// etcd's entries after its last etcd member left, so an oxcd member joining it through
+/// oxcd's protocol writes etcd's entries too, and etcd members can join it again. A
+/// cluster that began as an oxcd cluster, at 3.6, takes no etcd member: its raft paths of
+/// etcd's protocol answer 503 naming the extensions in use, and no raft traffic goes to
+/// an etcd member; after etcd's `downgrade enable 3.5` (etcd 3.6's
+/// `server/etcdserver/version/downgrade.go` rules) the leader switches the log to etcd's
+/// vocabulary and etcd 3.5.16 joins, applies what oxcd proposed before and after the
+/// switch, and holds the same HashKV.
 #[tokio::test]
-async fn the_logs_vocabulary_passes_on_and_an_oxcd_cluster_refuses_etcd_members() {
+async fn the_logs_vocabulary_follows_the_cluster_version() {
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd_peer = free_port();
     let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &[]);
@@ -1216,29 +1220,33 @@ async fn the_logs_vocabulary_passes_on_and_an_oxcd_cluster_refuses_etcd_members(
     oxcd2.stop().await;
     oxcd1.stop().await;
 
-    // A cluster that began as oxcd's: an etcd member added to it gets nothing.
+    // A cluster that began as oxcd's, at 3.6: its log is in oxcd's vocabulary and an
+    // etcd member gets nothing; after `downgrade enable 3.5` the leader switches the log
+    // to etcd's vocabulary and the etcd member joins.
     let native_peer_url = format!("http://127.0.0.1:{}", free_port());
-    let native = InProc::start(dir.path().join("native"), |s| {
+    let native_settings = |s: &mut oxcd_config::settings::Settings| {
         s.listen_peer_urls = vec![native_peer_url.clone()];
         s.peer_urls = vec![native_peer_url.clone()];
         s.initial_cluster = vec![("default".into(), vec![native_peer_url.clone()])];
-        // At 3.5, so that etcd 3.5 starts at all (it joins no 3.6 cluster).
-        s.emulated_version = oxcd_go::semver::Version::new(3, 5, 0);
-    })
-    .await;
+        s.downgrade_check_time = Duration::from_millis(200);
+    };
+    let native = InProc::start(dir.path().join("native"), native_settings).await;
     let mut n = native.client().await;
-    n.put("native", "v", None).await.expect("put");
-    let etcd3_peer = free_port();
-    let etcd3_peer_url = format!("http://127.0.0.1:{etcd3_peer}");
-    add_learner(&n, &etcd3_peer_url).await;
-    let cluster = format!("default={native_peer_url},etcd3={etcd3_peer_url}");
-    let etcd3 = crate::common::etcd::join_etcd(
-        &dir.path().join("etcd3"),
-        "etcd3",
-        etcd3_peer,
-        &cluster,
-        &[],
+    assert!(
+        eventually(|| async { vocabulary_of(&native).await == "oxcd" }).await,
+        "a cluster that began as oxcd's speaks oxcd's vocabulary"
     );
+    n.put("native", "v", None).await.expect("put");
+    // A lease kept alive in oxcd's vocabulary (replicated keepalives) lives on.
+    let lease = n.lease_grant(30, None).await.expect("lease").id();
+    n.put(
+        "native-leased",
+        "v",
+        Some(etcd_client::PutOptions::new().with_lease(lease)),
+    )
+    .await
+    .expect("put on a lease");
+    n.lease_keep_alive(lease).await.expect("keepalive");
     let refused = client::request(
         &PeerDialer::default(),
         &native_peer_url,
@@ -1255,21 +1263,210 @@ async fn the_logs_vocabulary_passes_on_and_an_oxcd_cluster_refuses_etcd_members(
         text,
         format!("{}\n", oxcd_server::peer::etcd::guard::REFUSAL)
     );
-    eprintln!("an oxcd cluster answers an etcd member: {text}");
-    // The etcd learner runs and dials the oxcd member's streams, and is refused; for
-    // two seconds (the oxcd member heartbeats every 10 ms) it hears of no leader and
-    // never publishes itself through raft (it serves no client then).
-    let etcd3_log = crate::common::etcd::log_of(&dir.path().join("etcd3"));
-    let logged =
-        |text: &'static str| std::fs::read_to_string(&etcd3_log).is_ok_and(|l| l.contains(text));
+    eprintln!("an oxcd cluster at 3.6 answers an etcd member: {text}");
+
+    // etcd's downgrade takes the cluster version to 3.5: the vocabulary follows.
+    let enabled = n
+        .maintenance_client()
+        .downgrade(etcd_client::DowngradeOptions::Enable("3.5".into()))
+        .await;
+    assert!(enabled.is_ok(), "downgrade enable 3.5: {enabled:?}");
     assert!(
-        eventually(|| async { logged(r#""msg":"started remote peer""#) }).await,
-        "etcd3 runs its raft transport"
+        eventually(|| async { vocabulary_of(&native).await == "etcd" }).await,
+        "at 3.5 the log switches to etcd's vocabulary"
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(!logged("elected leader"), "etcd3 heard of no leader");
-    assert!(!logged("published local member"), "etcd3 never joined");
+    n.put("after-switch", "v", None).await.expect("put");
+    // etcd 3.5 joins no cluster while a downgrade is enabled (its allowedVersionRange):
+    // the downgrade finishes as etcd's guide has it, the member restarted as 3.5.
+    native.stop().await;
+    let native = InProc::start(dir.path().join("native"), |s| {
+        native_settings(s);
+        s.emulated_version = oxcd_go::semver::Version::new(3, 5, 0);
+    })
+    .await;
+    let mut n = native.client().await;
+    // What a joining etcd 3.5 asks (`getDowngradeEnabled`).
+    let finished = eventually(|| async {
+        client::request(
+            &PeerDialer::default(),
+            &native_peer_url,
+            http::Method::GET,
+            "/downgrade/enabled",
+            bytes::Bytes::new(),
+            WAIT,
+        )
+        .await
+        .is_ok_and(|r| r.status == 200 && r.body.as_ref() == b"false")
+    })
+    .await;
+    assert!(finished, "the downgrade finishes");
+    assert_eq!(vocabulary_of(&native).await, "etcd");
+    n.lease_keep_alive(lease).await.expect("keepalive");
+    let etcd3_peer = free_port();
+    let etcd3_peer_url = format!("http://127.0.0.1:{etcd3_peer}");
+    add_learner(&n, &etcd3_peer_url).await;
+    let cluster = format!("default={native_peer_url},etcd3={etcd3_peer_url}");
+    let etcd3 = crate::common::etcd::join_etcd(
+        &dir.path().join("etcd3"),
+        "etcd3",
+        etcd3_peer,
+        &cluster,
+        &[],
+    );
+    let c3 = Client::connect([format!("http://{}", etcd3.endpoint)], None)
+        .await
+        .expect("connect to etcd3");
+    for key in ["native", "native-leased", "after-switch"] {
+        let served = serves(&c3, key).await;
+        if !served {
+            let log = crate::common::etcd::log_of(&dir.path().join("etcd3"));
+            eprintln!("{}", std::fs::read_to_string(log).unwrap_or_default());
+        }
+        assert!(served, "etcd3 serves {key}");
+    }
+    // oxcd's proposals after the switch are etcd's entries: etcd applies them.
+    n.put("for-etcd3", "v", None).await.expect("put");
+    assert!(
+        serves(&c3, "for-etcd3").await,
+        "etcd3 applies oxcd's entries"
+    );
+    let rev = revision_at(&mut n, "for-etcd3").await;
+    let hashes = [
+        peer_hash_kv(&native_peer_url, rev).await,
+        peer_hash_kv(&etcd3_peer_url, rev).await,
+    ];
+    eprintln!("/members/hashkv at {rev}: {hashes:?}");
+    assert_eq!(hashes[0], hashes[1], "HashKV equal");
+    let ttl = n
+        .lease_time_to_live(lease, None)
+        .await
+        .expect("time to live")
+        .ttl();
+    assert!(
+        ttl > 0,
+        "the lease granted in oxcd's vocabulary lives on: {ttl}"
+    );
     assert_eq!(n.get("native", None).await.expect("get").count(), 1);
     drop(etcd3);
     native.stop().await;
+}
+
+/// The other way (issue 35's point 6): oxcd's extensions switch on once every member is
+/// oxcd. An etcd 3.5.16 cluster's one member is replaced by an oxcd member acting as
+/// 3.6 (no `--emulated-version`): with the etcd member gone the leader raises the
+/// cluster version to 3.6, as in a rolling upgrade to etcd 3.6
+/// (`server/etcdserver/version/monitor.go` `UpdateClusterVersionIfNeeded`), and switches
+/// the log to oxcd's vocabulary. A lease granted in etcd's vocabulary lives on under
+/// replicated keepalives, and an oxcd member that joins afterwards reads the log from a
+/// snapshot past the switch (the log was compacted there) and holds the same HashKV.
+#[tokio::test]
+async fn oxcds_extensions_switch_on_once_every_member_is_oxcd() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd_peer = free_port();
+    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &[]);
+    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
+    let c = Client::connect([format!("http://{}", etcd.endpoint)], None)
+        .await
+        .expect("connect");
+    let etcd_id = c.clone().status().await.expect("status").leader();
+    let oxcd1_peer_url = format!("http://127.0.0.1:{}", free_port());
+    let oxcd1_id = add_learner(&c, &oxcd1_peer_url).await;
+    let oxcd1 = InProc::start(dir.path().join("oxcd1"), |s| {
+        joining(s, &etcd_peer_url, &oxcd1_peer_url);
+    })
+    .await;
+    let mut ours = oxcd1.client().await;
+    let lease = c.clone().lease_grant(30, None).await.expect("lease").id();
+    c.clone()
+        .put(
+            "from-etcd",
+            "v",
+            Some(etcd_client::PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .expect("put");
+    assert!(serves(&ours, "from-etcd").await);
+    assert_eq!(
+        vocabulary_of(&oxcd1).await,
+        "etcd",
+        "joined in etcd's vocabulary"
+    );
+    crate::etcd_migration::reconfigure("promote oxcd1", || {
+        let mut c = c.clone();
+        async move { c.member_promote(oxcd1_id).await }
+    })
+    .await;
+    hand_leadership(&c, oxcd1_id).await;
+    crate::etcd_migration::reconfigure("remove the etcd member", || {
+        let mut ours = ours.clone();
+        async move { ours.member_remove(etcd_id).await }
+    })
+    .await;
+    drop(etcd);
+    assert!(
+        eventually(|| async { vocabulary_of(&oxcd1).await == "oxcd" }).await,
+        "with every member oxcd at 3.6, oxcd's vocabulary"
+    );
+    ours.put("after-switch", "v", None).await.expect("put");
+    ours.lease_keep_alive(lease).await.expect("keepalive");
+
+    // A member joining now gets a snapshot from after the switch.
+    let oxcd2_peer_url = format!("http://127.0.0.1:{}", free_port());
+    let oxcd2_id = add_learner(&ours, &oxcd2_peer_url).await;
+    let oxcd2 = InProc::start(dir.path().join("oxcd2"), |s| {
+        joining(s, &oxcd1_peer_url, &oxcd2_peer_url);
+        s.name = "oxcd2".into();
+        s.initial_cluster = vec![
+            ("oxcd1".into(), vec![oxcd1_peer_url.clone()]),
+            ("oxcd2".into(), vec![oxcd2_peer_url.clone()]),
+        ];
+    })
+    .await;
+    let ours2 = oxcd2.client().await;
+    for key in ["from-etcd", "after-switch"] {
+        assert!(serves(&ours2, key).await, "oxcd2 serves {key}");
+    }
+    assert_eq!(vocabulary_of(&oxcd2).await, "oxcd");
+    crate::etcd_migration::reconfigure("promote oxcd2", || {
+        let mut ours = ours.clone();
+        async move { ours.member_promote(oxcd2_id).await }
+    })
+    .await;
+    hand_leadership(&ours, oxcd2_id).await;
+    let mut ours2 = ours2;
+    ours2.put("from-oxcd2", "v", None).await.expect("put");
+    assert!(
+        serves(&ours, "from-oxcd2").await,
+        "oxcd1 applies oxcd2's entries"
+    );
+    let ttl = ours2
+        .lease_time_to_live(lease, None)
+        .await
+        .expect("time to live")
+        .ttl();
+    assert!(
+        ttl > 0,
+        "the lease granted in etcd's vocabulary lives on: {ttl}"
+    );
+    let rev = revision_at(&mut ours2, "from-oxcd2").await;
+    let hashes = [
+        peer_hash_kv(&oxcd1_peer_url, rev).await,
+        peer_hash_kv(&oxcd2_peer_url, rev).await,
+    ];
+    eprintln!("/members/hashkv at {rev}: {hashes:?}");
+    assert_eq!(hashes[0], hashes[1], "HashKV equal");
+    oxcd2.stop().await;
+    oxcd1.stop().await;
+}
+
+/// The log vocabulary `m` reports (`oxcd_log_vocabulary`).
+async fn vocabulary_of(m: &InProc) -> String {
+    let text = crate::common::scrape(&m.endpoint()).await;
+    text.lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix("oxcd_log_vocabulary{vocabulary=\"")?;
+            let (name, value) = rest.split_once("\"} ")?;
+            (value.trim() == "1").then(|| name.to_string())
+        })
+        .unwrap_or_default()
 }

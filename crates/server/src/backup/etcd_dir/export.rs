@@ -33,7 +33,7 @@ use super::swap::{self, beside};
 use super::wal::{self, EtcdWalError, Metadata, NewWal, SnapshotPoint};
 use crate::backup::etcd_file::{EtcdFileError, EtcdFileSource};
 use crate::backup::v2store;
-use crate::machine::vocabulary::Vocabulary;
+use crate::machine::vocabulary::{LogVocabulary, Vocabulary};
 
 /// The suffix oxcd's directories get once swapped out.
 pub const KEPT: &str = "oxcd-before-etcd";
@@ -50,9 +50,17 @@ pub enum ExportError {
     AlreadyEtcds(PathBuf),
     /// The log is in oxcd's vocabulary.
     #[error(
-        "this member's log is in oxcd's vocabulary (its cluster began as oxcd's): etcd cannot read it; move to etcd by adding etcd members is refused too, and a snapshot restore is the way"
+        "this member's log is in oxcd's vocabulary, which etcd cannot read: the log moves to etcd's when the cluster version is 3.5 (etcdctl downgrade enable 3.5); swap once this member has applied that switch"
     )]
     OxcdVocabulary,
+    /// The log switches vocabulary after what the backend applied.
+    #[error(
+        "the log switches vocabulary at index {0}, after what this member applied: start it once more to apply the switch, then swap"
+    )]
+    UnappliedSwitch(u64),
+    /// The recorded vocabulary cannot be read.
+    #[error(transparent)]
+    Vocabulary(#[from] crate::machine::vocabulary::VocabularyError),
     /// oxcd's files of an earlier swap are in the way.
     #[error(
         "{0} holds oxcd's files from an earlier swap: move or remove it before swapping to etcd again"
@@ -148,7 +156,8 @@ fn build(dirs: &MemberDirs) -> Result<Exported, ExportError> {
     };
     let backend = Backend::open(&dirs.snap.join("db"))?;
     let source = EtcdFileSource::open(&backend)?;
-    if source.meta(schema::META_LOG_VOCABULARY) != Some(Vocabulary::RECORDED_ETCD) {
+    let recorded = LogVocabulary::parse(source.meta(schema::META_LOG_VOCABULARY))?;
+    if recorded.vocabulary != Vocabulary::Etcd {
         return Err(ExportError::OxcdVocabulary);
     }
     let (index, term) = source.position()?;
@@ -159,7 +168,11 @@ fn build(dirs: &MemberDirs) -> Result<Exported, ExportError> {
     let mut entries: Vec<Entry> = Vec::new();
     for (i, b) in &replay.entries {
         if *i > index {
-            entries.push(persist::decode_entry(*i, b)?);
+            let e = persist::decode_entry(*i, b)?;
+            if oxcd_raft::node::format::switched_to(&e.data).is_some() {
+                return Err(ExportError::UnappliedSwitch(*i));
+            }
+            entries.push(e);
         }
     }
     if let Some(first) = entries.first()

@@ -37,7 +37,7 @@ pub async fn run(lease: Arc<LeaseHandles>, mut stop: watch::Receiver<bool>) {
         }
         let leader = leadership.borrow_and_update().leader == me;
         if leader && !leading {
-            match lease.vocabulary {
+            match lease.vocabulary.get() {
                 Vocabulary::Oxcd => lease.leases.promote(lease.election_timeout),
                 Vocabulary::Etcd => lease.leases.promote_as_etcd(lease.election_timeout),
             }
@@ -52,7 +52,8 @@ pub async fn run(lease: Arc<LeaseHandles>, mut stop: watch::Receiver<bool>) {
         for id in lease.leases.take_expired(per_check) {
             let writes = lease.writes.clone();
             let leases = lease.leases.clone();
-            let etcd_revoke = (lease.vocabulary == Vocabulary::Etcd).then(|| root_caller(&lease));
+            let etcd_revoke =
+                (lease.vocabulary.get() == Vocabulary::Etcd).then(|| root_caller(&lease));
             tokio::spawn(async move {
                 let proposed = match etcd_revoke {
                     // etcd's leader revokes as root (`authStore.WithRoot`), unconditionally.

@@ -32,5 +32,5 @@ pub struct LeaseHandles {
     pub request_timeout: Duration,
     /// The log's vocabulary: in etcd's, keepalives are never replicated and expiry is a
     /// plain revocation, as etcd 3.5 does them.
-    pub vocabulary: crate::machine::vocabulary::Vocabulary,
+    pub vocabulary: crate::machine::vocabulary::LiveVocabulary,
 }

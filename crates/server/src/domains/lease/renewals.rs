@@ -100,7 +100,7 @@ impl Renewals {
             return Ok(ttls.first().copied().unwrap_or(0));
         }
         if let Some(lease) = self.lease.upgrade()
-            && lease.vocabulary == Vocabulary::Etcd
+            && lease.vocabulary.get() == Vocabulary::Etcd
         {
             return forward_as_etcd(&lease, &self.dialer, id).await;
         }
@@ -117,7 +117,7 @@ impl Renewals {
     /// already proposed: then the keepalives go through raft.
     pub fn renew_as_leader(&self, ids: &[i64]) -> Option<Vec<i64>> {
         let lease = self.lease.upgrade()?;
-        let etcd = lease.vocabulary == Vocabulary::Etcd;
+        let etcd = lease.vocabulary.get() == Vocabulary::Etcd;
         // In etcd's vocabulary nothing can be replicated instead: renewed from memory
         // while leading, as etcd's leader does.
         if !lease.role.is_leader() || !(etcd || self.quorum_heard(&lease)) {

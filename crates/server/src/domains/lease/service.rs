@@ -179,7 +179,7 @@ impl Lease for LeaseService {
             }
         }
         let header = Some(self.lease.reads.header_now());
-        if self.lease.vocabulary == Vocabulary::Etcd && !self.lease.role.is_leader() {
+        if self.lease.vocabulary.get() == Vocabulary::Etcd && !self.lease.role.is_leader() {
             // etcd replicates no keepalive: only the leader's clock is right.
             let mut resp =
                 forward_time_to_live(&self.lease, self.renewals.dialer(), r.id, r.keys).await?;

@@ -26,4 +26,8 @@ pub struct VersionHandles {
     pub dialer: PeerDialer,
     /// How long each peer has to answer.
     pub request_timeout: Duration,
+    /// The log's vocabulary, which the cluster version decides.
+    pub vocabulary: crate::machine::vocabulary::LiveVocabulary,
+    /// The streams etcd peers attached here (any: an etcd member is in the cluster).
+    pub etcd_streams: std::sync::Arc<crate::peer::etcd::streams::EtcdStreams>,
 }

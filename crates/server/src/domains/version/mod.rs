@@ -10,7 +10,8 @@
 //! - [`enabled`]: `/downgrade/enabled` on the peer port, which joining members ask;
 //! - [`join`]: the check a member joining a running cluster runs on its version;
 //! - [`monitor`]: the loops: the leader asks every member its version and proposes the
-//!   choice; every member migrates its storage version.
+//!   choice; every member migrates its storage version;
+//! - [`vocabulary`]: the log's vocabulary the cluster version asks for (etcd's at 3.5).
 //!
 //! Invariants: the cluster version only rises to the lowest release among the members
 //! (all known), or falls one minor at a time to an enabled downgrade's target; a member
@@ -27,3 +28,4 @@ pub mod monitor;
 pub mod release;
 pub mod report;
 pub mod storage;
+pub mod vocabulary;

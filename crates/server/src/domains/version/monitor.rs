@@ -2,8 +2,8 @@
 //! - [`run`] (`monitorClusterVersions`, `monitorStorageVersion`), every [`INTERVAL`] and
 //!   whenever leadership changes: on the leader, ask every member its release
 //!   ([`crate::peer::versions`]), decide the cluster version ([`super::decide`]) and
-//!   propose it; on every member, bring the storage version to the cluster version
-//!   ([`super::storage::sync`]);
+//!   propose it, then the log vocabulary it asks for ([`super::vocabulary`]); on every
+//!   member, bring the storage version to the cluster version ([`super::storage::sync`]);
 //! - [`cancel_finished_downgrades`] (`monitorDowngrade`), every `--downgrade-check-time`:
 //!   on the leader, cancel an enabled downgrade once every member runs its target.
 
@@ -31,6 +31,11 @@ pub async fn run(handles: VersionHandles, mut stop: watch::Receiver<bool>) {
             let recorded = handles.reads.blocking(cluster::read).await;
             if let Ok(Ok(recorded)) = recorded {
                 decide_and_propose(&handles, &mut asker, &recorded).await;
+            }
+            // The version just proposed has applied here (or failed): its vocabulary.
+            let recorded = handles.reads.blocking(cluster::read).await;
+            if let Ok(Ok(recorded)) = recorded {
+                super::vocabulary::align(&handles, recorded.cluster.as_ref()).await;
             }
         }
         // After the leader's proposal has applied here: its storage follows at once.

@@ -15,6 +15,7 @@ pub fn render(handles: &HttpHandles) -> String {
     let st = handles.role.status();
     let leader = st.leader();
     let id = handles.role.me();
+    let flag = |b: bool| f64::from(u8::from(b));
     let mut f = Family::new(
         "etcd_server_version",
         Kind::Gauge,
@@ -45,6 +46,21 @@ pub fn render(handles: &HttpHandles) -> String {
         );
     }
     e.add(f);
+    // oxcd's own: which vocabulary the raft log is in (etcd's while the cluster version
+    // lets etcd 3.5 members in; see machine/vocabulary.rs).
+    let mut f = Family::new(
+        "oxcd_log_vocabulary",
+        Kind::Gauge,
+        "Which vocabulary the raft log is written in. 1 for the current one: 'etcd' (etcd 3.5's entries; etcd members may join) or 'oxcd' (oxcd's extensions on).",
+    );
+    let now = handles.writes.vocabulary();
+    for v in [
+        crate::machine::vocabulary::Vocabulary::Oxcd,
+        crate::machine::vocabulary::Vocabulary::Etcd,
+    ] {
+        f.sample(&[("vocabulary", v.name())], flag(v == now));
+    }
+    e.add(f);
     let mut f = Family::new(
         "etcd_server_id",
         Kind::Gauge,
@@ -52,7 +68,6 @@ pub fn render(handles: &HttpHandles) -> String {
     );
     f.sample(&[("server_id", &format!("{id:x}"))], 1.0);
     e.add(f);
-    let flag = |b: bool| f64::from(u8::from(b));
     e.single(
         "etcd_server_has_leader",
         Kind::Gauge,

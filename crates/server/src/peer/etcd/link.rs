@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use super::client::{self, Identity, PeerHttpError, Pipeline, StreamKind};
 use super::codec::is_link_heartbeat;
 use super::streams::Delivery;
+use crate::machine::vocabulary::{LiveVocabulary, Vocabulary};
 use crate::peer::PeerDialer;
 use crate::peer::transport::LinkReports;
 
@@ -50,6 +51,8 @@ pub struct EtcdLink {
     pub raft: Arc<OnceLock<RaftHandle>>,
     /// Where connection and removal reports go.
     pub reports: LinkReports,
+    /// The log's vocabulary: nothing is sent while it is oxcd's.
+    pub vocabulary: LiveVocabulary,
 }
 
 impl EtcdLink {
@@ -72,6 +75,11 @@ pub async fn run(link: EtcdLink, mut queue: mpsc::Receiver<Message>) {
     let stepper = tokio::spawn(step_received(link.clone(), rx));
     let mut pipeline = Pipeline::new(link.dialer.clone(), link.url.clone(), link.me.clone());
     while let Some(m) = queue.recv().await {
+        if link.vocabulary.get() != Vocabulary::Etcd {
+            // The log switched to oxcd's vocabulary: an etcd member cannot read it.
+            super::guard::refuse_link(link.peer);
+            continue;
+        }
         // On a stream the peer dialed, when it has one; else on its pipeline.
         match link.reports.etcd_streams.send(&m) {
             Delivery::Sent => continue,

@@ -52,6 +52,15 @@ pub struct EtcdStreams {
 }
 
 impl EtcdStreams {
+    /// The etcd peers with a stream attached and still open.
+    pub fn peers(&self) -> std::collections::HashSet<u64> {
+        self.lock()
+            .iter()
+            .filter(|(_, a)| !a.tx.is_closed())
+            .map(|((peer, _), _)| *peer)
+            .collect()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(u64, StreamKind), Attached>> {
         self.attached.lock().unwrap_or_else(|p| p.into_inner())
     }
