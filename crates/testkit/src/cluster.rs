@@ -1,6 +1,8 @@
 //! N real `oxcd` processes on loopback, each with its own data dir, client port, peer
 //! port and partitioning proxy ([`crate::proxy`]), and the faults the suite injects:
-//! SIGKILL and restart, SIGSTOP/SIGCONT, partitions.
+//! SIGKILL and restart, SIGSTOP/SIGCONT, partitions. A mixed cluster ([`Mixed`]) starts
+//! as an etcd cluster and has some members swapped to oxcd in place, as an operator
+//! swaps the binary (issue 35).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -31,6 +33,20 @@ pub struct ClusterConfig {
     /// Client and peer traffic over TLS, with certificates from a CA made under `dir`,
     /// every member checking its clients' and peers' certificates.
     pub tls: bool,
+    /// etcd members beside oxcd ones (None: every member is oxcd).
+    pub mixed: Option<Mixed>,
+}
+
+/// A cluster of etcd and oxcd members: it starts as an etcd cluster, then the members
+/// `oxcd` lists are stopped and started again as oxcd on their data dirs, with their
+/// flags and `--emulated-version=3.5` (so the cluster stays at 3.5, in etcd's
+/// vocabulary, and a restarted etcd member rejoins).
+#[derive(Debug, Clone)]
+pub struct Mixed {
+    /// The etcd server binary.
+    pub etcd: PathBuf,
+    /// The members that run oxcd.
+    pub oxcd: Vec<usize>,
 }
 
 /// One member.
@@ -41,6 +57,8 @@ pub struct Member {
     pub client_url: String,
     data_dir: PathBuf,
     log: PathBuf,
+    /// The server it runs: oxcd, or etcd in a mixed cluster.
+    binary: PathBuf,
     flags: Vec<String>,
     child: Option<Child>,
     paused: bool,
@@ -68,9 +86,9 @@ pub struct Cluster {
 pub type Result<T> = std::result::Result<T, String>;
 
 impl Member {
-    fn spawn(&mut self, binary: &Path, index: usize) -> Result<()> {
+    fn spawn(&mut self, index: usize) -> Result<()> {
         let child = process::spawn_logged(
-            Command::new(binary)
+            Command::new(&self.binary)
                 .args(&self.flags)
                 .env("OXCD_PEER_SOURCE_IP", proxy::source_ip(index).to_string()),
             &self.log,
@@ -199,8 +217,13 @@ impl Cluster {
             .collect();
             flags.extend(tls_flags.iter().cloned());
             flags.extend(cfg.extra_flags.iter().cloned());
+            let binary = match &cfg.mixed {
+                Some(mixed) => mixed.etcd.clone(),
+                None => cfg.binary.clone(),
+            };
             members.push(Member {
                 log: cfg.dir.join(format!("{name}.log")),
+                binary,
                 name,
                 client_url,
                 data_dir,
@@ -223,13 +246,48 @@ impl Cluster {
             replacements: 0,
         };
         for i in 0..n {
-            let binary = cluster.binary.clone();
-            cluster.members[i].spawn(&binary, i)?;
+            cluster.members[i].spawn(i)?;
         }
         for i in 0..n {
             cluster.wait_ready(i, 1).await?;
         }
+        if let Some(mixed) = &cfg.mixed {
+            cluster.learn_ids().await?;
+            for &i in &mixed.oxcd {
+                cluster.swap_to_oxcd(i).await?;
+            }
+        }
         Ok(cluster)
+    }
+
+    /// Asks every member its id, for the proxies to know etcd's connections by.
+    async fn learn_ids(&mut self) -> Result<()> {
+        for i in 0..self.members.len() {
+            let id = self.member_id(i).await?;
+            self.members[i].id = id;
+            self.links.name_member(id, i);
+        }
+        Ok(())
+    }
+
+    /// Stops etcd member `i` (SIGTERM, as an operator stops it) and starts oxcd on its
+    /// data dir with its flags and `--emulated-version=3.5`.
+    async fn swap_to_oxcd(&mut self, i: usize) -> Result<()> {
+        let m = &mut self.members[i];
+        if let Some(mut c) = m.child.take() {
+            process::signal(c.id(), "-TERM")?;
+            c.wait().map_err(|e| e.to_string())?;
+        }
+        let before = m.log_lines("ready to serve client requests").len();
+        m.binary = self.binary.clone();
+        m.flags.push("--emulated-version=3.5".into());
+        m.spawn(i)?;
+        self.wait_ready(i, before + 1).await
+    }
+
+    /// Whether member `i` runs etcd.
+    pub fn is_etcd(&self, i: usize) -> bool {
+        self.members[i].binary != self.binary
     }
 
     /// Waits until member `i` has logged readiness `times` times (once per start).
@@ -273,8 +331,7 @@ impl Cluster {
         let before = self.members[i]
             .log_lines("ready to serve client requests")
             .len();
-        let binary = self.binary.clone();
-        self.members[i].spawn(&binary, i)?;
+        self.members[i].spawn(i)?;
         self.wait_ready(i, before + 1).await
     }
 

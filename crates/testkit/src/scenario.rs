@@ -38,6 +38,9 @@ pub struct Scenario {
     pub auth: bool,
     /// Keep the data, logs and history of a run that passed too.
     pub keep: bool,
+    /// etcd members beside oxcd ones ([`crate::cluster::Mixed`]); the run also checks
+    /// that every member holds the same HashKV and that no alarm was raised.
+    pub mixed: Option<crate::cluster::Mixed>,
 }
 
 /// The named scenarios.
@@ -51,6 +54,8 @@ pub const NAMES: &[&str] = &[
     "kill-leases",
     "kill-auth",
     "reconfigure",
+    "mixed",
+    "mixed-leader",
 ];
 
 fn workload(clients: usize, write_percent: u64, seed: u64) -> WorkloadConfig {
@@ -82,6 +87,7 @@ pub fn custom(faults: Vec<Fault>, seed: u64) -> Scenario {
         leases: false,
         auth: false,
         keep: false,
+        mixed: None,
     }
 }
 
@@ -187,6 +193,35 @@ pub fn named(name: &str, seed: u64) -> Option<Scenario> {
             },
             ..base
         },
+        // etcd 3.5 and oxcd in one cluster (issue 35): m1 runs the reference etcd, m0
+        // and m2 were swapped to oxcd on their data dirs; kills, pauses and partitions
+        // of either kind, etcd's corruption checks on, HashKV compared at the end.
+        "mixed" | "mixed-leader" => Scenario {
+            flags: [
+                "--experimental-initial-corrupt-check=true",
+                "--experimental-corrupt-check-time=2s",
+                "--snapshot-count=300",
+                "--experimental-snapshot-catchup-entries=50",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            workload: workload(8, 60, seed),
+            plan: plan(
+                vec![Fault::Kill, Fault::Pause, Fault::Partition],
+                if name == "mixed" {
+                    Target::Index
+                } else {
+                    Target::Leader
+                },
+                (500, 2500),
+            ),
+            mixed: Some(crate::cluster::Mixed {
+                etcd: crate::reference::etcd_binary(),
+                oxcd: vec![0, 2],
+            }),
+            ..base
+        },
         _ => return None,
     };
     Some(Scenario {
@@ -219,6 +254,75 @@ pub struct Report {
     /// With auth on: the permission decisions checked, and what the settled cluster
     /// showed; or what broke.
     pub auth: Option<Result<(crate::auth::DecisionSummary, crate::auth::Settled), String>>,
+    /// In a mixed cluster: every member's HashKV at one revision, equal, and no alarm
+    /// (etcd's corruption checks raise CORRUPT); or what differed.
+    pub hashes: Option<Result<String, String>>,
+}
+
+/// Waits until every member at `urls` is at one revision, then compares their HashKV
+/// there and lists the alarms: a line saying so, or what differed.
+async fn same_state(
+    urls: &[String],
+    opts: &Option<etcd_client::ConnectOptions>,
+) -> Result<String, String> {
+    let mut clients = Vec::new();
+    for u in urls {
+        let c = etcd_client::Client::connect([u.clone()], opts.clone())
+            .await
+            .map_err(|e| format!("{u}: {e}"))?;
+        clients.push(c);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let rev = loop {
+        let mut revs = Vec::new();
+        for c in &mut clients {
+            // A linearizable read through each member: it has applied the leader's
+            // commit index by then.
+            let r = c.get("same-state-probe", None).await;
+            revs.push(r.ok().and_then(|r| r.header().map(|h| h.revision())));
+        }
+        if let Some(Some(first)) = revs.first()
+            && revs.iter().all(|r| *r == Some(*first))
+        {
+            break *first;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("members never agreed on a revision: {revs:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let mut hashes = Vec::new();
+    for (u, c) in urls.iter().zip(&mut clients) {
+        let h = c
+            .hash_kv(rev)
+            .await
+            .map_err(|e| format!("{u}: hashkv: {e}"))?;
+        hashes.push(h.hash());
+    }
+    if hashes.iter().any(|h| *h != hashes[0]) {
+        return Err(format!("HashKV at revision {rev} differs: {hashes:?}"));
+    }
+    let alarms = clients[0]
+        .alarm(
+            etcd_client::AlarmAction::Get,
+            etcd_client::AlarmType::None,
+            None,
+        )
+        .await
+        .map_err(|e| format!("alarm list: {e}"))?;
+    if !alarms.alarms().is_empty() {
+        let raised: Vec<String> = alarms
+            .alarms()
+            .iter()
+            .map(|a| format!("{:?} on {:x}", a.alarm(), a.member_id()))
+            .collect();
+        return Err(format!("alarms raised: {raised:?}"));
+    }
+    Ok(format!(
+        "HashKV {} on {} members at revision {rev}, no alarm",
+        hashes[0],
+        hashes.len()
+    ))
 }
 
 /// What the workload's clients did with leases.
@@ -287,6 +391,7 @@ pub async fn run(
             if report.result.is_ok()
                 && report.watch.is_ok()
                 && !report.auth.as_ref().is_some_and(|a| a.is_err())
+                && !report.hashes.as_ref().is_some_and(|h| h.is_err())
                 && !s.keep =>
         {
             Ok(report)
@@ -330,6 +435,7 @@ pub async fn run_leases(
         dir: dir.path().to_path_buf(),
         extra_flags: s.flags.clone(),
         tls: s.tls,
+        mixed: s.mixed.clone(),
     })
     .await?;
     let opts = cluster.connect_options();
@@ -359,6 +465,7 @@ async fn run_in(
         dir: dir.to_path_buf(),
         extra_flags: s.flags.clone(),
         tls: s.tls,
+        mixed: s.mixed.clone(),
     })
     .await?;
     let start = Instant::now();
@@ -428,6 +535,10 @@ async fn run_in(
         None => None,
     };
     let watched = watching.finish(&cluster.client_urls(), opts.clone()).await;
+    let hashes = match &s.mixed {
+        Some(_) => Some(same_state(&cluster.client_urls(), &opts).await),
+        None => None,
+    };
     let snapshots = cluster
         .members
         .iter()
@@ -478,6 +589,7 @@ async fn run_in(
     let data = dir.to_path_buf();
     let leases = LeaseCounts::of(&history);
     Ok(Report {
+        hashes,
         auth,
         leases,
         ok,

@@ -147,6 +147,7 @@ async fn grow_one_to_five_shrink_to_three_replace_and_lose_the_leader_mid_change
         dir: dir.path().to_path_buf(),
         extra_flags: Vec::new(),
         tls: false,
+        mixed: None,
     })
     .await
     .expect("one member starts");

@@ -20,6 +20,7 @@ async fn a_member_whose_peer_connections_stall_reconnects_and_serves_linearizabl
         dir: dir.path().to_path_buf(),
         extra_flags: Vec::new(),
         tls: false,
+        mixed: None,
     })
     .await
     .expect("cluster starts");

@@ -33,6 +33,7 @@ async fn ttl_across_a_leader_kill(binary: &Path, flags: &[&str], dir: &Path) -> 
         dir: dir.to_path_buf(),
         extra_flags: flags.iter().map(|f| f.to_string()).collect(),
         tls: false,
+        mixed: None,
     };
     let mut cluster = Cluster::start(&cfg).await.expect("three members");
     let urls = cluster.client_urls();

@@ -180,6 +180,18 @@ async fn main() -> ExitCode {
             false
         }
     };
+    let hashes_ok = match &report.hashes {
+        None => true,
+        Some(Ok(line)) => {
+            println!("mixed cluster: {line}");
+            true
+        }
+        Some(Err(e)) => {
+            println!("mixed cluster: VIOLATION: {e}");
+            println!("data and logs kept in {}", report.data.display());
+            false
+        }
+    };
     let watch_ok = match &report.watch {
         Ok(w) => {
             println!(
@@ -216,7 +228,7 @@ async fn main() -> ExitCode {
             if args.keep {
                 println!("data, logs and history kept in {}", report.data.display());
             }
-            if watch_ok && auth_ok {
+            if watch_ok && auth_ok && hashes_ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)

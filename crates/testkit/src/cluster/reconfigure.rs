@@ -115,6 +115,7 @@ impl Cluster {
         let (id, flags) = self.admit(&seat, learner).await?;
         self.members.push(Member {
             log: seat.log,
+            binary: self.binary.clone(),
             name: seat.name,
             client_url: seat.client_url,
             data_dir: seat.data_dir,
@@ -182,8 +183,7 @@ impl Cluster {
 
     /// Starts the new member `i` and waits until it serves.
     async fn start_new(&mut self, i: usize) -> Result<()> {
-        let binary = self.binary.clone();
-        self.members[i].spawn(&binary, i)?;
+        self.members[i].spawn(i)?;
         self.wait_ready(i, 1).await
     }
 
