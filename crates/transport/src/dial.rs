@@ -39,6 +39,7 @@ pub struct Dialer {
     source_ip: Option<IpAddr>,
     unix_path: Option<PathBuf>,
     always_tls: bool,
+    http1: bool,
 }
 
 impl Dialer {
@@ -71,6 +72,15 @@ impl Dialer {
         self
     }
 
+    /// TLS connections offer no application protocol, which makes them HTTP/1.1: an etcd
+    /// member's peer port (etcd 3.5 `client/pkg/transport/listener.go`) offers only `h2`,
+    /// refuses a client offering `http/1.1` only, and routes HTTP/2 to its gRPC server;
+    /// its peer protocol is HTTP/1.1.
+    pub fn with_http1(mut self) -> Dialer {
+        self.http1 = true;
+        self
+    }
+
     /// Opens a connection to the server `uri` names.
     pub async fn connect(&self, uri: &http::Uri) -> io::Result<ClientConn> {
         let host = uri.host().unwrap_or("localhost").to_string();
@@ -93,7 +103,13 @@ impl Dialer {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(bare.to_string())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{host}: {e}")))?;
-        let connector = tokio_rustls::TlsConnector::from(client.config());
+        let mut config = client.config();
+        if self.http1 {
+            let mut http1 = (*config).clone();
+            http1.alpn_protocols = Vec::new();
+            config = Arc::new(http1);
+        }
+        let connector = tokio_rustls::TlsConnector::from(config);
         let s = connector.connect(name, plain).await?;
         Ok(ClientConn::Tls(Box::new(s)))
     }

@@ -44,9 +44,6 @@ pub enum DialError {
     /// A plain connection failed.
     #[error(transparent)]
     Io(std::io::Error),
-    /// An HTTP/1.1 connection to a TLS peer (not supported yet).
-    #[error("{0}: etcd's peer protocol over TLS is not supported yet")]
-    Http1OverTls(String),
 }
 
 /// Dials peers: plain `http://` URLs, or `https://` ones with the peer TLS settings.
@@ -123,19 +120,16 @@ impl PeerDialer {
             .map_err(DialError::Connect)
     }
 
-    /// A plain connection to the peer at `url` for HTTP/1.1 (etcd's peer protocol),
-    /// made within `timeout`, and the URI its requests are made for. TLS peers are not
-    /// dialed this way yet: the peer TLS configuration offers only `h2`, which an etcd
-    /// member would route to its gRPC server.
+    /// A connection to the peer at `url` for HTTP/1.1 (etcd's peer protocol), made within
+    /// `timeout`, and the URI its requests are made for. Over TLS it offers no ALPN
+    /// protocol ([`Dialer::with_http1`]): an etcd member routes `h2` to its gRPC server.
     pub async fn connection(
         &self,
         url: &str,
         timeout: Duration,
     ) -> Result<(ClientConn, http::Uri), DialError> {
         let (dialer, target) = self.dialer_for(url)?;
-        if url.starts_with("https://") || url.starts_with("unixs") {
-            return Err(DialError::Http1OverTls(url.to_string()));
-        }
+        let dialer = dialer.with_http1();
         let uri: http::Uri = target
             .parse()
             .map_err(|_| DialError::Url(format!("invalid peer URL {url:?}")))?;

@@ -168,6 +168,16 @@ async fn ask(dialer: &PeerDialer, url: &str) -> Result<Answer, AskError> {
                 etcd: true,
             })
         }
+        // Over TLS an etcd member's gRPC server expects a second TLS handshake inside the
+        // first (etcd 3.5 `embed/etcd.go` `servePeers`): no oxcd call gets through, so
+        // its HTTP/1.1 protocol is tried; when that fails too, the first error stands.
+        Err(e) if url.starts_with("https://") => match ask_etcd(dialer, url).await {
+            Ok(members) => Ok(Answer {
+                members,
+                etcd: true,
+            }),
+            Err(_) => Err(e),
+        },
         Err(e) => Err(e),
     }
 }

@@ -373,6 +373,31 @@ async fn etcd_link_allowed(
     }
 }
 
+/// Whether the TLS peer `link` reaches is an etcd member: its gRPC calls fail at the
+/// transport (etcd 3.5 serves gRPC on its TLS peer port inside a second TLS layer,
+/// `embed/etcd.go` `servePeers`), so this is asked only after gRPC failed; its HTTP/1.1
+/// `/raft/probing` answers without the header an oxcd member adds.
+async fn speaks_etcd_over_tls(link: &Link) -> bool {
+    if !link.url.starts_with("https://") {
+        return false;
+    }
+    super::etcd::client::request(
+        &link.dialer,
+        &link.url,
+        http::Method::GET,
+        "/raft/probing",
+        bytes::Bytes::new(),
+        CONNECT_TIMEOUT,
+    )
+    .await
+    .is_ok_and(|a| {
+        a.status == 200
+            && !a
+                .headers
+                .contains_key(super::etcd::routes::OXCD_PEER_HEADER)
+    })
+}
+
 /// Whether `m` carries entries at or before `since`, or a snapshot before it.
 fn reaches_before(m: &Message, since: u64) -> bool {
     match m.msg_type {
@@ -405,6 +430,9 @@ async fn peer_loop(
             Ok(c) => c,
             Err(e) => {
                 reports.health.disconnected(id);
+                if speaks_etcd_over_tls(&link).await {
+                    return Some(queue);
+                }
                 if !logged_down {
                     tracing::warn!(peer = %format!("{id:x}"), url, "peer unreachable: {e}");
                     logged_down = true;
@@ -465,9 +493,14 @@ async fn peer_loop(
                     }
                 }
                 res = &mut call => {
-                    if let Ok(Err(status)) = &res
-                        && status.code() == tonic::Code::Unimplemented
-                    {
+                    let etcd = match &res {
+                        Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => true,
+                        Ok(Err(status)) if super::Refusal::of(status).is_none() => {
+                            speaks_etcd_over_tls(&link).await
+                        }
+                        _ => false,
+                    };
+                    if etcd {
                         prober.abort();
                         reports.health.disconnected(id);
                         return Some(queue);

@@ -22,6 +22,7 @@ mod discovery_v3;
 mod etcd_backup_format;
 mod etcd_migration;
 mod etcd_peer;
+mod etcd_peer_tls;
 mod etcd_swap;
 mod etcdctl_compat;
 mod faults;

@@ -229,11 +229,19 @@ async fn hash_kv(
     response
 }
 
+/// The header oxcd's `/raft/probing` answer carries beside etcd's body: a member that
+/// could not reach a TLS peer's gRPC tells an oxcd peer from an etcd one by it
+/// (`peer/transport.rs`). etcd's prober reads only the body.
+pub const OXCD_PEER_HEADER: &str = "x-oxcd-peer";
+
 /// `/raft/probing`: healthy, and the time here.
 fn probing() -> Response {
-    format!(
-        "{{\"OK\":true,\"Now\":\"{}\"}}\n",
-        oxcd_go::time::rfc3339_nano(SystemTime::now())
+    (
+        [(OXCD_PEER_HEADER, "1")],
+        format!(
+            "{{\"OK\":true,\"Now\":\"{}\"}}\n",
+            oxcd_go::time::rfc3339_nano(SystemTime::now())
+        ),
     )
-    .into_response()
+        .into_response()
 }
