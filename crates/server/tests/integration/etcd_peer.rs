@@ -761,7 +761,11 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
 
 /// Settings of the oxcd member `oxcd1` at `oxcd_peer_url` joining the etcd member
 /// `default` at `etcd_peer_url`, with etcd's default timing.
-fn joining(s: &mut oxcd_config::settings::Settings, etcd_peer_url: &str, oxcd_peer_url: &str) {
+pub(crate) fn joining(
+    s: &mut oxcd_config::settings::Settings,
+    etcd_peer_url: &str,
+    oxcd_peer_url: &str,
+) {
     s.name = "oxcd1".into();
     s.listen_peer_urls = vec![oxcd_peer_url.to_string()];
     s.peer_urls = vec![oxcd_peer_url.to_string()];
@@ -1193,20 +1197,13 @@ async fn the_logs_vocabulary_follows_the_cluster_version() {
         .expect("put on a lease");
 
     // An etcd member joins again, and applies what oxcd2 proposed.
-    let etcd2_peer = free_port();
-    let etcd2_peer_url = format!("http://127.0.0.1:{etcd2_peer}");
-    add_learner(&ours2, &etcd2_peer_url).await;
-    let cluster = format!("oxcd1={oxcd1_peer_url},oxcd2={oxcd2_peer_url},etcd2={etcd2_peer_url}");
-    let etcd2 = crate::common::etcd::join_etcd(
-        &dir.path().join("etcd2"),
+    let (etcd2, c2, etcd2_peer_url) = etcd_learner_joins(
+        &ours2,
+        dir.path(),
         "etcd2",
-        etcd2_peer,
-        &cluster,
-        &[],
-    );
-    let c2 = Client::connect([format!("http://{}", etcd2.endpoint)], None)
-        .await
-        .expect("connect to etcd2");
+        &format!("oxcd1={oxcd1_peer_url},oxcd2={oxcd2_peer_url}"),
+    )
+    .await;
     assert!(serves(&c2, "leased").await, "etcd2 applies oxcd2's entries");
     let rev = revision_at(&mut ours2, "leased").await;
     let hashes = [
@@ -1302,20 +1299,13 @@ async fn the_logs_vocabulary_follows_the_cluster_version() {
     assert!(finished, "the downgrade finishes");
     assert_eq!(vocabulary_of(&native).await, "etcd");
     n.lease_keep_alive(lease).await.expect("keepalive");
-    let etcd3_peer = free_port();
-    let etcd3_peer_url = format!("http://127.0.0.1:{etcd3_peer}");
-    add_learner(&n, &etcd3_peer_url).await;
-    let cluster = format!("default={native_peer_url},etcd3={etcd3_peer_url}");
-    let etcd3 = crate::common::etcd::join_etcd(
-        &dir.path().join("etcd3"),
+    let (etcd3, c3, etcd3_peer_url) = etcd_learner_joins(
+        &n,
+        dir.path(),
         "etcd3",
-        etcd3_peer,
-        &cluster,
-        &[],
-    );
-    let c3 = Client::connect([format!("http://{}", etcd3.endpoint)], None)
-        .await
-        .expect("connect to etcd3");
+        &format!("default={native_peer_url}"),
+    )
+    .await;
     for key in ["native", "native-leased", "after-switch"] {
         let served = serves(&c3, key).await;
         if !served {
@@ -1457,6 +1447,26 @@ async fn oxcds_extensions_switch_on_once_every_member_is_oxcd() {
     assert_eq!(hashes[0], hashes[1], "HashKV equal");
     oxcd2.stop().await;
     oxcd1.stop().await;
+}
+
+/// An etcd member `name` added as a learner through `via` and started (data under `dir`)
+/// to join the cluster whose other members `others` names (etcd's `--initial-cluster`
+/// form): the process, a client of it and its peer URL.
+async fn etcd_learner_joins(
+    via: &Client,
+    dir: &std::path::Path,
+    name: &str,
+    others: &str,
+) -> (crate::common::etcd::Etcd, Client, String) {
+    let peer = free_port();
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    add_learner(via, &peer_url).await;
+    let cluster = format!("{others},{name}={peer_url}");
+    let etcd = crate::common::etcd::join_etcd(&dir.join(name), name, peer, &cluster, &[]);
+    let c = Client::connect([format!("http://{}", etcd.endpoint)], None)
+        .await
+        .expect("connect to the etcd learner");
+    (etcd, c, peer_url)
 }
 
 /// The log vocabulary `m` reports (`oxcd_log_vocabulary`).

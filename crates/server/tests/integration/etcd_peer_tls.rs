@@ -15,7 +15,7 @@ use oxcd_testkit::pki::{Ca, CertFiles, Spec};
 use oxcd_transport::tls::TlsInfo;
 
 use crate::common::{InProc, free_port, revision_at};
-use crate::etcd_peer::{add_learner, eventually, hand_leadership, serves};
+use crate::etcd_peer::{add_learner, eventually, hand_leadership, joining, serves};
 
 /// A running etcd, killed when dropped.
 struct EtcdProcess(Child);
@@ -83,16 +83,7 @@ async fn an_oxcd_member_joins_and_leads_an_etcd_cluster_over_peer_tls() {
     let oxcd_peer_url = format!("https://127.0.0.1:{}", free_port());
     let oxcd_id = add_learner(&c, &oxcd_peer_url).await;
     let oxcd = InProc::start(dir.path().join("oxcd"), |s| {
-        s.name = "oxcd1".into();
-        s.listen_peer_urls = vec![oxcd_peer_url.clone()];
-        s.peer_urls = vec![oxcd_peer_url.clone()];
-        s.initial_cluster = vec![
-            ("default".into(), vec![etcd_peer_url.clone()]),
-            ("oxcd1".into(), vec![oxcd_peer_url.clone()]),
-        ];
-        s.initial_cluster_existing = true;
-        s.heartbeat = Duration::from_millis(100);
-        s.election_timeout = Duration::from_millis(1000);
+        joining(s, &etcd_peer_url, &oxcd_peer_url);
         s.peer_tls = TlsInfo {
             cert_file: Some(member.cert.clone()),
             key_file: Some(member.key.clone()),
