@@ -158,6 +158,12 @@ pub enum Command {
         /// Entries up to here are dropped even when catch-up entries would keep them.
         floor: u64,
     },
+    /// Compact at the applied index if the log still holds an entry at or below `floor`
+    /// (a format switch whose compaction a crash cut short); else nothing.
+    CompactPast {
+        /// The last entry that must not be held.
+        floor: u64,
+    },
     /// Hand leadership to this member.
     TransferLeader(u64),
     /// A message to this member could not be delivered.
@@ -504,6 +510,11 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 }
             }
             Command::Compact { index, floor } => self.compact(index, floor)?,
+            Command::CompactPast { floor } => {
+                if self.log.rl().start.0 < floor {
+                    self.compact(self.applied, floor)?;
+                }
+            }
             Command::TransferLeader(to) => self.node.transfer_leader(to),
             Command::Unreachable(id) => self.node.report_unreachable(id),
             Command::SnapshotSent { to, ok } => {

@@ -319,6 +319,12 @@ impl RaftHandle {
         self.send(Command::Compact { index, floor })
     }
 
+    /// Compacts the log at the applied index if it still holds an entry at or below
+    /// `floor` ([`Command::CompactPast`]).
+    pub fn compact_past(&self, floor: u64) -> Result<(), RaftError> {
+        self.send(Command::CompactPast { floor })
+    }
+
     /// Asks the leader to hand leadership to `to`.
     pub fn transfer_leader(&self, to: u64) -> Result<(), RaftError> {
         self.send(Command::TransferLeader(to))

@@ -26,6 +26,11 @@
 //! `--bump-revision N --mark-compacted`, as etcdutl 3.5: a row with an empty value at
 //! `{latest.main + N, 0}` (latest: the greatest revision in `key`, `{0, 0}` if none) and
 //! `scheduledCompactRev` set to it; the member finishes that compaction when it starts.
+//!
+//! A backend imported from a raft snapshot an etcd member sent, or from an etcd
+//! member's data dir the binary swap adopts, is then made that snapshot
+//! ([`record_etcd_snapshot`]): its raft position, configuration, log vocabulary,
+//! members and cluster version.
 
 use std::path::Path;
 
@@ -40,6 +45,9 @@ use oxcd_storage::backend::Backend;
 use oxcd_storage::backend::redb::{TableDefinition, TableHandle};
 use oxcd_storage::schema;
 use prost::Message as _;
+
+use crate::domains::membership;
+use crate::machine::vocabulary::{LogVocabulary, Vocabulary};
 
 /// Rows handed to the writer at a time, each batch one transaction. Small: a redb
 /// transaction larger than its write buffer costs far more per row (688 MB restored in
@@ -494,6 +502,27 @@ fn commit(backend: &Backend, batch: &Batch) -> Result<(), ImportError> {
         }
     }
     Ok(backend.commit(tx, batch.last)?)
+}
+
+/// Makes the backend imported from an etcd member's bbolt file raft's snapshot at
+/// `(index, term)` with the configuration `conf_state` (encoded): its position and
+/// configuration, its log in etcd's vocabulary, and the members and cluster version of
+/// `cluster` (the raft snapshot's v2 store, which etcd 3.5 boots from: the bbolt file's
+/// own copies can be stale).
+pub fn record_etcd_snapshot(
+    backend: &Backend,
+    (index, term, conf_state): (u64, u64, &[u8]),
+    cluster: &crate::backup::v2store::V2Cluster,
+) -> Result<(), oxcd_mvcc::MvccError> {
+    backend.set_local_meta(schema::META_CONSISTENT_INDEX, Some(&index.to_le_bytes()))?;
+    backend.set_local_meta(schema::META_CONSISTENT_TERM, Some(&term.to_le_bytes()))?;
+    backend.set_local_meta(schema::META_CONF_STATE, Some(conf_state))?;
+    LogVocabulary::from_start(Vocabulary::Etcd).record(backend)?;
+    membership::table::replace(backend, &cluster.membership, &cluster.attributes)?;
+    if let Some(v) = &cluster.version {
+        backend.set_local_meta(schema::META_CLUSTER_VERSION, Some(v.as_bytes()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

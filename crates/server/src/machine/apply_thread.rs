@@ -95,8 +95,8 @@ impl ApplyLoop {
         };
         if state.vocabulary.since > 0 {
             // A crash between a switch and the compaction after it left entries from
-            // before the switch in the log: they go now (a no-op when they went then).
-            let _ = self.raft.compact(applied, state.vocabulary.since);
+            // before the switch in the log: they go now.
+            let _ = self.raft.compact_past(state.vocabulary.since);
         }
         self.remove_snapshot_files(applied);
         crate::domains::version::storage::check_boot(&self.state.store, self.release)?;

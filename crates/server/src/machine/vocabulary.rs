@@ -21,6 +21,8 @@
 use std::sync::Arc;
 
 use oxcd_mvcc::{MvccError, Store};
+use oxcd_storage::StorageError;
+use oxcd_storage::backend::Backend;
 use oxcd_storage::schema::META_LOG_VOCABULARY;
 use tokio::sync::watch;
 
@@ -35,9 +37,6 @@ pub enum Vocabulary {
 }
 
 impl Vocabulary {
-    /// How [`Vocabulary::Etcd`] is recorded for a log that began in it.
-    pub const RECORDED_ETCD: &'static [u8] = b"etcd";
-
     /// The log format raft knows it by.
     pub fn format(self) -> u8 {
         match self {
@@ -128,12 +127,10 @@ impl LogVocabulary {
         }
     }
 
-    /// Records it in `store`'s backend (outside the apply path: at bootstrap).
-    pub fn record(self, store: &Store) -> Result<(), MvccError> {
-        store
-            .backend()
-            .set_local_meta(META_LOG_VOCABULARY, self.recorded().as_deref())
-            .map_err(MvccError::from)
+    /// Records it in `backend` (outside the apply path: at bootstrap, or in a backend
+    /// made from etcd's).
+    pub fn record(self, backend: &Backend) -> Result<(), StorageError> {
+        backend.set_local_meta(META_LOG_VOCABULARY, self.recorded().as_deref())
     }
 }
 
@@ -200,7 +197,7 @@ mod tests {
             assert_eq!(LogVocabulary::parse(v.recorded().as_deref()).ok(), Some(v));
         }
         assert_eq!(
-            LogVocabulary::parse(Some(Vocabulary::RECORDED_ETCD)).ok(),
+            LogVocabulary::parse(Some(b"etcd")).ok(),
             Some(LogVocabulary::from_start(Vocabulary::Etcd))
         );
         assert!(LogVocabulary::parse(Some(b"klingon")).is_err());

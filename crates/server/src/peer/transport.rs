@@ -306,16 +306,12 @@ impl Transport for PeerTransport {
         self.follow_membership();
         // After a switch to etcd's vocabulary, etcd peers get nothing from before it.
         let since = self.vocabulary.log().since;
-        let etcd_peers = (since > 0).then(|| lock(&self.etcd_peers).clone());
         for m in msgs {
             let to = m.to;
             if self.faults.as_ref().is_some_and(|f| f.is_cut(self.me, to)) {
                 continue;
             }
-            if let Some(etcd) = &etcd_peers
-                && etcd.contains(&to)
-                && reaches_before(&m, since)
-            {
+            if since > 0 && reaches_before(&m, since) && lock(&self.etcd_peers).contains(&to) {
                 tracing::debug!(
                     to = %format!("{to:x}"),
                     since,

@@ -219,7 +219,7 @@ pub fn start(
     let joins = joining.is_some();
     let cluster = cluster_of(s, joining)?;
     if cluster.joins_etcd {
-        LogVocabulary::from_start(Vocabulary::Etcd).record(&store)?;
+        LogVocabulary::from_start(Vocabulary::Etcd).record(store.backend())?;
     }
     let vocabulary = LiveVocabulary::new(LogVocabulary::of(&store)?);
     let ms = s.heartbeat.as_millis().max(1);

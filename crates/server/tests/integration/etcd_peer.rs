@@ -910,6 +910,28 @@ pub(crate) async fn add_learner(client: &Client, url: &str) -> u64 {
     }
 }
 
+/// A one-member etcd cluster with its data under `dir/etcd`: the process, a client of
+/// it and its peer URL.
+async fn one_etcd(dir: &std::path::Path) -> (crate::common::etcd::Etcd, Client, String) {
+    let peer = free_port();
+    let etcd = start_etcd_with_peer(&dir.join("etcd"), peer, &[]);
+    let c = Client::connect([format!("http://{}", etcd.endpoint)], None)
+        .await
+        .expect("connect");
+    (etcd, c, format!("http://127.0.0.1:{peer}"))
+}
+
+/// Promotes the learner `id` through `client`'s member (retrying while it catches up),
+/// then hands it leadership.
+pub(crate) async fn promote_and_lead(client: &Client, id: u64) {
+    crate::etcd_migration::reconfigure(&format!("promote {id:x}"), || {
+        let mut c = client.clone();
+        async move { c.member_promote(id).await }
+    })
+    .await;
+    hand_leadership(client, id).await;
+}
+
 /// Moves leadership to member `to` through `client`, asked again until `to` leads. A
 /// member promoted a moment ago may not have applied its promotion when the leader's
 /// MsgTimeoutNow arrives, and ignores it as a learner would (etcd's raft and raft-rs
@@ -1007,12 +1029,7 @@ where
 #[tokio::test]
 async fn an_etcd_learner_installs_an_oxcd_leaders_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let etcd_peer = free_port();
-    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &[]);
-    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
-    let mut c = Client::connect([format!("http://{}", etcd.endpoint)], None)
-        .await
-        .expect("connect");
+    let (etcd, mut c, etcd_peer_url) = one_etcd(dir.path()).await;
     c.put("before", "oxcd", None).await.expect("put");
     let oxcd_peer_url = format!("http://127.0.0.1:{}", free_port());
     let oxcd_id = add_learner(&c, &oxcd_peer_url).await;
@@ -1124,12 +1141,7 @@ async fn an_etcd_learner_installs_an_oxcd_leaders_snapshot() {
 #[tokio::test]
 async fn the_logs_vocabulary_follows_the_cluster_version() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let etcd_peer = free_port();
-    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &[]);
-    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
-    let c = Client::connect([format!("http://{}", etcd.endpoint)], None)
-        .await
-        .expect("connect");
+    let (etcd, c, etcd_peer_url) = one_etcd(dir.path()).await;
     let etcd_id = c.clone().status().await.expect("status").leader();
     let oxcd1_peer_url = format!("http://127.0.0.1:{}", free_port());
     let oxcd1_id = add_learner(&c, &oxcd1_peer_url).await;
@@ -1144,12 +1156,7 @@ async fn the_logs_vocabulary_follows_the_cluster_version() {
     let mut ours = oxcd1.client().await;
     c.clone().put("from-etcd", "v", None).await.expect("put");
     assert!(serves(&ours, "from-etcd").await);
-    crate::etcd_migration::reconfigure("promote oxcd1", || {
-        let mut c = c.clone();
-        async move { c.member_promote(oxcd1_id).await }
-    })
-    .await;
-    hand_leadership(&c, oxcd1_id).await;
+    promote_and_lead(&c, oxcd1_id).await;
     crate::etcd_migration::reconfigure("remove the etcd member", || {
         let mut ours = ours.clone();
         async move { ours.member_remove(etcd_id).await }
@@ -1176,12 +1183,7 @@ async fn the_logs_vocabulary_follows_the_cluster_version() {
         serves(&ours2, "from-oxcd1").await,
         "oxcd2 applies etcd's entries"
     );
-    crate::etcd_migration::reconfigure("promote oxcd2", || {
-        let mut ours = ours.clone();
-        async move { ours.member_promote(oxcd2_id).await }
-    })
-    .await;
-    hand_leadership(&ours, oxcd2_id).await;
+    promote_and_lead(&ours, oxcd2_id).await;
     ours2
         .put("from-oxcd2", "v", None)
         .await
@@ -1352,12 +1354,7 @@ async fn the_logs_vocabulary_follows_the_cluster_version() {
 #[tokio::test]
 async fn oxcds_extensions_switch_on_once_every_member_is_oxcd() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let etcd_peer = free_port();
-    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &[]);
-    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
-    let c = Client::connect([format!("http://{}", etcd.endpoint)], None)
-        .await
-        .expect("connect");
+    let (etcd, c, etcd_peer_url) = one_etcd(dir.path()).await;
     let etcd_id = c.clone().status().await.expect("status").leader();
     let oxcd1_peer_url = format!("http://127.0.0.1:{}", free_port());
     let oxcd1_id = add_learner(&c, &oxcd1_peer_url).await;
@@ -1381,12 +1378,7 @@ async fn oxcds_extensions_switch_on_once_every_member_is_oxcd() {
         "etcd",
         "joined in etcd's vocabulary"
     );
-    crate::etcd_migration::reconfigure("promote oxcd1", || {
-        let mut c = c.clone();
-        async move { c.member_promote(oxcd1_id).await }
-    })
-    .await;
-    hand_leadership(&c, oxcd1_id).await;
+    promote_and_lead(&c, oxcd1_id).await;
     crate::etcd_migration::reconfigure("remove the etcd member", || {
         let mut ours = ours.clone();
         async move { ours.member_remove(etcd_id).await }
@@ -1417,12 +1409,7 @@ async fn oxcds_extensions_switch_on_once_every_member_is_oxcd() {
         assert!(serves(&ours2, key).await, "oxcd2 serves {key}");
     }
     assert_eq!(vocabulary_of(&oxcd2).await, "oxcd");
-    crate::etcd_migration::reconfigure("promote oxcd2", || {
-        let mut ours = ours.clone();
-        async move { ours.member_promote(oxcd2_id).await }
-    })
-    .await;
-    hand_leadership(&ours, oxcd2_id).await;
+    promote_and_lead(&ours, oxcd2_id).await;
     let mut ours2 = ours2;
     ours2.put("from-oxcd2", "v", None).await.expect("put");
     assert!(

@@ -15,7 +15,7 @@ use oxcd_testkit::pki::{Ca, CertFiles, Spec};
 use oxcd_transport::tls::TlsInfo;
 
 use crate::common::{InProc, free_port, revision_at};
-use crate::etcd_peer::{add_learner, eventually, hand_leadership, joining, serves};
+use crate::etcd_peer::{add_learner, eventually, joining, promote_and_lead, serves};
 
 /// A running etcd, killed when dropped.
 struct EtcdProcess(Child);
@@ -98,12 +98,7 @@ async fn an_oxcd_member_joins_and_leads_an_etcd_cluster_over_peer_tls() {
         serves(&ours, "before").await,
         "the oxcd learner catches up over TLS"
     );
-    crate::etcd_migration::reconfigure("promote oxcd1", || {
-        let mut c = c.clone();
-        async move { c.member_promote(oxcd_id).await }
-    })
-    .await;
-    hand_leadership(&c, oxcd_id).await;
+    promote_and_lead(&c, oxcd_id).await;
     ours.put("from-oxcd", "v", None)
         .await
         .expect("put through oxcd");

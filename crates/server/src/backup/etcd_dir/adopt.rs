@@ -35,7 +35,6 @@ use oxcd_bbolt::{BoltReader, ReadError};
 use oxcd_raft::persist::{self, WalMetadata};
 use oxcd_raft::{ConfChangeType, ConfState, Entry, EntryType, SnapshotMetadata};
 use oxcd_storage::backend::Backend;
-use oxcd_storage::schema;
 use oxcd_storage::wal::{DEFAULT_SEGMENT_SIZE, Wal};
 
 use super::snap_files::{self, SnapFileError};
@@ -45,9 +44,7 @@ use crate::backup::etcd_import::{self, Import, ImportError};
 use crate::backup::v2store::{self, V2StoreError};
 use crate::domains::membership::bootstrap::InitialCluster;
 use crate::domains::membership::etcd_conf_change::{self, UnreadableChange};
-use crate::domains::membership::table;
 use crate::machine::etcd_entries::{self, EtcdEntry};
-use crate::machine::vocabulary::Vocabulary;
 
 /// The suffix etcd's directories get once adopted.
 pub const KEPT: &str = "etcd-before-oxcd";
@@ -123,21 +120,11 @@ pub enum AdoptError {
     #[error(transparent)]
     Place(#[from] swap::PlaceError),
     /// A file or directory operation failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The path.
-        path: PathBuf,
-        /// The failure.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] super::path_io::PathIoError),
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdoptError + '_ {
-    move |source| AdoptError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
+use super::path_io::io;
 
 /// The member's directories: its WAL's and its snap directory (the backend's).
 #[derive(Debug, Clone)]
@@ -283,20 +270,11 @@ fn build(dirs: &MemberDirs) -> Result<Adopted, AdoptError> {
     )?;
     let members = {
         let backend = Backend::open(&staged_db)?;
-        backend.set_local_meta(
-            schema::META_CONSISTENT_INDEX,
-            Some(&position.applied.to_le_bytes()),
+        etcd_import::record_etcd_snapshot(
+            &backend,
+            (position.applied, term, &persist::encode_conf_state(&conf)),
+            &cluster,
         )?;
-        backend.set_local_meta(schema::META_CONSISTENT_TERM, Some(&term.to_le_bytes()))?;
-        backend.set_local_meta(
-            schema::META_CONF_STATE,
-            Some(&persist::encode_conf_state(&conf)),
-        )?;
-        backend.set_local_meta(schema::META_LOG_VOCABULARY, Some(Vocabulary::RECORDED_ETCD))?;
-        table::replace(&backend, &cluster.membership, &cluster.attributes)?;
-        if let Some(v) = &cluster.version {
-            backend.set_local_meta(schema::META_CLUSTER_VERSION, Some(v.as_bytes()))?;
-        }
         cluster
             .membership
             .members
@@ -340,8 +318,8 @@ fn build(dirs: &MemberDirs) -> Result<Adopted, AdoptError> {
     wal.set_hard_state(&persist::encode_hard_state(&state.hard_state));
     wal.sync()?;
     drop(wal);
-    swap::sync_dir(&staged_wal)?;
-    swap::sync_dir(&staged_snap)?;
+    super::path_io::sync_dir(&staged_wal)?;
+    super::path_io::sync_dir(&staged_snap)?;
     swap::mark_complete(&dirs.marker())?;
     Ok(Adopted {
         member_id: state.metadata.node_id,

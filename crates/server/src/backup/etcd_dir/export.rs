@@ -88,21 +88,11 @@ pub enum ExportError {
     #[error(transparent)]
     Place(#[from] swap::PlaceError),
     /// A file or directory operation failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The path.
-        path: PathBuf,
-        /// The failure.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] super::path_io::PathIoError),
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
-    move |source| ExportError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
+use super::path_io::io;
 
 /// What was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,7 +197,7 @@ fn build(dirs: &MemberDirs) -> Result<Exported, ExportError> {
     if index > 0 {
         snap_files::write(&staged_snap, &snapshot)?;
     }
-    swap::sync_dir(&staged_snap)?;
+    super::path_io::sync_dir(&staged_snap)?;
 
     let staged_wal = beside(&dirs.wal, STAGING);
     wal::write(

@@ -9,6 +9,7 @@
 //! a file that does not read to `.broken`; here it is passed over and left as it is
 //! (etcd's files are not changed).
 
+use super::path_io::io;
 use std::path::{Path, PathBuf};
 
 use oxcd_raft::Snapshot;
@@ -29,14 +30,9 @@ struct SnapFile {
 /// Why a snapshot file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapFileError {
-    /// A file could not be read or written.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The failure.
-        source: std::io::Error,
-    },
+    /// A file or directory operation failed.
+    #[error(transparent)]
+    Io(#[from] super::path_io::PathIoError),
     /// The file is empty or has no data (etcd's `ErrEmptySnapshot`).
     #[error("snap: empty snapshot")]
     Empty,
@@ -63,10 +59,7 @@ fn point_of(name: &str) -> Option<SnapshotPoint> {
 
 /// Reads the snapshot file at `path`.
 pub fn read(path: &Path) -> Result<Snapshot, SnapFileError> {
-    let bytes = std::fs::read(path).map_err(|source| SnapFileError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(io(path))?;
     if bytes.is_empty() {
         return Err(SnapFileError::Empty);
     }
@@ -87,12 +80,7 @@ pub fn newest_of(dir: &Path, points: &[SnapshotPoint]) -> Result<Option<Snapshot
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(SnapFileError::Io {
-                path: dir.to_path_buf(),
-                source,
-            });
-        }
+        Err(source) => return Err(io(dir)(source).into()),
     };
     let mut names: Vec<String> = entries
         .filter_map(|e| e.ok())
@@ -132,14 +120,10 @@ pub fn write(dir: &Path, snap: &Snapshot) -> Result<PathBuf, SnapFileError> {
         data,
     }
     .encode_to_vec();
-    let io = |source| SnapFileError::Io {
-        path: path.clone(),
-        source,
-    };
-    let file = std::fs::File::create(&path).map_err(io)?;
+    let file = std::fs::File::create(&path).map_err(io(&path))?;
     use std::io::Write as _;
-    (&file).write_all(&bytes).map_err(io)?;
-    file.sync_all().map_err(io)?;
+    (&file).write_all(&bytes).map_err(io(&path))?;
+    file.sync_all().map_err(io(&path))?;
     Ok(path)
 }
 

@@ -13,21 +13,11 @@ pub enum PlaceError {
     #[error("{0} holds the files of an earlier swap: move or remove it first")]
     KeptExists(PathBuf),
     /// A file or directory operation failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The path.
-        path: PathBuf,
-        /// The failure.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] super::path_io::PathIoError),
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PlaceError + '_ {
-    move |source| PlaceError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
+use super::path_io::{io, sync_dir};
 
 /// `dir` with `.suffix` added to its name.
 pub fn beside(dir: &Path, suffix: &str) -> PathBuf {
@@ -37,20 +27,13 @@ pub fn beside(dir: &Path, suffix: &str) -> PathBuf {
     dir.with_file_name(name)
 }
 
-/// Makes the entries of directory `dir` durable.
-pub fn sync_dir(dir: &Path) -> Result<(), PlaceError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(dir))
-}
-
 /// Marks the built directories complete (durably): from now on they go in place.
 pub fn mark_complete(marker: &Path) -> Result<(), PlaceError> {
     std::fs::File::create(marker)
         .and_then(|f| f.sync_all())
         .map_err(io(marker))?;
     match marker.parent() {
-        Some(parent) => sync_dir(parent),
+        Some(parent) => Ok(sync_dir(parent)?),
         None => Ok(()),
     }
 }
@@ -82,7 +65,7 @@ pub fn put_in_place(
     }
     std::fs::remove_file(marker).map_err(io(marker))?;
     match marker.parent() {
-        Some(parent) => sync_dir(parent),
+        Some(parent) => Ok(sync_dir(parent)?),
         None => Ok(()),
     }
 }

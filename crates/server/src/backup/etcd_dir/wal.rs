@@ -75,14 +75,9 @@ struct SnapshotRecord {
 /// Why etcd's WAL could not be read or written (etcd's texts where it has one).
 #[derive(Debug, thiserror::Error)]
 pub enum EtcdWalError {
-    /// A file could not be read or written.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The failure.
-        source: std::io::Error,
-    },
+    /// A file or directory operation failed.
+    #[error(transparent)]
+    Io(#[from] super::path_io::PathIoError),
     /// No segment file.
     #[error("wal: file not found")]
     NoFiles,
@@ -157,12 +152,7 @@ pub struct WalState {
     pub entries: Vec<Entry>,
 }
 
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> EtcdWalError + '_ {
-    move |source| EtcdWalError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
+use super::path_io::io as io_error;
 
 /// The segment files of `dir`, in sequence order.
 fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, EtcdWalError> {
@@ -469,9 +459,7 @@ pub fn write(dir: &Path, wal: &NewWal<'_>) -> Result<(), EtcdWalError> {
     file.set_len(SEGMENT_BYTES.max(out.len() as u64))
         .map_err(io_error(&path))?;
     file.sync_all().map_err(io_error(&path))?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error(dir))
+    Ok(super::path_io::sync_dir(dir)?)
 }
 
 #[cfg(test)]

@@ -29,16 +29,14 @@ use futures::StreamExt;
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::{Message, MessageType};
 use oxcd_storage::backend::Backend;
-use oxcd_storage::schema;
 use oxcd_storage::snapshot::snapshot_db_path;
 use tokio::io::AsyncWriteExt;
 
 use super::codec::{self, CodecError};
 use super::{go_error, headers, method_not_allowed};
 use crate::backup::etcd_import::{self, Import, ImportError};
-use crate::domains::membership::{self, MembershipHandles};
+use crate::domains::membership::MembershipHandles;
 use crate::domains::version::release::Release;
-use crate::machine::vocabulary::Vocabulary;
 use crate::peer::compat;
 
 /// etcd's pipeline path.
@@ -399,14 +397,7 @@ fn to_snapshot_file(
             "imported etcd's database"
         );
         let backend = Backend::open(&staging)?;
-        backend.set_local_meta(schema::META_CONSISTENT_INDEX, Some(&index.to_le_bytes()))?;
-        backend.set_local_meta(schema::META_CONSISTENT_TERM, Some(&term.to_le_bytes()))?;
-        backend.set_local_meta(schema::META_CONF_STATE, Some(conf_state))?;
-        backend.set_local_meta(schema::META_LOG_VOCABULARY, Some(Vocabulary::RECORDED_ETCD))?;
-        membership::table::replace(&backend, &cluster.membership, &cluster.attributes)?;
-        if let Some(v) = &cluster.version {
-            backend.set_local_meta(schema::META_CLUSTER_VERSION, Some(v.as_bytes()))?;
-        }
+        etcd_import::record_etcd_snapshot(&backend, (index, term, conf_state), cluster)?;
         drop(backend);
         // The imported backend is the snapshot: the apply thread puts it in place of
         // its own, no copy of its rows.
