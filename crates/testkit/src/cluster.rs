@@ -19,6 +19,9 @@ use crate::pki::{Ca, Spec};
 use crate::ports::free_port;
 use crate::process;
 
+/// How much of a member's log a failure to start shows.
+const LOG_TAIL_LINES: usize = 30;
+
 /// How to start the members.
 #[derive(Debug, Clone)]
 pub struct ClusterConfig {
@@ -121,6 +124,12 @@ impl Member {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The last `n` lines of its log (for a failure's message).
+    pub fn log_tail(&self, n: usize) -> String {
+        let lines = self.log_lines("");
+        lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
     /// Its data dir.
@@ -299,7 +308,11 @@ impl Cluster {
             < times
         {
             if Instant::now() > deadline {
-                return Err(format!("{} did not become ready", self.members[i].name));
+                return Err(format!(
+                    "{} did not become ready; its log ends:\n{}",
+                    self.members[i].name,
+                    self.members[i].log_tail(LOG_TAIL_LINES)
+                ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

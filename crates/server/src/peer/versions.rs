@@ -28,6 +28,14 @@ pub enum VersionError {
     /// It answered something other than a version.
     #[error("unreadable answer: {0}")]
     Unreadable(String),
+    /// It answered with an error status; `oxcd` when its answer says it is oxcd's.
+    #[error("unreadable answer: status {status}")]
+    Status {
+        /// The status.
+        status: http::StatusCode,
+        /// Whether the answer carried oxcd's peer header.
+        oxcd: bool,
+    },
     /// It did not answer in time.
     #[error("timed out")]
     TimedOut,
@@ -137,8 +145,10 @@ impl VersionAsker {
     ) -> Result<bytes::Bytes, VersionError> {
         let answer = tokio::time::timeout(timeout, self.fetch(url, path, timeout)).await;
         let answer = answer.unwrap_or(Err(VersionError::TimedOut));
-        let Err(over_h2) = answer else {
-            return answer;
+        let over_h2 = match answer {
+            // An oxcd peer answered: HTTP/1.1 would be asked the same.
+            Ok(_) | Err(VersionError::Status { oxcd: true, .. }) => return answer,
+            Err(e) => e,
         };
         self.channels.remove(url);
         match crate::peer::etcd::client::get(&self.dialer, url, path, timeout).await {
@@ -173,10 +183,12 @@ impl VersionAsker {
             .await
             .map_err(|e| VersionError::Request(e.to_string()))?;
         if !response.status().is_success() {
-            return Err(VersionError::Unreadable(format!(
-                "status {}",
-                response.status()
-            )));
+            return Err(VersionError::Status {
+                status: response.status(),
+                oxcd: response
+                    .headers()
+                    .contains_key(super::etcd::routes::OXCD_PEER_HEADER),
+            });
         }
         axum::body::to_bytes(axum::body::Body::new(response.into_body()), MAX_BODY)
             .await

@@ -184,10 +184,14 @@ pub async fn run_with(
                 streams: started.etcd_streams.clone(),
             },
         )));
-    let peer_router = peer_router.merge(crate::peer::etcd::guard::refusing_unless_etcd(
-        etcd_raft,
-        member.id.vocabulary.clone(),
-    ));
+    let peer_router = peer_router
+        .merge(crate::peer::etcd::guard::refusing_unless_etcd(
+            etcd_raft,
+            member.id.vocabulary.clone(),
+        ))
+        .layer(axum::middleware::map_response(
+            crate::peer::etcd::routes::mark_oxcd,
+        ));
     for (l, url) in peer_listeners {
         tracing::info!(address = %l.local_addr(), url, "serving peer traffic");
         let server = crate::peer::server::serve(l, peer_router.clone(), stop_rx.clone());

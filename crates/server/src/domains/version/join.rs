@@ -6,13 +6,16 @@
 //! exactly one minor version above it. At least one member must report a cluster
 //! version.
 //!
-//! Two deviations, both kinder than etcd:
+//! Three deviations, all kinder than etcd:
 //! - While a downgrade is enabled etcd allows only the version one minor above the
 //!   joining member's, so a new member of the target release is refused once the
 //!   cluster version has fallen to it; oxcd allows `[3.0, release + 1 minor]`.
 //! - Where etcd gives up at once on members whose cluster version is not decided yet,
 //!   oxcd asks again for a moment: a cluster that has just elected its first leader
 //!   decides its version within one round of the version loop.
+//! - A voter the others need for a quorum does not wait for their `/downgrade/enabled`,
+//!   which cannot answer before it runs: it takes etcd's answer after the timeout at
+//!   once (not enabled).
 
 use std::time::Duration;
 
@@ -81,6 +84,19 @@ pub fn judge(reported: &[(u64, Option<Version>)], min: &Version, max: &Version) 
     verdict
 }
 
+/// Whether the voters of `members` other than `me` make a quorum without it. When they
+/// do not (a second voter added to a one-member cluster), their `/downgrade/enabled`
+/// cannot answer before this member runs: etcd asks anyway and, after its request
+/// timeout (7 s by default), takes the downgrade as not enabled; oxcd takes the same
+/// answer at once.
+fn others_have_quorum(members: &[MemberInfo], me: u64) -> bool {
+    let voters = members.iter().filter(|m| !m.is_learner);
+    let (all, others) = voters.fold((0usize, 0usize), |(all, others), m| {
+        (all + 1, others + usize::from(m.id != me))
+    });
+    others > all / 2
+}
+
 /// Whether a member with id `me`, of the release `dialer` announces, may join the
 /// running cluster of `members`, asking them with `dialer`, each within `timeout`.
 pub async fn compatible_with_cluster(
@@ -92,9 +108,15 @@ pub async fn compatible_with_cluster(
     let release = dialer.release();
     let mut asker = VersionAsker::new(dialer.clone());
     let others: Vec<&MemberInfo> = members.iter().filter(|m| m.id != me).collect();
+    let answerable = others_have_quorum(members, me);
+    if !answerable {
+        tracing::info!(
+            "the other members need this one for a quorum: not asking whether a downgrade is enabled (a linearizable read there cannot complete), taking it as not enabled"
+        );
+    }
     for attempt in 0..=UNDECIDED_RETRIES {
         let mut downgrading = false;
-        for m in &others {
+        for m in others.iter().filter(|_| answerable) {
             match asker.downgrade_enabled(&m.peer_urls, timeout).await {
                 Ok(enabled) => {
                     downgrading = enabled;
@@ -170,5 +192,27 @@ mod tests {
         // Where etcd refuses (its range is then [3.6, 3.6]): the cluster has fallen.
         assert_eq!(judge(&[(1, v("3.5.0"))], &min, &max), Verdict::Compatible);
         assert_eq!(judge(&[(1, v("3.7.0"))], &min, &max), Verdict::Incompatible);
+    }
+
+    #[test]
+    fn a_voter_the_others_need_does_not_ask_them() {
+        let member = |id, is_learner| MemberInfo {
+            id,
+            is_learner,
+            ..Default::default()
+        };
+        // The second voter of a one-member cluster.
+        assert!(!others_have_quorum(
+            &[member(1, false), member(2, false)],
+            2
+        ));
+        // A learner: the voters are untouched.
+        assert!(others_have_quorum(&[member(1, false), member(2, true)], 2));
+        // A fourth voter: three of four are a quorum.
+        let four = [1, 2, 3, 4].map(|id| member(id, false));
+        assert!(others_have_quorum(&four, 4));
+        // A third voter while one of two others is a learner.
+        let mixed = [member(1, false), member(2, true), member(3, false)];
+        assert!(!others_have_quorum(&mixed, 3));
     }
 }

@@ -229,19 +229,26 @@ async fn hash_kv(
     response
 }
 
-/// The header oxcd's `/raft/probing` answer carries beside etcd's body: a member that
-/// could not reach a TLS peer's gRPC tells an oxcd peer from an etcd one by it
-/// (`peer/transport.rs`). etcd's prober reads only the body.
+/// The header every answer of oxcd's peer port carries beside etcd's: a member that
+/// could not reach a TLS peer's gRPC tells an oxcd peer from an etcd one by its
+/// `/raft/probing` answer (`peer/transport.rs`), and an asker of `/version` knows an
+/// error status came from oxcd, not from etcd's gRPC server refusing plain HTTP/2
+/// (`peer/versions.rs`). etcd reads only the bodies.
 pub const OXCD_PEER_HEADER: &str = "x-oxcd-peer";
+
+/// Marks an answer of this member's peer port as oxcd's ([`OXCD_PEER_HEADER`]).
+pub async fn mark_oxcd(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(OXCD_PEER_HEADER, HeaderValue::from_static("1"));
+    response
+}
 
 /// `/raft/probing`: healthy, and the time here.
 fn probing() -> Response {
-    (
-        [(OXCD_PEER_HEADER, "1")],
-        format!(
-            "{{\"OK\":true,\"Now\":\"{}\"}}\n",
-            oxcd_go::time::rfc3339_nano(SystemTime::now())
-        ),
+    format!(
+        "{{\"OK\":true,\"Now\":\"{}\"}}\n",
+        oxcd_go::time::rfc3339_nano(SystemTime::now())
     )
-        .into_response()
+    .into_response()
 }
