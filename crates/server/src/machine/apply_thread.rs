@@ -9,8 +9,10 @@
 //! its [`Fatal`] error if any, is sent on a channel that serving waits on.
 //!
 //! A snapshot from the leader replaces the whole state: the peer service has already
-//! written it to `member/snap/<index>.snapdata`; it is installed in one backend
-//! transaction and entries at or below its index are skipped from then on.
+//! written it to `member/snap/<index>.snapdata` (or `.snapdb`), or, from an etcd
+//! leader, saved etcd's files, imported here first ([`etcd_received`]); it is installed
+//! in one backend transaction and entries at or below its index are skipped from then
+//! on.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use oxcd_raft::{Entry, Snapshot};
 use oxcd_storage::snapshot::{list_snapshots, snapshot_db_path, snapshot_path};
 use tokio::sync::oneshot;
 
+use crate::backup::etcd_received;
 use crate::domains::membership;
 use crate::domains::version::release::Release;
 use crate::edge::metrics::timing::ApplyTiming;
@@ -251,7 +254,15 @@ impl ApplyLoop {
             self.remove_snapshot_files(state.applied);
             return Ok(());
         }
-        let whole = snapshot_db_path(&self.snap_dir, index);
+        let started = Instant::now();
+        let mut whole = snapshot_db_path(&self.snap_dir, index);
+        if !whole.exists() && etcd_received::is_saved(&self.snap_dir, index) {
+            // An etcd leader's: imported now (the peer service only saved it).
+            let meta = snap.get_metadata();
+            let conf_state = oxcd_raft::persist::encode_conf_state(meta.get_conf_state());
+            whole = etcd_received::import(&self.snap_dir, (index, meta.term, &conf_state))
+                .map_err(|source| Fatal::EtcdSnapshot { index, source })?;
+        }
         let path = if whole.exists() {
             whole
         } else {
@@ -264,7 +275,6 @@ impl ApplyLoop {
                 applied: state.applied,
             });
         }
-        let started = Instant::now();
         let (got, term) = self.state.store.install_snapshot(&path)?;
         if got != index {
             return Err(Fatal::SnapshotIndex { index, path, got });
@@ -308,6 +318,7 @@ impl ApplyLoop {
                 let _ = std::fs::remove_file(&path);
             }
         }
+        etcd_received::remove_covered(&self.snap_dir, applied);
     }
 
     /// After a durable commit at `state.applied`: compact the raft log when due, or

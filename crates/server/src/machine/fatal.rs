@@ -63,6 +63,15 @@ pub enum Fatal {
         /// The backend's applied index.
         applied: u64,
     },
+    /// The snapshot an etcd leader sent could not be imported (it stays on disk: a
+    /// restart tries again).
+    #[error("cannot import the snapshot at index {index} an etcd member sent: {source}")]
+    EtcdSnapshot {
+        /// The snapshot's index.
+        index: u64,
+        /// Why.
+        source: crate::backup::etcd_received::ReceivedError,
+    },
     /// A received snapshot's file holds another index than raft's snapshot.
     #[error("snapshot file {} holds index {got}, raft expected {index}", path.display())]
     SnapshotIndex {

@@ -692,7 +692,7 @@ async fn stream_snapshot(
     std::thread::Builder::new()
         .name("snapshot-dump".into())
         .spawn(move || {
-            yield_to_requests();
+            crate::backup::priority::yield_to_requests();
             let res = dump.write_to(SNAPSHOT_CHUNK, |data| {
                 counter.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 tx.blocking_send(SnapshotChunk {
@@ -716,20 +716,6 @@ async fn stream_snapshot(
         Ok(Ok(false)) => Err(SnapshotSendError::PeerStopped),
         Ok(Err(e)) => Err(e.into()),
         Err(_) => Err(SnapshotSendError::DumpStopped),
-    }
-}
-
-/// Nice value of a snapshot's dump thread. A dump reads the whole backend as fast as a
-/// core allows; the member's own work (client requests, raft, apply) comes first, and
-/// the dump takes the CPU time they leave.
-const DUMP_NICE: i32 = 10;
-
-/// Lowers the calling thread's scheduling priority to [`DUMP_NICE`] (Linux: a nice
-/// value is per thread). Lowering needs no privilege; a failure only leaves it as is.
-pub(crate) fn yield_to_requests() {
-    let tid = rustix::thread::gettid();
-    if let Err(e) = rustix::process::setpriority_process(Some(tid), DUMP_NICE) {
-        tracing::debug!("cannot lower the snapshot dump's priority: {e}");
     }
 }
 

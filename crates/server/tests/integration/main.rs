@@ -23,6 +23,7 @@ mod etcd_backup_format;
 mod etcd_migration;
 mod etcd_peer;
 mod etcd_peer_tls;
+mod etcd_snapshot_crash;
 mod etcd_swap;
 mod etcdctl_compat;
 mod faults;

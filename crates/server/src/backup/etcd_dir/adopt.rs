@@ -121,10 +121,10 @@ pub enum AdoptError {
     Place(#[from] swap::PlaceError),
     /// A file or directory operation failed.
     #[error(transparent)]
-    Io(#[from] super::path_io::PathIoError),
+    Io(#[from] crate::backup::path_io::PathIoError),
 }
 
-use super::path_io::io;
+use crate::backup::path_io::io;
 
 /// The member's directories: its WAL's and its snap directory (the backend's).
 #[derive(Debug, Clone)]
@@ -318,8 +318,8 @@ fn build(dirs: &MemberDirs) -> Result<Adopted, AdoptError> {
     wal.set_hard_state(&persist::encode_hard_state(&state.hard_state));
     wal.sync()?;
     drop(wal);
-    super::path_io::sync_dir(&staged_wal)?;
-    super::path_io::sync_dir(&staged_snap)?;
+    crate::backup::path_io::sync_dir(&staged_wal)?;
+    crate::backup::path_io::sync_dir(&staged_snap)?;
     swap::mark_complete(&dirs.marker())?;
     Ok(Adopted {
         member_id: state.metadata.node_id,

@@ -89,10 +89,10 @@ pub enum ExportError {
     Place(#[from] swap::PlaceError),
     /// A file or directory operation failed.
     #[error(transparent)]
-    Io(#[from] super::path_io::PathIoError),
+    Io(#[from] crate::backup::path_io::PathIoError),
 }
 
-use super::path_io::io;
+use crate::backup::path_io::io;
 
 /// What was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +197,7 @@ fn build(dirs: &MemberDirs) -> Result<Exported, ExportError> {
     if index > 0 {
         snap_files::write(&staged_snap, &snapshot)?;
     }
-    super::path_io::sync_dir(&staged_snap)?;
+    crate::backup::path_io::sync_dir(&staged_snap)?;
 
     let staged_wal = beside(&dirs.wal, STAGING);
     wal::write(

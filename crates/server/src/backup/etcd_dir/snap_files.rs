@@ -9,7 +9,7 @@
 //! a file that does not read to `.broken`; here it is passed over and left as it is
 //! (etcd's files are not changed).
 
-use super::path_io::io;
+use crate::backup::path_io::io;
 use std::path::{Path, PathBuf};
 
 use oxcd_raft::Snapshot;
@@ -32,7 +32,7 @@ struct SnapFile {
 pub enum SnapFileError {
     /// A file or directory operation failed.
     #[error(transparent)]
-    Io(#[from] super::path_io::PathIoError),
+    Io(#[from] crate::backup::path_io::PathIoError),
     /// The file is empty or has no data (etcd's `ErrEmptySnapshot`).
     #[error("snap: empty snapshot")]
     Empty,

@@ -14,10 +14,10 @@ pub enum PlaceError {
     KeptExists(PathBuf),
     /// A file or directory operation failed.
     #[error(transparent)]
-    Io(#[from] super::path_io::PathIoError),
+    Io(#[from] crate::backup::path_io::PathIoError),
 }
 
-use super::path_io::{io, sync_dir};
+use crate::backup::path_io::{io, sync_dir};
 
 /// `dir` with `.suffix` added to its name.
 pub fn beside(dir: &Path, suffix: &str) -> PathBuf {

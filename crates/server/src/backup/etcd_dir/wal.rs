@@ -77,7 +77,7 @@ struct SnapshotRecord {
 pub enum EtcdWalError {
     /// A file or directory operation failed.
     #[error(transparent)]
-    Io(#[from] super::path_io::PathIoError),
+    Io(#[from] crate::backup::path_io::PathIoError),
     /// No segment file.
     #[error("wal: file not found")]
     NoFiles,
@@ -152,7 +152,7 @@ pub struct WalState {
     pub entries: Vec<Entry>,
 }
 
-use super::path_io::io as io_error;
+use crate::backup::path_io::io as io_error;
 
 /// The segment files of `dir`, in sequence order.
 fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, EtcdWalError> {
@@ -459,7 +459,7 @@ pub fn write(dir: &Path, wal: &NewWal<'_>) -> Result<(), EtcdWalError> {
     file.set_len(SEGMENT_BYTES.max(out.len() as u64))
         .map_err(io_error(&path))?;
     file.sync_all().map_err(io_error(&path))?;
-    Ok(super::path_io::sync_dir(dir)?)
+    Ok(crate::backup::path_io::sync_dir(dir)?)
 }
 
 #[cfg(test)]

@@ -3,13 +3,11 @@
 //! - `POST /raft` (the pipeline): one raft message, its protobuf the whole body, stepped
 //!   into raft before the 204;
 //! - `POST /raft/snapshot`: a MsgSnapshot (length-prefixed) and, to the end of the body,
-//!   the leader's bbolt backend at the snapshot's index. The backend is written as an
-//!   oxcd backend ([`crate::backup::etcd_import`], the members and cluster version
-//!   carried, the members as the snapshot's v2 store ([`crate::backup::v2store`]) has them),
-//!   positioned at the snapshot's index and term with its configuration, and kept as
-//!   `member/snap/<index>.snapdb`, which the apply thread puts in place of its backend
-//!   (as etcd renames the received database into place); only then is the message
-//!   stepped into raft and the 204 sent, as etcd does.
+//!   the leader's bbolt backend at the snapshot's index. The backend and the snapshot's
+//!   v2 store are saved as they came ([`crate::backup::etcd_received`]), durably; then
+//!   the message is stepped into raft and the 204 sent, as etcd does. The apply thread
+//!   imports the pair into oxcd's backend when it installs the snapshot (where etcd
+//!   renames the received database into place).
 //!
 //! - `GET /raft/stream/{message,msgapp}/<from>`: a stream the peer reads this member's
 //!   messages from ([`super::streams`]).
@@ -18,7 +16,7 @@
 //! `cluster ID mismatch`); a removed sender gets 403 with etcd's JSON. Every answer
 //! carries `X-Etcd-Cluster-ID`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
 use axum::body::Body;
@@ -28,13 +26,11 @@ use bytes::{Buf, BytesMut};
 use futures::StreamExt;
 use oxcd_raft::node::RaftHandle;
 use oxcd_raft::{Message, MessageType};
-use oxcd_storage::backend::Backend;
-use oxcd_storage::snapshot::snapshot_db_path;
 use tokio::io::AsyncWriteExt;
 
 use super::codec::{self, CodecError};
 use super::{go_error, headers, method_not_allowed};
-use crate::backup::etcd_import::{self, Import, ImportError};
+use crate::backup::etcd_received::{self, ReceivedError};
 use crate::domains::membership::MembershipHandles;
 use crate::domains::version::release::Release;
 use crate::peer::compat;
@@ -125,19 +121,13 @@ enum SnapshotError {
     /// A file could not be written.
     #[error("failed to save KV snapshot ({0})")]
     File(#[from] std::io::Error),
-    /// The backend could not be made.
+    /// The v2 store could not be saved beside the backend.
     #[error("failed to save KV snapshot ({0})")]
-    Import(#[from] ImportError),
-    /// The backend could not be positioned or dumped.
-    #[error("failed to save KV snapshot ({0})")]
-    Storage(#[from] oxcd_storage::StorageError),
+    Saved(#[from] ReceivedError),
     /// The snapshot's v2 store does not read (etcd panics).
     #[error("failed to restore v2 store ({0})")]
     V2Store(#[from] crate::backup::v2store::V2StoreError),
-    /// The membership could not be written.
-    #[error("failed to save KV snapshot ({0})")]
-    Membership(#[from] oxcd_mvcc::MvccError),
-    /// The conversion's thread failed.
+    /// The saving thread failed.
     #[error("failed to save KV snapshot ({0})")]
     Task(#[from] tokio::task::JoinError),
 }
@@ -310,14 +300,14 @@ impl Receiver {
             took_ms = started.elapsed().as_millis() as u64,
             "received a snapshot from an etcd member"
         );
-        // etcd's v2 store travels in the snapshot's data; the backend now holds what
-        // oxcd needs of it (the members and the cluster version).
+        // etcd's v2 store travels in the snapshot's data; it is saved beside the db for
+        // the import at install (the members and the cluster version).
         m.mut_snapshot().data = Default::default();
         self.step(m)
     }
 
-    /// Reads the message and the backend after it; the backend becomes the snapshot file
-    /// the apply thread installs. Returns the message.
+    /// Reads the message and etcd's backend after it into the received pair
+    /// ([`etcd_received`]), durable before the message is returned for raft.
     async fn receive_snapshot(&self, body: Body) -> Result<Message, SnapshotError> {
         let mut stream = body.into_data_stream();
         let mut buf = BytesMut::new();
@@ -333,13 +323,12 @@ impl Receiver {
         if m.get_msg_type() != MessageType::MsgSnapshot {
             return Ok(m);
         }
-        let meta = m.get_snapshot().get_metadata().clone();
-        let index = meta.index;
-        // etcd 3.5 takes the membership from here, as this member does.
-        let cluster = crate::backup::v2store::read(&m.get_snapshot().data)?;
+        let index = m.get_snapshot().get_metadata().index;
+        // etcd 3.5 takes the membership from here, as this member does: refused now if
+        // it does not read, before the leader is told the snapshot arrived.
+        crate::backup::v2store::read(&m.get_snapshot().data)?;
         tokio::fs::create_dir_all(&self.snap_dir).await?;
-        // etcd's name for it (`%016x.snap.db`).
-        let db = self.snap_dir.join(format!("{index:016x}.snap.db"));
+        let db = etcd_received::db_path(&self.snap_dir, index);
         // Written in large pieces: each write of a tokio file is a trip to the blocking
         // pool, and the body arrives in pieces of tens of KiB.
         let mut file =
@@ -355,64 +344,12 @@ impl Receiver {
         file.flush().await?;
         file.get_ref().sync_all().await?;
         drop(file);
-        tracing::info!(index, bytes = db_len, "saved etcd's database");
         let dir = self.snap_dir.clone();
-        let conf_state = oxcd_raft::persist::encode_conf_state(meta.get_conf_state());
-        let term = meta.term;
-        tokio::task::spawn_blocking(move || {
-            let made = to_snapshot_file(&dir, &db, db_len, (index, term, &conf_state), &cluster);
-            let _ = std::fs::remove_file(&db);
-            made
-        })
-        .await??;
+        let v2 = m.get_snapshot().data.clone();
+        tokio::task::spawn_blocking(move || etcd_received::save_v2(&dir, index, &v2)).await??;
+        tracing::info!(index, bytes = db_len, "saved etcd's database");
         Ok(m)
     }
-}
-
-/// etcd's bbolt backend in `db` (`db_len` bytes) made into the snapshot file at raft
-/// `(index, term, configuration)` (encoded) in `dir`, with the members of `cluster`.
-fn to_snapshot_file(
-    dir: &Path,
-    db: &Path,
-    db_len: u64,
-    (index, term, conf_state): (u64, u64, &[u8]),
-    cluster: &crate::backup::v2store::V2Cluster,
-) -> Result<(), SnapshotError> {
-    let staging = dir.join(format!("{index:016x}.import"));
-    let _ = std::fs::remove_file(&staging);
-    let made = (|| {
-        let started = std::time::Instant::now();
-        etcd_import::write(
-            db,
-            db_len,
-            &staging,
-            Import {
-                bump: 0,
-                cluster: true,
-            },
-        )?;
-        tracing::info!(
-            index,
-            took_ms = started.elapsed().as_millis() as u64,
-            "imported etcd's database"
-        );
-        let backend = Backend::open(&staging)?;
-        etcd_import::record_etcd_snapshot(&backend, (index, term, conf_state), cluster)?;
-        drop(backend);
-        // The imported backend is the snapshot: the apply thread puts it in place of
-        // its own, no copy of its rows.
-        let done = snapshot_db_path(dir, index);
-        std::fs::rename(&staging, &done)?;
-        std::fs::File::open(dir)?.sync_all()?;
-        tracing::info!(
-            index,
-            took_ms = started.elapsed().as_millis() as u64,
-            "made the snapshot from etcd's database"
-        );
-        Ok(())
-    })();
-    let _ = std::fs::remove_file(&staging);
-    made
 }
 
 /// What etcd answers a removed member's message (`http.go`: 403 and its JSON).

@@ -85,7 +85,7 @@ pub async fn send(
     std::thread::Builder::new()
         .name("snapshot-to-etcd".into())
         .spawn(move || {
-            crate::peer::transport::yield_to_requests();
+            crate::backup::priority::yield_to_requests();
             let _ = done_tx.send(write_body(&backend, m, tx));
         })
         .map_err(EtcdSnapshotError::Spawn)?;

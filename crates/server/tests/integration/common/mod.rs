@@ -264,6 +264,11 @@ impl Pending {
             .expect("oxcd did not log readiness");
         self.proc
     }
+
+    /// The process, not waiting for it to serve (a test that stops it before).
+    pub fn into_process(self) -> OxcdProcess {
+        self.proc
+    }
 }
 
 impl OxcdProcess {

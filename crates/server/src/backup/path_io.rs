@@ -1,6 +1,6 @@
 //! A file or directory operation that failed, with the path it was on: the one I/O
-//! error every part of the binary swap reports (`<path>: <cause>`); and the directory
-//! sync every part of it makes new entries durable with.
+//! error the binary swap and a received etcd snapshot report (`<path>: <cause>`); and
+//! the directory sync they make new entries durable with.
 
 use std::path::{Path, PathBuf};
 
