@@ -139,6 +139,9 @@ pub struct Outcome {
     pub promote_errors: std::collections::BTreeMap<String, u64>,
     /// Background puts finished in [t0, t1].
     pub during: Window,
+    /// Background puts finished from t0 until the learner served every fill key (or
+    /// t1, if later); None when it did not.
+    pub until_served: Option<Window>,
     /// Background puts finished in the same length of time before t0 (at most
     /// --baseline-secs).
     pub baseline: Window,
@@ -395,16 +398,22 @@ async fn measure(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    stop.store(true, Ordering::Relaxed);
+    let catchup = t1 - t0;
+    eprintln!("   promoted after {:.2} s", catchup.as_secs_f64());
+    // The writers go on until the learner serves every key: a learner that installs
+    // what it received after its promotion still loads the machine until then.
+    let learner_all_keys_secs =
+        all_keys_served(&learner_url, fill.puts, t0, Duration::from_secs(120)).await;
+    let served = learner_all_keys_secs.map(|s| t0 + Duration::from_secs_f64(s));
     let samples = writers.stop().await;
     if a.latencies {
         write_latencies(&samples, &dir.join("latencies.csv"))?;
     }
-    stop.store(true, Ordering::Relaxed);
-    let catchup = t1 - t0;
-    eprintln!("   promoted after {:.2} s", catchup.as_secs_f64());
     let (term_changes, status_failures) = terms.await.map_err(|e| e.to_string())?;
     let before = catchup.min(t0 - writers_started_after(&samples, t0));
     let during = Window::of(&samples, t0, t1);
+    let until_served = served.map(|at| Window::of(&samples, t0, at.max(t1)));
     let baseline = Window::of(&samples, t0 - before, t0);
     let baseline_all = Window::of(&samples, writers_started_after(&samples, t0), t0);
     let now = cluster.leader().await;
@@ -412,8 +421,6 @@ async fn measure(
         Ok((_, id, term)) => (hex(id), term),
         Err(_) => ("none".to_string(), 0),
     };
-    let learner_all_keys_secs =
-        all_keys_served(&learner_url, fill.puts, t0, Duration::from_secs(120)).await;
     let learner_status_secs = if status.is_finished() || learner_all_keys_secs.is_some() {
         status.await.map_err(|e| e.to_string())?
     } else {
@@ -433,6 +440,7 @@ async fn measure(
         promote_refused: refused,
         promote_errors,
         during,
+        until_served,
         baseline,
         baseline_all,
         leader_after,

@@ -8,7 +8,7 @@ use super::{LearnerArgs, Outcome};
 use crate::versus::table::{Compared, Num, Text, met, mib, round_table, rounds_table};
 use crate::versus::{Bench, Round};
 
-const NUMBERS: [Num<Outcome>; 14] = [
+const NUMBERS: [Num<Outcome>; 16] = [
     (
         "**catch-up: MemberAdd → MemberPromote accepted, s**",
         |o| Some(o.catchup_secs),
@@ -46,6 +46,12 @@ const NUMBERS: [Num<Outcome>; 14] = [
         true,
     ),
     (
+        "write p99 from MemberAdd until the learner served every key, ms",
+        |o| o.until_served.as_ref().map(|w| w.p99_ms),
+        2,
+        true,
+    ),
+    (
         "baseline write p50 (before MemberAdd), ms",
         |o| Some(o.baseline.p50_ms),
         2,
@@ -66,6 +72,15 @@ const NUMBERS: [Num<Outcome>; 14] = [
     (
         "write p99 during catch-up / baseline p99",
         |o| (o.baseline.p99_ms > 0.0).then(|| o.during.p99_ms / o.baseline.p99_ms),
+        2,
+        false,
+    ),
+    (
+        "write p99 until served / baseline p99",
+        |o| {
+            let until = o.until_served.as_ref()?;
+            (o.baseline.p99_ms > 0.0).then(|| until.p99_ms / o.baseline.p99_ms)
+        },
         2,
         false,
     ),
@@ -234,7 +249,8 @@ pub fn markdown(
          `--initial-cluster`; MemberPromote on the leader every 100 ms until accepted: \
          t1. Both systems accept a promotion once the learner's match index reaches 90% \
          of the leader's (etcd's rule), so catch-up = t1 - t0 means the same on both. \
-         Writes during catch-up: the background puts that finished in [t0, t1]; \
+         Writes during catch-up: the background puts that finished in [t0, t1], and \
+         (the writers going on) until the learner served every fill key; \
          baseline: those of as many seconds before t0 (at most {} s), and all those \
          before t0. The learner's Status and its count of the fill keys (serializable) \
          are polled from t0 until they answer, past t1 if need be. The first \
