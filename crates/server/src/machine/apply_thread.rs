@@ -216,14 +216,16 @@ impl ApplyLoop {
             None => {}
         }
         state.dirty = !durable;
-        if switched {
-            self.vocabulary.set(state.vocabulary);
-        }
         if durable {
             self.after_durable(state, switched);
         }
         for (id, outcome) in outcomes {
             self.waiters.complete(id, outcome);
+        }
+        // After the waiters of the entries before it: a proposer that sees the switch
+        // and no answer knows its entry is not in the log (`Writes::settle_written`).
+        if switched {
+            self.vocabulary.set(state.vocabulary);
         }
         let _ = self
             .raft

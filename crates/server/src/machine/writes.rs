@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt as _;
 use oxcd_api::errors::EtcdError;
 use oxcd_api::etcdserverpb::alarm_request::AlarmAction;
 use oxcd_api::etcdserverpb::{AlarmRequest, AlarmType};
@@ -29,7 +30,7 @@ use crate::machine::applied::{Applied, Outcome};
 use crate::machine::etcd_entries;
 use crate::machine::proposal::{Admitted, Free, Proposal};
 use crate::machine::reads::{Reads, raft_err};
-use crate::machine::vocabulary::{LiveVocabulary, Vocabulary};
+use crate::machine::vocabulary::{LiveVocabulary, LogVocabulary, Vocabulary};
 use crate::machine::waiters::{Registration, Waiters};
 
 /// How proposals are bounded.
@@ -198,27 +199,29 @@ impl Writes {
             return Err(EtcdError::TooManyRequests);
         }
         let (waiter, done) = self.waiters.register();
-        let vocabulary = self.vocabulary.get();
+        let log = self.vocabulary.log();
+        let vocabulary = log.vocabulary;
         let data = self.write_request(vocabulary, waiter.id(), op, auth)?;
-        if let Err(data) = self
+        let Err(data) = self
             .propose_once(vocabulary, Written::Request(data))
             .await?
+        else {
+            return self.settle_written(waiter, done, log).await;
+        };
+        // The leader's log switched vocabulary first: the same request again, in the new
+        // one, once the switch applied here.
+        let now = self.switched_from(vocabulary).await?;
+        let (id, op, auth) = read_request(vocabulary, &data)?;
+        let data = self.write_request(now.vocabulary, id, op, auth)?;
+        if self
+            .propose_once(now.vocabulary, Written::Request(data))
+            .await?
+            .is_err()
         {
-            // The leader's log switched vocabulary first: the same request again, in the
-            // new one, once the switch applied here.
-            let now = self.switched_from(vocabulary).await?;
-            let (id, op, auth) = read_request(vocabulary, &data)?;
-            let data = self.write_request(now, id, op, auth)?;
-            if self
-                .propose_once(now, Written::Request(data))
-                .await?
-                .is_err()
-            {
-                self.metrics.proposal_failed();
-                return Err(EtcdError::LeaderChanged);
-            }
+            self.metrics.proposal_failed();
+            return Err(EtcdError::LeaderChanged);
         }
-        self.settle(waiter, done).await
+        self.settle_written(waiter, done, now).await
     }
 
     /// Proposes a membership change of `change_type` for member `id`, its context
@@ -230,7 +233,8 @@ impl Writes {
         mut ctx: ConfChangeContext,
     ) -> Result<Vec<MemberInfo>, EtcdError> {
         let (waiter, done) = self.waiters.register();
-        let vocabulary = self.vocabulary.get();
+        let log = self.vocabulary.log();
+        let vocabulary = log.vocabulary;
         let written = match vocabulary {
             // etcd's type numbers and JSON context, which raft-rs never decodes.
             Vocabulary::Etcd => {
@@ -251,7 +255,7 @@ impl Writes {
             }
         };
         self.propose_or_retry_later(vocabulary, written).await?;
-        members_of(self.settle(waiter, done).await?)
+        members_of(self.settle_written(waiter, done, log).await?)
     }
 
     /// Proposes new peer URLs for a member and waits until applied here: in oxcd's
@@ -265,12 +269,13 @@ impl Writes {
             return self.propose(update, None).await;
         }
         let (waiter, done) = self.waiters.register();
+        let log = self.vocabulary.log();
         let written = Written::EtcdConfChange(
             crate::domains::membership::etcd_conf_change::write_update(waiter.id(), &update),
         );
         self.propose_or_retry_later(Vocabulary::Etcd, written)
             .await?;
-        members_of(self.settle(waiter, done).await?)
+        members_of(self.settle_written(waiter, done, log).await?)
     }
 
     /// The log's vocabulary as applied here, which proposals are written in.
@@ -367,15 +372,46 @@ impl Writes {
     }
 
     /// The vocabulary after the switch away from `old` has applied here.
-    async fn switched_from(&self, old: Vocabulary) -> Result<Vocabulary, EtcdError> {
+    async fn switched_from(&self, old: Vocabulary) -> Result<LogVocabulary, EtcdError> {
         let mut live = self.vocabulary.subscribe();
         let switched = live.wait_for(|v| v.vocabulary != old);
         match tokio::time::timeout(self.limits.request_timeout, switched).await {
-            Ok(Ok(now)) => Ok(now.vocabulary),
+            Ok(Ok(now)) => Ok(*now),
             Ok(Err(_)) => Err(EtcdError::Stopped),
             Err(_) => {
                 self.metrics.proposal_failed();
                 Err(EtcdError::Timeout)
+            }
+        }
+    }
+
+    /// [`Writes::settle`] for an entry written in the vocabulary of `written`. Once a
+    /// switch away from it has applied here, an entry not applied yet never will be: the
+    /// leader drops a proposal forwarded to it in the old vocabulary, and this member
+    /// applies in order and completes an entry's waiter before it publishes a switch
+    /// after it. The request ends then with "leader changed", which clients retry,
+    /// instead of at its timeout.
+    async fn settle_written(
+        &self,
+        waiter: Registration<'_>,
+        done: oneshot::Receiver<Outcome>,
+        written: LogVocabulary,
+    ) -> Result<Applied, EtcdError> {
+        let mut live = self.vocabulary.subscribe();
+        let settled = self.settle(waiter, done);
+        tokio::pin!(settled);
+        tokio::select! {
+            biased;
+            outcome = &mut settled => outcome,
+            true = async { live.wait_for(|v| v.since != written.since).await.is_ok() } => {
+                // Completed in the batch that published the switch: its answer is there.
+                match (&mut settled).now_or_never() {
+                    Some(outcome) => outcome,
+                    None => {
+                        self.metrics.proposal_failed();
+                        Err(EtcdError::LeaderChanged)
+                    }
+                }
             }
         }
     }
