@@ -4,8 +4,11 @@
 # only etcd 3.4, so the binaries are taken from Debian trixie's etcd-server and
 # etcd-client packages, unpacked with dpkg-deb and never installed: apt's own lists and
 # the system's packages are left alone. Prints DIR. Does nothing when DIR already has them.
+# A second argument names another Debian suite: `sid` gives etcd 3.5.30, which the mixed
+# clusters' tests also run against (OXCD_REFERENCE_ETCD=DIR/etcd).
 set -euo pipefail
 dest=${1:-/tmp/etcd-3.5/bin}
+suite=${2:-trixie}
 if [ -x "$dest/etcd" ] && [ -x "$dest/etcdctl" ] && [ -x "$dest/etcdutl" ]; then
   echo "$dest"
   exit 0
@@ -13,7 +16,7 @@ fi
 work=$(mktemp -d /tmp/etcd35.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$dest"
-echo "deb http://deb.debian.org/debian trixie main" > "$work/sources.list"
+echo "deb http://deb.debian.org/debian $suite main" > "$work/sources.list"
 apt_opts=(
   -o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
   -o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache"

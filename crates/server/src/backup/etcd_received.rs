@@ -64,6 +64,62 @@ pub enum ReceivedError {
     Panicked,
 }
 
+/// How much of a received database is written between two syncs of it.
+const WRITE_BEHIND_BYTES: u64 = 8 << 20;
+
+/// Syncs a database being received as it grows, a piece at a time, so that the sync at
+/// its end finds little left. Left to the kernel, a GiB of dirty pages goes to the disk at
+/// that one sync and stalls every other writer of the disk for seconds (the leader's WAL,
+/// where members share one). A failed sync fails the save: after a failed fsync the
+/// file's pages cannot be trusted, and a later fsync may not report it again.
+pub struct WriteBehind {
+    file: std::sync::Arc<std::fs::File>,
+    path: PathBuf,
+    synced: u64,
+    running: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl WriteBehind {
+    /// Syncs the file at `path` (being written through another handle) as it grows.
+    pub fn new(path: &Path) -> Result<WriteBehind, PathIoError> {
+        Ok(WriteBehind {
+            file: std::sync::Arc::new(std::fs::File::open(path).map_err(io(path))?),
+            path: path.to_path_buf(),
+            synced: 0,
+            running: None,
+        })
+    }
+
+    /// `written` bytes have been handed to the file: starts a sync when another piece has
+    /// been written since the last one began and that one is done.
+    pub async fn wrote(&mut self, written: u64) -> Result<(), PathIoError> {
+        if written.saturating_sub(self.synced) < WRITE_BEHIND_BYTES {
+            return Ok(());
+        }
+        if let Some(running) = &self.running
+            && !running.is_finished()
+        {
+            return Ok(());
+        }
+        self.finish().await?;
+        self.synced = written;
+        let file = self.file.clone();
+        self.running = Some(tokio::task::spawn_blocking(move || file.sync_data()));
+        Ok(())
+    }
+
+    /// Waits for the sync under way, if any; its error if it failed.
+    pub async fn finish(&mut self) -> Result<(), PathIoError> {
+        let Some(running) = self.running.take() else {
+            return Ok(());
+        };
+        let synced = running
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        synced.map_err(io(&self.path))
+    }
+}
+
 /// Completes the pair of the snapshot at `index` whose bbolt file is received and
 /// synced: saves the snapshot message's v2 store `data` beside it, then syncs the
 /// directory. From here the snapshot may be handed to raft.

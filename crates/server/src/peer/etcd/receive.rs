@@ -333,6 +333,7 @@ impl Receiver {
         // pool, and the body arrives in pieces of tens of KiB.
         let mut file =
             tokio::io::BufWriter::with_capacity(SAVE_BUFFER, tokio::fs::File::create(&db).await?);
+        let mut behind = etcd_received::WriteBehind::new(&db).map_err(ReceivedError::from)?;
         let mut db_len = buf.len() as u64;
         file.write_all(&buf).await?;
         buf.advance(buf.len());
@@ -340,8 +341,10 @@ impl Receiver {
             let chunk = chunk.map_err(SnapshotError::Body)?;
             db_len += chunk.len() as u64;
             file.write_all(&chunk).await?;
+            behind.wrote(db_len).await.map_err(ReceivedError::from)?;
         }
         file.flush().await?;
+        behind.finish().await.map_err(ReceivedError::from)?;
         file.get_ref().sync_all().await?;
         drop(file);
         let dir = self.snap_dir.clone();
