@@ -32,7 +32,8 @@ async fn run(name: &str, seed: u64) -> scenario::Report {
             && report.leases.puts > 0
             && report.leases.revoked > 0
             && report.leases.expired > 0,
-        "{name}: the workload used leases"
+        "{name}: the workload used leases: {:?}",
+        report.leases
     );
     match &report.hashes {
         None => {}
