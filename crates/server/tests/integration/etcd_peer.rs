@@ -794,23 +794,31 @@ pub(crate) async fn peer_hash_kv(url: &str, rev: i64) -> String {
     String::from_utf8_lossy(&answer.body).into_owned()
 }
 
+/// One etcd member (data under `dir/etcd`) taking a raft snapshot every 20 entries and
+/// keeping 5 behind it, so that a new member is far behind: the process, a client and
+/// its peer URL.
+pub(crate) async fn etcd_snapshotting_often(
+    dir: &std::path::Path,
+) -> (crate::common::etcd::Etcd, Client, String) {
+    let etcd_peer = free_port();
+    let flags = [
+        "--snapshot-count=20".to_string(),
+        "--experimental-snapshot-catchup-entries=5".to_string(),
+    ];
+    let etcd = start_etcd_with_peer(&dir.join("etcd"), etcd_peer, &flags);
+    let c = Client::connect([format!("http://{}", etcd.endpoint)], None)
+        .await
+        .expect("connect");
+    (etcd, c, format!("http://127.0.0.1:{etcd_peer}"))
+}
+
 /// An oxcd learner joining an etcd cluster whose log was compacted gets etcd's
 /// snapshot (`POST /raft/snapshot`: the MsgSnap and the bbolt backend), installs it,
 /// then follows the log: the same keys and HashKV as etcd's.
 #[tokio::test]
 async fn an_oxcd_learner_installs_etcds_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let etcd_peer = free_port();
-    // A raft snapshot every 20 entries, keeping 5 behind it: a new member is far behind.
-    let flags = [
-        "--snapshot-count=20".to_string(),
-        "--experimental-snapshot-catchup-entries=5".to_string(),
-    ];
-    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &flags);
-    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
-    let mut c = Client::connect([format!("http://{}", etcd.endpoint)], None)
-        .await
-        .expect("connect");
+    let (etcd, mut c, etcd_peer_url) = etcd_snapshotting_often(dir.path()).await;
     let lease = c.lease_grant(600, None).await.expect("lease grant").id();
     for i in 0..60 {
         let opts = (i % 10 == 0).then(|| etcd_client::PutOptions::new().with_lease(lease));

@@ -12,28 +12,17 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, MemberAddOptions};
 
-use crate::common::etcd::start_etcd_with_peer;
 use crate::common::{OxcdProcess, free_port, revision_at};
-use crate::etcd_peer::peer_hash_kv;
+use crate::etcd_peer::{etcd_snapshotting_often, peer_hash_kv};
 
-/// Whether a staging backend of an import (`<index>.import`) is in `snap_dir`.
-fn importing(snap_dir: &Path) -> bool {
+/// Whether a file whose name ends in `suffix` is in `snap_dir`: `.import`, the staging
+/// backend of an import; `.snap.v2`, the received pair (written last of the two).
+fn holds(snap_dir: &Path, suffix: &str) -> bool {
     std::fs::read_dir(snap_dir)
         .map(|entries| {
             entries
                 .flatten()
-                .any(|e| e.file_name().to_string_lossy().ends_with(".import"))
-        })
-        .unwrap_or(false)
-}
-
-/// Whether the received pair (etcd's db and the v2 store beside it) is in `snap_dir`.
-fn pair_kept(snap_dir: &Path) -> bool {
-    std::fs::read_dir(snap_dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().ends_with(".snap.v2"))
+                .any(|e| e.file_name().to_string_lossy().ends_with(suffix))
         })
         .unwrap_or(false)
 }
@@ -41,17 +30,8 @@ fn pair_kept(snap_dir: &Path) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_learner_killed_while_importing_etcds_snapshot_imports_it_again_on_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let etcd_peer = free_port();
-    // A raft snapshot every 20 entries, keeping 5 behind it: the learner gets a snapshot.
-    let flags = [
-        "--snapshot-count=20".to_string(),
-        "--experimental-snapshot-catchup-entries=5".to_string(),
-    ];
-    let etcd = start_etcd_with_peer(&dir.path().join("etcd"), etcd_peer, &flags);
-    let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer}");
-    let mut c = Client::connect([format!("http://{}", etcd.endpoint)], None)
-        .await
-        .expect("connect");
+    // The learner gets a snapshot.
+    let (_etcd, mut c, etcd_peer_url) = etcd_snapshotting_often(dir.path()).await;
     // Enough data that the import takes a while (tens of MB in etcd's file).
     let value = vec![b'v'; 4096];
     for i in 0..6000 {
@@ -86,7 +66,7 @@ async fn a_learner_killed_while_importing_etcds_snapshot_imports_it_again_on_res
     .collect();
     let mut first = OxcdProcess::spawn(&data, port, &flags).into_process();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !importing(&snap_dir) {
+    while !holds(&snap_dir, ".import") {
         assert!(
             Instant::now() < deadline,
             "the learner never imported etcd's snapshot"
@@ -96,7 +76,7 @@ async fn a_learner_killed_while_importing_etcds_snapshot_imports_it_again_on_res
     first.child.kill().expect("SIGKILL");
     let _ = first.child.wait();
     assert!(
-        pair_kept(&snap_dir),
+        holds(&snap_dir, ".snap.v2"),
         "killed mid-import, the received pair is still on disk"
     );
     eprintln!("killed while importing; etcd's files kept");
@@ -109,7 +89,10 @@ async fn a_learner_killed_while_importing_etcds_snapshot_imports_it_again_on_res
             .is_empty(),
         "the restart imported the kept pair"
     );
-    assert!(!pair_kept(&snap_dir), "the pair is removed once installed");
+    assert!(
+        !holds(&snap_dir, ".snap.v2"),
+        "the pair is removed once installed"
+    );
     c.put("after", "restart", None).await.expect("put");
     let rev = revision_at(&mut c, "after").await;
     let mut ours = Client::connect([second.url.clone()], None)
