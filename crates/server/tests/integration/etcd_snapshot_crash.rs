@@ -10,10 +10,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, MemberAddOptions};
+use etcd_client::Client;
 
 use crate::common::{OxcdProcess, free_port, revision_at};
-use crate::etcd_peer::{etcd_snapshotting_often, peer_hash_kv};
+use crate::etcd_peer::{add_learner, etcd_snapshotting_often, peer_hash_kv};
 
 /// Whether a file whose name ends in `suffix` is in `snap_dir`: `.import`, the staging
 /// backend of an import; `.snap.v2`, the received pair (written last of the two).
@@ -40,12 +40,7 @@ async fn a_learner_killed_while_importing_etcds_snapshot_imports_it_again_on_res
             .expect("put");
     }
     let oxcd_peer_url = format!("http://127.0.0.1:{}", free_port());
-    c.member_add(
-        [oxcd_peer_url.clone()],
-        Some(MemberAddOptions::new().with_is_learner()),
-    )
-    .await
-    .expect("member add --learner");
+    add_learner(&c, &oxcd_peer_url).await;
     let data = dir.path().join("oxcd");
     let snap_dir = data.join("member/snap");
     let port = free_port();
