@@ -1465,7 +1465,7 @@ async fn etcd_learner_joins(
 }
 
 /// The log vocabulary `m` reports (`oxcd_log_vocabulary`).
-async fn vocabulary_of(m: &InProc) -> String {
+pub(crate) async fn vocabulary_of(m: &InProc) -> String {
     let text = crate::common::scrape(&m.endpoint()).await;
     text.lines()
         .find_map(|l| {

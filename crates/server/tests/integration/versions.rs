@@ -692,3 +692,111 @@ async fn member_list_needs_a_user_under_auth_as_in_3_6() {
         m.stop().await;
     }
 }
+
+/// Puts through `endpoint`, one after another, until stopped: (acknowledged, the
+/// errors' texts). Each put may take up to 20 s, longer than the server's request
+/// timeout, so that a put the server lets time out is seen as such.
+async fn put_and_record(
+    endpoint: String,
+    writer: usize,
+    stop: Arc<AtomicBool>,
+) -> (u64, Vec<String>) {
+    let mut c = etcd_client::Client::connect([endpoint], None)
+        .await
+        .expect("connect");
+    let (mut acked, mut errors) = (0, Vec::new());
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let put = c.put(format!("switch/{writer}/{n:06}"), "v", None);
+        match tokio::time::timeout(Duration::from_secs(20), put).await {
+            Ok(Ok(_)) => acked += 1,
+            Ok(Err(e)) => errors.push(e.to_string()),
+            Err(_) => errors.push("no answer within 20 s".into()),
+        }
+    }
+    (acked, errors)
+}
+
+// A switch of the log's vocabulary (here to etcd's, by `downgrade enable 3.5`: v3.6.14
+// server/etcdserver/version/version.go) while followers forward puts: the leader drops a
+// proposal forwarded in the old vocabulary, and the follower ends it with "leader
+// changed" once it has applied the switch, never with a timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn puts_forwarded_across_a_vocabulary_switch_end_without_a_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let peers: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
+    let cluster = cluster_of(&peers);
+    let start = |i: usize| {
+        let cluster = cluster.clone();
+        InProc::start(dir.path().join(format!("m{i}")), move |s| {
+            configure(s, i, &cluster)
+        })
+    };
+    let (a, b, c) = tokio::join!(start(0), start(1), start(2));
+    let members = vec![a, b, c];
+    for m in &members {
+        version_becomes(&m.endpoint(), V36)
+            .await
+            .expect("3.6 everywhere");
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for m in &members {
+        while crate::etcd_peer::vocabulary_of(m).await != "oxcd" {
+            assert!(Instant::now() < deadline, "oxcd's vocabulary at 3.6");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let leader = common::cluster::leader_index(&members).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for (i, m) in members.iter().enumerate().filter(|(i, _)| *i != leader) {
+        for w in 0..4 {
+            writers.push(tokio::spawn(put_and_record(
+                m.endpoint(),
+                i * 10 + w,
+                stop.clone(),
+            )));
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        downgrade(&members[leader], DowngradeAction::Enable, "3.5").await,
+        Ok("3.6".into())
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for m in &members {
+        while crate::etcd_peer::vocabulary_of(m).await != "etcd" {
+            assert!(
+                Instant::now() < deadline,
+                "the log switched to etcd's vocabulary"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let (mut acked, mut errors) = (0, Vec::new());
+    for w in writers {
+        let (a, e) = w.await.expect("writer");
+        acked += a;
+        errors.extend(e);
+    }
+    let leader_changed = errors
+        .iter()
+        .filter(|e| e.contains("leader changed"))
+        .count();
+    eprintln!(
+        "{acked} puts acknowledged through followers across the switch; {} errors, {leader_changed} of them 'leader changed': {:?}",
+        errors.len(),
+        errors.iter().take(5).collect::<Vec<_>>()
+    );
+    assert!(acked > 0, "the followers took puts");
+    assert!(
+        errors.iter().all(|e| e.contains("leader changed")),
+        "a put across the switch ended otherwise than with 'leader changed': {errors:?}"
+    );
+    for m in members {
+        m.stop().await;
+    }
+}
