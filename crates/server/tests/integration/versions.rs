@@ -362,16 +362,7 @@ async fn writer(endpoints: Vec<String>, stop: Arc<AtomicBool>) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_downgrade_to_3_5_and_back_under_load_loses_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let peers: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
-    let cluster = cluster_of(&peers);
-    let start = |i: usize| {
-        let cluster = cluster.clone();
-        InProc::start(dir.path().join(format!("m{i}")), move |s| {
-            configure(s, i, &cluster)
-        })
-    };
-    let (a, b, c) = tokio::join!(start(0), start(1), start(2));
-    let mut members = vec![a, b, c];
+    let (mut members, peers) = common::cluster::three(dir.path()).await;
     for m in &members {
         version_becomes(&m.endpoint(), V36)
             .await
@@ -725,16 +716,7 @@ async fn put_and_record(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn puts_forwarded_across_a_vocabulary_switch_end_without_a_timeout() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let peers: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
-    let cluster = cluster_of(&peers);
-    let start = |i: usize| {
-        let cluster = cluster.clone();
-        InProc::start(dir.path().join(format!("m{i}")), move |s| {
-            configure(s, i, &cluster)
-        })
-    };
-    let (a, b, c) = tokio::join!(start(0), start(1), start(2));
-    let members = vec![a, b, c];
+    let (members, _) = common::cluster::three(dir.path()).await;
     for m in &members {
         version_becomes(&m.endpoint(), V36)
             .await
