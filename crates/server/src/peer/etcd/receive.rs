@@ -281,7 +281,7 @@ impl Receiver {
         };
         let _one = self.receiving.lock().await;
         let started = std::time::Instant::now();
-        let mut m = match self.receive_snapshot(body).await {
+        let m = match self.receive_snapshot(body).await {
             Ok(m) => m,
             Err(e @ (SnapshotError::Message(_) | SnapshotError::Truncated)) => {
                 return go_error(StatusCode::BAD_REQUEST, &e.to_string());
@@ -300,9 +300,6 @@ impl Receiver {
             took_ms = started.elapsed().as_millis() as u64,
             "received a snapshot from an etcd member"
         );
-        // etcd's v2 store travels in the snapshot's data; it is saved beside the db for
-        // the import at install (the members and the cluster version).
-        m.mut_snapshot().data = Default::default();
         self.step(m)
     }
 
@@ -311,7 +308,7 @@ impl Receiver {
     async fn receive_snapshot(&self, body: Body) -> Result<Message, SnapshotError> {
         let mut stream = body.into_data_stream();
         let mut buf = BytesMut::new();
-        let m = loop {
+        let mut m = loop {
             if let Some(m) = codec::MessageDecoder.decode(&mut buf)? {
                 break m;
             }
@@ -348,7 +345,10 @@ impl Receiver {
         file.get_ref().sync_all().await?;
         drop(file);
         let dir = self.snap_dir.clone();
-        let v2 = m.get_snapshot().data.clone();
+        // etcd's v2 store travels in the snapshot's data: it moves into the file beside
+        // the db for the import at install (the members and the cluster version), and
+        // raft gets the snapshot without it.
+        let v2 = std::mem::take(&mut m.mut_snapshot().data);
         tokio::task::spawn_blocking(move || etcd_received::save_v2(&dir, index, &v2)).await??;
         tracing::info!(index, bytes = db_len, "saved etcd's database");
         Ok(m)
