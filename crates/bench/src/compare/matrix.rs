@@ -1,10 +1,12 @@
 //! The comparison matrix: the same workloads, request counts and concurrency on each
 //! system, then the load of many keys and the resource figures taken after it.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::go_load::GoWork;
 use crate::cluster::{Cluster, TlsFiles, dir_size};
 use crate::conns::Global;
 use crate::keys::KeyArgs;
@@ -63,6 +65,24 @@ pub struct Outcome {
     /// A follower's restart holding the loaded keys, until it serves them.
     pub restart_secs: f64,
 }
+
+/// Which rows of the matrix run, and through which load generators.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    /// Multiplies every request count.
+    pub scale: f64,
+    /// Only the core rows ([`CORE_ROWS`]), not the watch and lease rows.
+    pub core_only: bool,
+    /// The Go clientv3 load generator (`bench/go-load`): the core rows run through it
+    /// too, each as a row of its own named with [`GO_SUFFIX`].
+    pub go_load: Option<PathBuf>,
+}
+
+/// The first rows of [`cases`]: puts, ranges and txns of puts.
+pub const CORE_ROWS: usize = 5;
+
+/// Ends the name of a row driven by the Go clientv3 load generator.
+pub const GO_SUFFIX: &str = " [Go clientv3]";
 
 fn global(endpoints: &[String], clients: usize, conns: usize, tls: Option<&TlsFiles>) -> Global {
     global_as(endpoints, clients, conns, tls, None)
@@ -124,6 +144,32 @@ enum Work {
     Connect {
         total: u64,
     },
+    /// A core row through the Go clientv3 load generator.
+    Go(GoWork),
+}
+
+impl Work {
+    /// The same work through the Go clientv3 load generator, for the core rows.
+    fn in_go(&self) -> Option<GoWork> {
+        Some(match self {
+            Work::Put(a) if a.watchers == 0 => GoWork::Put {
+                total: a.total,
+                val_size: a.keys.val_size,
+                space: a.keys.key_space_size,
+            },
+            Work::Range(a) => GoWork::Range {
+                total: a.total,
+                consistency: if a.consistency == "s" { "s" } else { "l" },
+            },
+            Work::TxnPut(a) => GoWork::TxnPut {
+                total: a.total,
+                ops: a.txn_ops as u64,
+                val_size: a.keys.val_size,
+                space: a.keys.key_space_size,
+            },
+            _ => return None,
+        })
+    }
 }
 
 fn range(total: u64, consistency: &str) -> Work {
@@ -154,8 +200,31 @@ fn many_puts_watched(total: u64, watchers: u64) -> Work {
     })
 }
 
-/// The matrix: (name, clients, conns, work).
-fn cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
+/// The matrix `m` asks for: (name, clients, conns, work).
+fn cases(m: &Matrix) -> Vec<(String, usize, usize, Work)> {
+    let mut rows: Vec<(String, usize, usize, Work)> = all_cases(m.scale)
+        .into_iter()
+        .map(|(name, clients, conns, work)| (name.to_string(), clients, conns, work))
+        .collect();
+    if m.core_only {
+        rows.truncate(CORE_ROWS);
+    }
+    if m.go_load.is_some() {
+        let go: Vec<_> = rows
+            .iter()
+            .take(CORE_ROWS)
+            .filter_map(|(name, clients, conns, work)| {
+                let w = work.in_go()?;
+                Some((format!("{name}{GO_SUFFIX}"), *clients, *conns, Work::Go(w)))
+            })
+            .collect();
+        rows.extend(go);
+    }
+    rows
+}
+
+/// The whole matrix, the [`CORE_ROWS`] first: (name, clients, conns, work).
+fn all_cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
     let s = |n| scaled(n, scale);
     vec![
         (
@@ -276,7 +345,9 @@ async fn run_work(
         Work::WatchLatency(a) => watch::watch_latency(a, conns).await?,
         Work::LeaseKeepalive(a) => lease::keepalive(a, clients, conns).await?,
         Work::Authenticate(a) => auth::authenticate(a, clients, conns).await,
-        Work::Connect { .. } => return Err("Connect runs through connect_rate".into()),
+        Work::Connect { .. } | Work::Go(_) => {
+            return Err("Connect and Go run outside the Rust connections".into());
+        }
     })
 }
 
@@ -404,15 +475,21 @@ fn auth_cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
 }
 
 /// Runs the workload matrix alone (no load, no resources): a further round of it.
-pub async fn run_workloads(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
+pub async fn run_workloads(cluster: &mut Cluster, m: &Matrix) -> Result<Vec<Case>, String> {
     seed_range_key(cluster).await?;
-    run_cases(cluster, cases(scale), None).await
+    run_cases(cluster, cases(m), None, m.go_load.as_deref()).await
+}
+
+fn named(rows: Vec<(&'static str, usize, usize, Work)>) -> Vec<(String, usize, usize, Work)> {
+    rows.into_iter()
+        .map(|(name, clients, conns, work)| (name.to_string(), clients, conns, work))
+        .collect()
 }
 
 /// Runs the TLS cases on a cluster that serves TLS.
 pub async fn run_tls(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, String> {
     seed_range_key(cluster).await?;
-    run_cases(cluster, tls_cases(scale), None).await
+    run_cases(cluster, named(tls_cases(scale)), None, None).await
 }
 
 /// Turns auth on (root, and [`BENCH_USER`] with its role) and runs the auth cases.
@@ -448,7 +525,7 @@ pub async fn run_auth(cluster: &mut Cluster, scale: f64) -> Result<Vec<Case>, St
         .map_err(failed("user's role"))?;
     c.auth_enable().await.map_err(failed("enable"))?;
     let user = format!("{BENCH_USER}:{BENCH_PASSWORD}");
-    run_cases(cluster, auth_cases(scale), Some(&user)).await
+    run_cases(cluster, named(auth_cases(scale)), Some(&user), None).await
 }
 
 async fn seed_range_key(cluster: &Cluster) -> Result<(), String> {
@@ -469,8 +546,9 @@ async fn seed_range_key(cluster: &Cluster) -> Result<(), String> {
 
 async fn run_cases(
     cluster: &Cluster,
-    cases: Vec<(&'static str, usize, usize, Work)>,
+    cases: Vec<(String, usize, usize, Work)>,
     user: Option<&str>,
+    go_load: Option<&std::path::Path>,
 ) -> Result<Vec<Case>, String> {
     let endpoints = cluster.endpoints();
     let mut out = Vec::new();
@@ -478,16 +556,28 @@ async fn run_cases(
         // Connections are opened (and logged in, with auth on: a bcrypt check each)
         // before the CPU count starts; logins have a case of their own.
         let conns = match &work {
-            Work::Connect { .. } => Vec::new(),
+            Work::Connect { .. } | Work::Go(_) => Vec::new(),
             _ => {
                 let g = global_as(&endpoints, clients, n_conns, cluster.tls.as_ref(), user);
                 crate::conns::open(&g).await?
             }
         };
+        // One connection goes to the leader, as the Rust rows' does.
+        let go_endpoints = match (&work, n_conns) {
+            (Work::Go(_), 1) => vec![endpoints[cluster.leader().await?.0].clone()],
+            _ => endpoints.clone(),
+        };
         let cpu_before = cpu_times(cluster);
+        let mut go_cpu = None;
         let result = match &work {
             Work::Connect { total } => {
                 Ok(connect_rate(&endpoints, cluster.tls.as_ref(), *total, clients).await)
+            }
+            Work::Go(w) => {
+                let binary = go_load.ok_or("a Go row without the Go load generator")?;
+                let run = w.run(binary, &go_endpoints, clients, n_conns).await?;
+                go_cpu = Some(run.cpu);
+                Ok(run.report)
             }
             _ => run_work(&work, clients, &conns).await,
         };
@@ -495,13 +585,16 @@ async fn run_cases(
             Ok(r) => {
                 let requests = (r.ok + r.failed) as f64;
                 let per_request = |d: Duration| d.as_secs_f64() * 1e6 / requests.max(1.0);
-                let (members, bench) = cpu_used(cpu_before, cpu_times(cluster));
+                let (members, mut bench) = cpu_used(cpu_before, cpu_times(cluster));
+                if go_cpu.is_some() {
+                    bench = go_cpu;
+                }
                 eprintln!(
                     "  {name}: {:.0} req/s, p99 {:.2} ms, {} failed",
                     r.qps, r.latency_ms.p99, r.failed
                 );
                 Case {
-                    name: name.to_string(),
+                    name: name.clone(),
                     members_cpu_us: members.map(per_request),
                     bench_cpu_us: bench.map(per_request),
                     report: Some(r),
@@ -511,7 +604,7 @@ async fn run_cases(
             Err(e) if is_unsupported(&e) => {
                 eprintln!("  {name}: {e}");
                 Case {
-                    name: name.to_string(),
+                    name: name.clone(),
                     report: None,
                     unsupported: Some(e),
                     members_cpu_us: None,
@@ -546,9 +639,9 @@ fn cpu_used(
 }
 
 /// Runs the matrix, the load and the resource measurements on `cluster`.
-pub async fn run(cluster: &mut Cluster, scale: f64, load_keys: u64) -> Result<Outcome, String> {
+pub async fn run(cluster: &mut Cluster, m: &Matrix, load_keys: u64) -> Result<Outcome, String> {
     let endpoints = cluster.endpoints();
-    let out = run_workloads(cluster, scale).await?;
+    let out = run_workloads(cluster, m).await?;
     // Load: txns of 100 sequential keys (etcd's --max-txn-ops is 128).
     let per_txn = 100u64;
     let load_args = TxnPutArgs {

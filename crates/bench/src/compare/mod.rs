@@ -6,6 +6,7 @@
 //! not per round), the first round's extra cases and its report are its own, which is
 //! why it is not a [`crate::versus::Bench`].
 
+pub mod go_load;
 pub mod matrix;
 pub mod report;
 
@@ -52,6 +53,23 @@ pub struct CompareArgs {
     /// report adds every round's ratios and their median.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
+    /// Run only the core rows (puts, ranges, txns of puts), not the watch and lease rows.
+    #[arg(long)]
+    pub core_only: bool,
+    /// The Go clientv3 load generator (`bench/go-load/build.sh` prints its path): the
+    /// core rows run through it too, as rows of their own.
+    #[arg(long)]
+    pub go_load: Option<PathBuf>,
+}
+
+impl CompareArgs {
+    fn matrix(&self) -> matrix::Matrix {
+        matrix::Matrix {
+            scale: self.scale,
+            core_only: self.core_only,
+            go_load: self.go_load.clone(),
+        }
+    }
 }
 
 /// Runs the comparison and writes the report.
@@ -124,7 +142,7 @@ async fn measure(
         dir.display()
     );
     let mut outcome = on_fresh_cluster(binary, &dir, settings, async |c| {
-        matrix::run(c, a.scale, a.load_keys).await
+        matrix::run(c, &a.matrix(), a.load_keys).await
     })
     .await?;
     if let Some(tls) = tls {
@@ -171,7 +189,7 @@ async fn workloads_again(
 ) -> Result<Vec<matrix::Case>, String> {
     eprintln!("== {name}, round {}", round + 1);
     let mut cases = on_fresh_cluster(binary, &a.dir.join(name), settings, async |c| {
-        matrix::run_workloads(c, a.scale).await
+        matrix::run_workloads(c, &a.matrix()).await
     })
     .await?;
     if !a.skip_auth {

@@ -142,13 +142,21 @@ pub fn markdown(
 
 /// (oxcd/etcd of case `name`'s rate: events per second where it counts them, else
 /// requests per second; oxcd/etcd of its p99 latency), when both systems ran it.
-fn ratios(r: &Round<Cases>, name: &str) -> Option<(Option<f64>, Option<f64>)> {
-    let (e, o) = (r.of("etcd")?.report(name)?, r.of("oxcd")?.report(name)?);
+/// One round's oxcd/etcd ratios of a workload: rate, p50, p99, and the members' CPU per
+/// request.
+struct Ratios([Option<f64>; 4]);
+
+fn ratios(r: &Round<Cases>, name: &str) -> Option<Ratios> {
+    let case = |system: &str| r.of(system)?.1.iter().find(|c| c.name == name);
+    let (e, o) = (case("etcd")?, case("oxcd")?);
+    let (er, or) = (e.report.as_ref()?, o.report.as_ref()?);
     let rate = |r: &Report| r.extra.get("events/sec").copied().unwrap_or(r.qps);
-    Some((
-        ratio(Some(rate(o)), Some(rate(e))),
-        ratio(Some(o.latency_ms.p99), Some(e.latency_ms.p99)),
-    ))
+    Some(Ratios([
+        ratio(Some(rate(or)), Some(rate(er))),
+        ratio(Some(or.latency_ms.p50), Some(er.latency_ms.p50)),
+        ratio(Some(or.latency_ms.p99), Some(er.latency_ms.p99)),
+        ratio(o.members_cpu_us, e.members_cpu_us),
+    ]))
 }
 
 /// Every round's oxcd/etcd ratios of each workload, and their median: what one noisy
@@ -162,32 +170,28 @@ pub fn rounds_table(md: &mut String, rounds: &[Round<Cases>]) {
     let _ = writeln!(
         md,
         "\n{} rounds, the systems' order alternating. Rate: events/s for the watch rows that \
-         count events, else req/s.\n",
+         count events, else req/s. CPU: the members' CPU time per request.\n",
         rounds.len()
     );
     let _ = writeln!(
         md,
-        "| workload | rate ratio per round | median | p99 ratio per round (lower is better) | median |"
+        "| workload | rate ratio per round | median | p50 ratio per round (lower is better) \
+         | median | p99 ratio per round (lower is better) | median | CPU ratio per round \
+         (lower is better) | median |"
     );
-    let _ = writeln!(md, "|---|---|---:|---|---:|");
-    type Ratios = (Option<f64>, Option<f64>);
+    let _ = writeln!(md, "|---|---|---:|---|---:|---|---:|---|---:|");
     for name in &names {
         let per: Vec<Ratios> = rounds.iter().filter_map(|r| ratios(r, name)).collect();
         if per.is_empty() {
             continue;
         }
-        let list = |f: fn(&Ratios) -> Option<f64>| {
-            per.iter().map(|p| x(f(p))).collect::<Vec<_>>().join(", ")
-        };
-        let mid = |f: fn(&Ratios) -> Option<f64>| x(median(per.iter().filter_map(f).collect()));
-        let _ = writeln!(
-            md,
-            "| {name} | {} | {} | {} | {} |",
-            list(|p| p.0),
-            mid(|p| p.0),
-            list(|p| p.1),
-            mid(|p| p.1),
-        );
+        let mut row = format!("| {name} |");
+        for i in 0..4 {
+            let list = per.iter().map(|p| x(p.0[i])).collect::<Vec<_>>().join(", ");
+            let mid = x(median(per.iter().filter_map(|p| p.0[i]).collect()));
+            let _ = write!(row, " {list} | {mid} |");
+        }
+        let _ = writeln!(md, "{row}");
     }
 }
 
