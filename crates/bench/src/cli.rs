@@ -11,6 +11,7 @@ use crate::compare::CompareArgs;
 use crate::conns::{self, Global};
 use crate::gateway::GatewayArgs;
 use crate::learner::LearnerArgs;
+use crate::overload::OverloadArgs;
 use crate::stats::Report;
 use crate::workloads::auth::{self, AuthenticateArgs};
 use crate::workloads::kv::{self, PutArgs, RangeArgs};
@@ -65,6 +66,10 @@ pub enum Command {
     /// range (etcd: Range; oxcd: Range and RangeStream) with the member's RSS growth,
     /// and a keys-only range.
     BigRange(BigRangeArgs),
+    /// Load 128 MiB into a 3-member etcd and then oxcd, and storm the leader with
+    /// clients ranging over all of it: its memory, elections, and the latency of small
+    /// puts and lease calls beside the storm.
+    Overload(OverloadArgs),
 }
 
 /// Runs the command: a workload's report to print, or none for a side-by-side
@@ -76,6 +81,7 @@ pub async fn run(cli: &Cli) -> Result<Option<Report>, String> {
         Command::Backup(a) => versus::run(a).await.map(|()| None),
         Command::Gateway(a) => versus::run(a).await.map(|()| None),
         Command::BigRange(a) => versus::run(a).await.map(|()| None),
+        Command::Overload(a) => versus::run(a).await.map(|()| None),
         command => workload(&cli.global, command).await.map(Some),
     }
 }
@@ -97,7 +103,8 @@ async fn workload(g: &Global, command: &Command) -> Result<Report, String> {
         | Command::LearnerCatchup(_)
         | Command::Backup(_)
         | Command::Gateway(_)
-        | Command::BigRange(_) => Err("a side-by-side benchmark is not a workload".into()),
+        | Command::BigRange(_)
+        | Command::Overload(_) => Err("a side-by-side benchmark is not a workload".into()),
     }
 }
 

@@ -243,6 +243,18 @@ impl Cluster {
         s: &Settings,
         members: usize,
     ) -> Result<Cluster, String> {
+        Cluster::start_members_with(binary, dir, s, members, &[])
+    }
+
+    /// As [`Cluster::start_members`], each member given `extra` flags too (a flag one
+    /// system has and the other does not).
+    pub fn start_members_with(
+        binary: &Path,
+        dir: &Path,
+        s: &Settings,
+        members: usize,
+        extra: &[String],
+    ) -> Result<Cluster, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut cluster = Cluster {
             binary: binary.to_path_buf(),
@@ -258,6 +270,7 @@ impl Cluster {
         for m in &mut cluster.members {
             m.flags.push(format!("--initial-cluster={initial}"));
             m.flags.push("--initial-cluster-state=new".to_string());
+            m.flags.extend(extra.iter().cloned());
             m.spawn(binary)?;
         }
         Ok(cluster)

@@ -2,10 +2,12 @@
 //! ([`workloads`], driven by [`driver`] over [`conns`], summarised by [`stats`]) and the
 //! side-by-side comparison of oxcd with etcd ([`compare`]), a learner's catch-up on each
 //! ([`learner`]), their snapshot, restore and defragmentation ([`backup`]), their JSON
-//! gateway ([`gateway`]) and a large range read at once ([`big_range`]).
+//! gateway ([`gateway`]), a large range read at once ([`big_range`]) and a storm of them
+//! against a leader ([`overload`]).
 //!
 //! Arrows (no circles): [`cli`] (the subcommands and their dispatch) → everything else;
-//! every subcommand's module owns its flags. learner, backup, gateway and big_range →
+//! every subcommand's module owns its flags. learner, backup, gateway, big_range and
+//! overload →
 //! [`cluster`]
 //! (the launcher of either system), [`load`] (fill and background writers; not gateway)
 //! and [`versus`] (the `Bench` trait each implements, its one runner, the rounds of both
@@ -24,6 +26,7 @@ pub mod gateway;
 pub mod keys;
 pub mod learner;
 pub mod load;
+pub mod overload;
 pub mod stats;
 pub mod versus;
 pub mod workloads;

@@ -120,6 +120,9 @@ pub struct Settings {
     pub force_new_cluster: bool,
     /// `--auto-promote-learners` (oxcd's own): the leader promotes caught-up learners.
     pub auto_promote_learners: bool,
+    /// `--max-inflight-range-bytes` (oxcd's own): the bytes of multi-key Range answers
+    /// being read or sent at once (0: the server picks a quarter of its memory).
+    pub max_inflight_range_bytes: u64,
     /// `--enable-grpc-gateway`: etcd's JSON gateway at `/v3/` (and `/v3beta/`) on the
     /// client port.
     pub enable_grpc_gateway: bool,

@@ -107,7 +107,10 @@ fn store_range_long(c: &mut Criterion) {
                             usize::MAX,
                             threads,
                             || 0usize,
-                            |bytes: &mut usize, row| *bytes += row.len(),
+                            |bytes: &mut usize, row| {
+                                *bytes += row.len();
+                                true
+                            },
                         )
                         .expect("range");
                     assert_eq!(read.found, LONG_KEYS);

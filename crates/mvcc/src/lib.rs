@@ -39,6 +39,10 @@ pub enum MvccError {
     /// A stored row does not decode.
     #[error("mvcc: corrupt row at revision {0:?}: {1}")]
     Corrupt(Revision, String),
+    /// The reader of [`Store::range_encoded`] stopped the read (its visitor said no
+    /// more: e.g. the answer's memory bound ran out). Nothing is wrong with the store.
+    #[error("mvcc: the read was stopped by its reader")]
+    ReadStopped,
 }
 
 /// Result alias for MVCC operations.

@@ -881,6 +881,7 @@ impl Config {
             max_learners: self.get(key::MAX_LEARNERS).min(u64::from(u32::MAX)) as u32,
             force_new_cluster: self.get(key::FORCE_NEW_CLUSTER),
             auto_promote_learners: self.get(key::AUTO_PROMOTE_LEARNERS),
+            max_inflight_range_bytes: self.get(key::MAX_INFLIGHT_RANGE_BYTES),
             enable_grpc_gateway: self.get(key::ENABLE_GRPC_GATEWAY),
             discovery_srv: self.get(key::DISCOVERY_SRV).to_string(),
             discovery_srv_name: self.get(key::DISCOVERY_SRV_NAME).to_string(),

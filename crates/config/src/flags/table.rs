@@ -189,6 +189,10 @@ flags! {
     // oxcd's own: the leader promotes a learner once it has caught up
     // (membership/auto_promote.rs).
     AUTO_PROMOTE_LEARNERS = ("auto-promote-learners", "false", Bool, Supported),
+    // oxcd's own: the bytes of multi-key Range answers being read or sent at once; past
+    // it a range is refused with "etcdserver: too many requests" (0: a quarter of the
+    // member's memory; machine/range_budget.rs).
+    MAX_INFLIGHT_RANGE_BYTES = ("max-inflight-range-bytes", "0", Uint, Supported),
     // oxcd's own: the etcd release the member acts as, `3.6` or `3.5` (for a rolling
     // downgrade to 3.5 behaviour and back; domains/version/release.rs).
     EMULATED_VERSION = ("emulated-version", "3.6", Str, Supported),

@@ -472,6 +472,9 @@ impl Store {
     /// scoped ones), each over a consecutive share of at least [`ROWS_PER_THREAD`] rows,
     /// into its own part made by `part`; the parts come back in row order. Each share
     /// has its own read transaction, begun with the lookup (see [`IndexState`]).
+    ///
+    /// `visit` returning false stops the read: it then ends with
+    /// [`MvccError::ReadStopped`].
     pub fn range_encoded<P: Send>(
         &self,
         range: KeyRange<'_>,
@@ -479,7 +482,7 @@ impl Store {
         take: usize,
         threads: usize,
         part: impl Fn() -> P + Sync,
-        visit: impl Fn(&mut P, &[u8]) + Sync,
+        visit: impl Fn(&mut P, &[u8]) -> bool + Sync,
     ) -> Result<(EncodedRange, Vec<P>)> {
         let mut parts = Vec::new();
         let shares = |found: usize| match take.min(found) {
@@ -492,8 +495,10 @@ impl Store {
                 self.with_key_table_in(tx, |table| {
                     let mut p = part();
                     visit_rows(table, rows, &self.backend, |_, row| {
-                        visit(&mut p, row);
-                        Ok(())
+                        match visit(&mut p, row) {
+                            true => Ok(()),
+                            false => Err(MvccError::ReadStopped),
+                        }
                     })?;
                     Ok(p)
                 })

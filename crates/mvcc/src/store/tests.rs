@@ -327,6 +327,36 @@ fn history_chunks_hold_at_most_a_thousand_revisions() {
 }
 
 #[test]
+fn a_visitor_that_says_no_stops_the_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    let n = ROWS_PER_THREAD * 2 + 100;
+    let keys: Vec<String> = (0..n).map(|i| format!("k{i:06}")).collect();
+    let kvs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
+    put(&store, 1, &kvs);
+    for threads in [1, 2] {
+        let seen = std::sync::atomic::AtomicUsize::new(0);
+        let read = store.range_encoded(
+            KeyRange::new(b"k", b"l"),
+            RangeOptions::default(),
+            usize::MAX,
+            threads,
+            || (),
+            |_, _| seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 10,
+        );
+        assert!(
+            matches!(read, Err(MvccError::ReadStopped)),
+            "{threads} threads"
+        );
+        let seen = seen.into_inner();
+        assert!(
+            seen < n,
+            "the read stopped early ({seen} of {n} rows visited)"
+        );
+    }
+}
+
+#[test]
 fn a_long_range_read_in_shares_by_threads_is_the_rows_in_order() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(dir.path());
@@ -342,7 +372,10 @@ fn a_long_range_read_in_shares_by_threads_is_the_rows_in_order() {
                 take,
                 threads,
                 Vec::new,
-                |rows: &mut Vec<Vec<u8>>, row| rows.push(row.to_vec()),
+                |rows: &mut Vec<Vec<u8>>, row| {
+                    rows.push(row.to_vec());
+                    true
+                },
             )
             .expect("range")
     };
@@ -392,7 +425,10 @@ fn reads_racing_compactions_to_the_newest_revision_find_every_row() {
                             usize::MAX,
                             2,
                             Vec::new,
-                            |p: &mut Vec<usize>, row| p.push(row.len()),
+                            |p: &mut Vec<usize>, row| {
+                                p.push(row.len());
+                                true
+                            },
                         )
                         .expect("an encoded read never fails either");
                     assert_eq!((enc.found, parts.concat().len()), (8, 8));

@@ -124,6 +124,8 @@ pub fn mvcc_err(e: MvccError) -> EtcdError {
     match e {
         MvccError::Compacted => EtcdError::Compacted,
         MvccError::FutureRev => EtcdError::FutureRev,
+        // Only a range's memory bound stops a read.
+        MvccError::ReadStopped => EtcdError::TooManyRequests,
         MvccError::Storage(_) | MvccError::Corrupt(..) => {
             tracing::error!("mvcc read failed: {e}");
             EtcdError::Corrupt

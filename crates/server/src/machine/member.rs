@@ -18,6 +18,7 @@ use crate::domains::membership::reconfig::Reconfig;
 use crate::domains::membership::roster::Roster;
 use crate::domains::watch::WatchHub;
 use crate::edge::metrics::Metrics;
+use crate::machine::range_budget::RangeBudget;
 use crate::machine::reads::{Ids, Reads};
 use crate::machine::role::Role;
 use crate::machine::waiters::Waiters;
@@ -43,6 +44,8 @@ pub struct Limits {
     pub election_timeout: Duration,
     /// The `PriorityRequest` feature gate (etcd 3.7).
     pub priority_requests: bool,
+    /// The bound on Range answers in flight (`--max-inflight-range-bytes`, resolved).
+    pub max_inflight_range_bytes: usize,
 }
 
 /// Who this member is, for headers and member lists.
@@ -141,6 +144,7 @@ impl Member {
             state.store.clone(),
             raft.clone(),
             limits.request_timeout,
+            RangeBudget::new(limits.max_inflight_range_bytes),
         );
         let writes = Writes::new(
             reads.clone(),

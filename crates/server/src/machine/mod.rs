@@ -28,6 +28,7 @@ pub mod fatal;
 pub mod member;
 pub mod proposal;
 pub mod quota;
+pub mod range_budget;
 pub mod reads;
 pub mod role;
 pub mod vocabulary;

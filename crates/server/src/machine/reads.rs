@@ -7,7 +7,8 @@
 //! - After [`Reads::barrier`] returns Ok, this member has applied everything committed
 //!   when it was called (as confirmed by the leader): a read after it is linearizable.
 //! - At most as many multi-key ranges as the machine has cores are read on the blocking pool at once
-//!   ([`Reads::range_turn`]).
+//!   ([`Reads::range_turn`]), and their answers hold at most the [`RangeBudget`]'s bytes
+//!   together (one answer alone may pass it).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -20,6 +21,7 @@ use oxcd_raft::node::RaftHandle;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 
 use crate::machine::proposal::Headers;
+use crate::machine::range_budget::RangeBudget;
 
 /// A read on the blocking pool ended without an answer (its task panicked or was
 /// cancelled at shutdown).
@@ -60,6 +62,7 @@ pub struct Reads {
     applied: watch::Receiver<u64>,
     request_timeout: Duration,
     range_turns: Arc<Semaphore>,
+    range_budget: Arc<RangeBudget>,
 }
 
 /// Raft's refusal as the error a client sees.
@@ -73,8 +76,15 @@ pub(crate) fn raft_err(e: RaftError) -> EtcdError {
 
 impl Reads {
     /// Reads of `store` for the member `ids` names, its barrier through `raft`, a wait
-    /// for raft or the apply thread lasting at most `request_timeout`.
-    pub fn new(ids: Ids, store: Arc<Store>, raft: RaftHandle, request_timeout: Duration) -> Reads {
+    /// for raft or the apply thread lasting at most `request_timeout`, multi-key range
+    /// answers bound by `range_budget`.
+    pub fn new(
+        ids: Ids,
+        store: Arc<Store>,
+        raft: RaftHandle,
+        request_timeout: Duration,
+        range_budget: Arc<RangeBudget>,
+    ) -> Reads {
         Reads {
             ids,
             applied: store.applied_index(),
@@ -82,7 +92,13 @@ impl Reads {
             raft,
             request_timeout,
             range_turns: Arc::new(Semaphore::new(cores().max(2))),
+            range_budget,
         }
+    }
+
+    /// The bound on the bytes of multi-key range answers in flight.
+    pub fn range_budget(&self) -> &Arc<RangeBudget> {
+        &self.range_budget
     }
 
     /// The MVCC store, as applied here.

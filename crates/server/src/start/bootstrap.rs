@@ -321,6 +321,10 @@ pub fn start(
         quota: s.quota(),
         election_timeout: s.election_timeout,
         priority_requests: s.feature_gates.enabled("PriorityRequest"),
+        max_inflight_range_bytes: match s.max_inflight_range_bytes {
+            0 => crate::machine::range_budget::default_limit(),
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        },
     };
     let reconfig = Reconfig {
         strict: s.strict_reconfig_check,

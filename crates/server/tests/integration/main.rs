@@ -45,6 +45,7 @@ mod mvcc_metrics;
 mod pprof;
 mod quota;
 mod quota_parity;
+mod range_budget;
 mod range_stream;
 mod srv_discovery;
 mod tls;

@@ -6,6 +6,11 @@
 //! 150,000 values of 1 KB is one copy out of the backend with no key-value built. Every
 //! other KV method goes to the generated server.
 //!
+//! A multi-key range's answer is charged to the member's [`RangeBudget`] as its rows are
+//! read, and holds its charge until its body is dropped (sent, or the connection gone):
+//! a range that would pass the bound beside others is stopped and refused with etcd's
+//! "etcdserver: too many requests".
+//!
 //! Invariants: a [`RangeOut`]'s pieces carry exactly the bytes of the `RangeResponse` it
 //! stands for (fields in field order) after the gRPC prefix; the answer (rows, `more`, `count`, header
 //! revision, errors) is the one [`super::read::range`] gives for the same request.
@@ -26,6 +31,7 @@ use super::read as range;
 use crate::domains::kv::KvHandles;
 use crate::domains::kv::validate;
 use crate::machine::applier::ApplyError;
+use crate::machine::range_budget::{Charge, RangeBudget};
 use oxcd_auth::Access;
 
 /// etcd's path of KV.Range.
@@ -44,6 +50,8 @@ pub struct RangeOut {
     /// Rows already encoded as `kvs` fields, sent after `resp.kvs`, in pieces sent in
     /// order.
     pub encoded: Vec<Vec<u8>>,
+    /// The answer's share of the member's range budget, held until it is sent.
+    pub charge: Option<Charge>,
 }
 
 impl From<RangeResponse> for RangeOut {
@@ -51,8 +59,15 @@ impl From<RangeResponse> for RangeOut {
         RangeOut {
             resp,
             encoded: Vec::new(),
+            charge: None,
         }
     }
+}
+
+/// A successful answer as it is sent: the pieces of its gRPC message, and its charge.
+pub(crate) struct Frames {
+    pub pieces: Vec<Bytes>,
+    pub charge: Option<Charge>,
 }
 
 impl RangeOut {
@@ -80,7 +95,7 @@ impl RangeOut {
 
     /// The answer as one gRPC message in pieces (length prefix and head, the stored
     /// rows' pieces as they are, tail): the rows are not copied again.
-    pub(crate) fn into_frames(self) -> Result<Vec<Bytes>, Status> {
+    pub(crate) fn into_frames(self) -> Result<Frames, Status> {
         let mut head = BytesMut::new();
         head.put_bytes(0, GRPC_PREFIX);
         self.encode_head(&mut head);
@@ -99,7 +114,10 @@ impl RangeOut {
         frames.push(head.freeze());
         frames.extend(self.encoded.into_iter().map(Bytes::from));
         frames.push(tail.freeze());
-        Ok(frames)
+        Ok(Frames {
+            pieces: frames,
+            charge: self.charge,
+        })
     }
 }
 
@@ -110,8 +128,13 @@ fn plain(r: &RangeRequest) -> bool {
     key_order && !r.keys_only && !r.count_only && !range::revision_filtered(r)
 }
 
-/// A plain range with the rows as stored.
-fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
+/// A plain range with the rows as stored, each row charged to `charge` (if any) as it
+/// is read.
+fn encoded(
+    store: &Store,
+    r: &RangeRequest,
+    charge: Option<Charge>,
+) -> Result<RangeOut, ApplyError> {
     let take = if r.limit > 0 {
         r.limit as usize
     } else {
@@ -123,18 +146,27 @@ fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
         rev: r.revision,
         count_only: false,
     };
-    let (read, rows) = store.range_encoded(
-        KeyRange::new(&r.key, &r.range_end),
-        opts,
-        take,
-        crate::machine::reads::cores(),
-        Vec::new,
-        |rows: &mut Vec<u8>, row| {
-            encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, rows);
-            encoding::encode_varint(row.len() as u64, rows);
-            rows.extend_from_slice(row);
-        },
-    )?;
+    let (read, parts) = store
+        .range_encoded(
+            KeyRange::new(&r.key, &r.range_end),
+            opts,
+            take,
+            crate::machine::reads::cores(),
+            Pieces::default,
+            |pieces: &mut Pieces, row| {
+                // The field's key (1 byte) and the row's length (at most 10).
+                let mut field = [0u8; 11];
+                let mut rest = &mut field[..];
+                encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, &mut rest);
+                encoding::encode_varint(row.len() as u64, &mut rest);
+                let used = 11 - rest.len();
+                pieces.put(&field[..used], charge.as_ref()) && pieces.put(row, charge.as_ref())
+            },
+        )
+        .map_err(|e| match e {
+            oxcd_mvcc::MvccError::ReadStopped => ApplyError::Request(EtcdError::TooManyRequests),
+            e => ApplyError::from(e),
+        })?;
     Ok(RangeOut {
         resp: RangeResponse {
             header: Some(ResponseHeader {
@@ -145,8 +177,60 @@ fn encoded(store: &Store, r: &RangeRequest) -> Result<RangeOut, ApplyError> {
             more: read.found > take,
             count: read.count as i64,
         },
-        encoded: rows,
+        encoded: parts.into_iter().flat_map(|p| p.list).collect(),
+        charge,
     })
+}
+
+/// The first piece of a share's rows grows as a vector does, up to this size.
+const FIRST_PIECE: usize = 64 << 10;
+/// Every later piece has exactly this capacity, filled to the end (rows span pieces).
+const PIECE: usize = 1 << 20;
+
+/// One share of an answer's encoded rows, in pieces that are never reallocated: after a
+/// small first piece, each piece is made at its full size and charged for it, so the
+/// bytes held are the bytes charged (no doubling vector holds twice its rows, nothing
+/// is copied to grow).
+#[derive(Default)]
+struct Pieces {
+    list: Vec<Vec<u8>>,
+}
+
+impl Pieces {
+    /// Appends `data`; false if a new piece was refused by `charge`.
+    fn put(&mut self, mut data: &[u8], charge: Option<&Charge>) -> bool {
+        if self.list.len() <= 1 {
+            if self.list.is_empty() {
+                self.list.push(Vec::new());
+            }
+            let first = &mut self.list[0];
+            if first.len() + data.len() <= FIRST_PIECE && first.capacity() <= FIRST_PIECE {
+                first.extend_from_slice(data);
+                return true;
+            }
+        }
+        while !data.is_empty() {
+            let room = match self.list.last() {
+                Some(last) if self.list.len() > 1 => last.capacity() - last.len(),
+                _ => 0,
+            };
+            if room == 0 {
+                if let Some(c) = charge
+                    && !c.add(PIECE)
+                {
+                    return false;
+                }
+                self.list.push(Vec::with_capacity(PIECE));
+                continue;
+            }
+            let n = room.min(data.len());
+            if let Some(last) = self.list.last_mut() {
+                last.extend_from_slice(&data[..n]);
+            }
+            data = &data[n..];
+        }
+        true
+    }
 }
 
 /// Answers a range request: validated, behind the read barrier unless serializable;
@@ -176,8 +260,9 @@ pub(crate) async fn answer(
         read(kv.reads.store(), &r, as_stored)
     } else {
         let _turn = kv.reads.range_turn().await?;
+        let budget = kv.reads.range_budget().clone();
         kv.reads
-            .blocking(move |store| read(store, &r, as_stored))
+            .blocking(move |store| read_bounded(store, &r, as_stored, &budget))
             .await?
     };
     kv.metrics.range.observe(read.is_ok(), started.elapsed());
@@ -194,13 +279,34 @@ pub(crate) async fn answer(
     Ok(out)
 }
 
-/// Reads a range from `store`, the stored rows as they are when `as_stored` allows.
+/// Reads a single key from `store`, the stored row as it is when `as_stored` allows
+/// (not charged: one key is at most a request's size).
 fn read(store: &Store, r: &RangeRequest, as_stored: bool) -> Result<RangeOut, ApplyError> {
     if as_stored && plain(r) {
-        encoded(store, r)
+        encoded(store, r, None)
     } else {
         range::range(store, r).map(RangeOut::from)
     }
+}
+
+/// Reads a range of keys from `store` within `budget`: the stored rows are charged as
+/// they are read; a decoded answer is charged its encoded size once built.
+fn read_bounded(
+    store: &Store,
+    r: &RangeRequest,
+    as_stored: bool,
+    budget: &std::sync::Arc<RangeBudget>,
+) -> Result<RangeOut, ApplyError> {
+    if as_stored && plain(r) {
+        return encoded(store, r, Some(budget.charge()));
+    }
+    let mut out = RangeOut::from(range::range(store, r)?);
+    let charge = budget.charge();
+    if !charge.add(prost::Message::encoded_len(&out.resp)) {
+        return Err(ApplyError::Request(EtcdError::TooManyRequests));
+    }
+    out.charge = Some(charge);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -212,7 +318,11 @@ mod tests {
     /// The message the hand-built body carries, its uncompressed prefix checked.
     fn sent(out: RangeOut) -> Vec<u8> {
         let frames = out.into_frames().expect("small answer");
-        let bytes: Vec<u8> = frames.iter().flat_map(|b| b.iter().copied()).collect();
+        let bytes: Vec<u8> = frames
+            .pieces
+            .iter()
+            .flat_map(|b| b.iter().copied())
+            .collect();
         assert_eq!(bytes[0], 0);
         let len = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
         assert_eq!(len, bytes.len() - GRPC_PREFIX);
@@ -228,6 +338,39 @@ mod tests {
             version: 1,
             lease: 0,
         }
+    }
+
+    #[test]
+    fn pieces_hold_the_rows_in_order_in_fixed_pieces_each_charged() {
+        let budget = RangeBudget::new(usize::MAX);
+        let charge = budget.charge();
+        let mut pieces = Pieces::default();
+        let mut all = Vec::new();
+        for (i, size) in [10, 3_000, 70_000, 5, PIECE + 17, 200, 2 * PIECE]
+            .into_iter()
+            .enumerate()
+        {
+            let row = vec![i as u8; size];
+            assert!(pieces.put(&row, Some(&charge)));
+            all.extend_from_slice(&row);
+        }
+        assert_eq!(pieces.list.concat(), all, "the bytes in order");
+        assert!(pieces.list[0].len() <= FIRST_PIECE);
+        for p in &pieces.list[1..] {
+            assert_eq!(p.capacity(), PIECE, "never grown");
+        }
+        let full: Vec<_> = pieces.list[1..pieces.list.len() - 1].to_vec();
+        assert!(full.iter().all(|p| p.len() == PIECE), "filled to the end");
+        let fixed = pieces.list.len() - 1;
+        assert_eq!(
+            charge.bytes(),
+            fixed * PIECE - crate::machine::range_budget::FREE_BYTES
+        );
+        // A small answer stays in its first piece, uncharged.
+        let small = budget.charge();
+        let mut one = Pieces::default();
+        assert!(one.put(b"row", Some(&small)));
+        assert_eq!((one.list.len(), small.bytes()), (1, 0));
     }
 
     #[test]
@@ -261,6 +404,7 @@ mod tests {
                 ..plain.clone()
             },
             encoded: rows,
+            charge: None,
         };
         assert_eq!(sent(out), plain.encode_to_vec());
         let general = RangeOut::from(plain.clone());

@@ -16,9 +16,10 @@ use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 use tonic_prost::ProstCodec;
 
-use super::range::{RangeOut, answer};
+use super::range::{Frames, RangeOut, answer};
 use super::service::KvService;
 use crate::domains::kv::KvHandles;
+use crate::machine::range_budget::Charge;
 
 /// The Range method's path.
 const RANGE_PATH: &str = "/etcdserverpb.KV/Range";
@@ -121,18 +122,25 @@ impl UnaryService<RangeRequest> for Ranges {
 }
 
 /// A successful Range answer's body: its pieces, then the `grpc-status: 0` trailers.
+/// It holds the answer's charge on the range budget until it is dropped.
 struct RangeBody {
     data: VecDeque<Bytes>,
     trailers: Option<http::HeaderMap>,
+    _charge: Option<Charge>,
 }
 
 impl RangeBody {
-    fn new(frames: Vec<Bytes>) -> RangeBody {
+    fn new(frames: Frames) -> RangeBody {
         let mut trailers = http::HeaderMap::new();
         trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
         RangeBody {
-            data: frames.into_iter().filter(|b| !b.is_empty()).collect(),
+            data: frames
+                .pieces
+                .into_iter()
+                .filter(|b| !b.is_empty())
+                .collect(),
             trailers: Some(trailers),
+            _charge: frames.charge,
         }
     }
 }

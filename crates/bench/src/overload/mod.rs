@@ -1,0 +1,386 @@
+//! `oxcd-bench overload`: a storm of large ranges against one member, on etcd and on
+//! oxcd with the same settings and disk, one system after the other (issue 36's
+//! overload row).
+//!
+//! Per system, a 3-member cluster:
+//! 1. `--mib` MiB of values (`--value-kib` each) under `big/`;
+//! 2. a calm window of `--secs`: one writer putting 100-byte values at 100/s and one
+//!    lease client granting and revoking at 10/s, both on the leader, timed;
+//! 3. the storm, as long: the same writer and lease client, and `--rangers` clients each
+//!    ranging over all of `big/` on the leader again and again (a refused range is
+//!    retried after 50 ms, as a client backing off would). The leader's peak RSS is reset
+//!    before (`/proc/<pid>/clear_refs`) and read after (VmHWM); the leader's term before
+//!    and after tells whether an election happened. oxcd runs with
+//!    `--max-inflight-range-bytes` of `--oxcd-bound-mib`; etcd has no such bound.
+
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use oxcd_api::etcdserverpb::kv_client::KvClient;
+use oxcd_api::etcdserverpb::lease_client::LeaseClient;
+use oxcd_api::etcdserverpb::{LeaseGrantRequest, LeaseRevokeRequest, PutRequest, RangeRequest};
+use serde::Serialize;
+use tonic::transport::Channel;
+
+use crate::cluster::{Cluster, Settings};
+use crate::stats::{Report, Samples};
+use crate::versus::{self, Bench, Measured, Round};
+
+#[derive(Debug, Clone, Args)]
+pub struct OverloadArgs {
+    #[command(flatten)]
+    pub versus: versus::Flags,
+    /// MiB of values loaded under `big/`: each range of the storm reads all of it.
+    #[arg(long, default_value_t = 128)]
+    pub mib: u64,
+    /// KiB per value under `big/`.
+    #[arg(long, default_value_t = 256)]
+    pub value_kib: u64,
+    /// Clients ranging over `big/` at once during the storm.
+    #[arg(long, default_value_t = 16)]
+    pub rangers: usize,
+    /// Seconds of the calm window and of the storm each.
+    #[arg(long, default_value_t = 30)]
+    pub secs: u64,
+    /// oxcd's `--max-inflight-range-bytes`, in MiB.
+    #[arg(long, default_value_t = 512)]
+    pub oxcd_bound_mib: u64,
+}
+
+/// The background requests' figures in one window.
+#[derive(Debug, Clone, Serialize)]
+pub struct Window {
+    pub puts: Report,
+    /// Lease grant and revoke, each timed.
+    pub leases: Report,
+}
+
+/// The storm's ranges.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ranges {
+    pub ok: u64,
+    /// Refused with "etcdserver: too many requests".
+    pub refused: u64,
+    /// Failed otherwise, by message.
+    pub errors: BTreeMap<String, u64>,
+    /// MiB of values received.
+    pub mib_served: f64,
+    pub latency: Report,
+}
+
+/// Everything measured on one system in one round.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub system: String,
+    pub load_secs: f64,
+    pub calm: Window,
+    pub storm: Window,
+    pub ranges: Ranges,
+    /// The leader's peak RSS during the storm, MiB.
+    pub peak_rss_mib: f64,
+    /// The leader's RSS before the storm, MiB.
+    pub rss_before_mib: f64,
+    pub term_before: u64,
+    pub term_after: u64,
+    /// Whether the member ranged over was still running after the storm.
+    pub survived: bool,
+}
+
+impl Measured for Outcome {
+    fn system(&self) -> &str {
+        &self.system
+    }
+}
+
+impl Bench for OverloadArgs {
+    const NAME: &'static str = "overload";
+    type Outcome = Outcome;
+
+    fn flags(&self) -> &versus::Flags {
+        &self.versus
+    }
+
+    async fn measure(&self, system: &str, binary: &Path, dir: &Path) -> Result<Outcome, String> {
+        measure(system, binary, dir, self).await
+    }
+
+    fn markdown(
+        &self,
+        date: &str,
+        versions: &[(String, String, String)],
+        rounds: &[Round<Outcome>],
+    ) -> String {
+        report::markdown(date, self, versions, rounds)
+    }
+}
+
+fn settings() -> Settings {
+    Settings {
+        heartbeat_ms: 100,
+        election_ms: 1000,
+        snapshot_count: 100_000,
+        quota_bytes: 8 << 30,
+        tls: None,
+    }
+}
+
+fn rss_mib(pid: u32, field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+async fn channel(url: &str) -> Result<Channel, String> {
+    Channel::from_shared(url.to_string())
+        .map_err(|e| e.to_string())?
+        .connect()
+        .await
+        .map_err(|e| format!("{url}: {e}"))
+}
+
+fn kv(ch: Channel) -> KvClient<Channel> {
+    KvClient::new(ch)
+        .max_decoding_message_size(usize::MAX)
+        .max_encoding_message_size(usize::MAX)
+}
+
+/// Puts of `value_kib` KiB under `big/`, 8 at a time.
+async fn load(c: &KvClient<Channel>, a: &OverloadArgs) -> Result<(), String> {
+    let per = a.value_kib * 1024;
+    let n = (a.mib * 1024 * 1024 / per).max(1);
+    let value = vec![b'v'; per as usize];
+    let mut tasks = Vec::new();
+    for w in 0..8u64 {
+        let (mut c, value) = (c.clone(), value.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut i = w;
+            while i < n {
+                c.put(PutRequest {
+                    key: format!("big/{i:09}").into_bytes(),
+                    value: value.clone(),
+                    ..PutRequest::default()
+                })
+                .await
+                .map_err(|e| format!("put: {}", e.message()))?;
+                i += 8;
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    Ok(())
+}
+
+/// Runs `step` every `every` until `stop`, timing each; failures by message.
+async fn paced<F, Fut>(every: Duration, stop: Arc<AtomicBool>, mut step: F) -> Samples
+where
+    F: FnMut(u64) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let mut s = Samples::default();
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        tick.tick().await;
+        let t = Instant::now();
+        match step(n).await {
+            Ok(()) => s.latencies.push(t.elapsed()),
+            Err(e) => *s.errors.entry(e).or_default() += 1,
+        }
+        n += 1;
+    }
+    s.elapsed = started.elapsed();
+    s
+}
+
+/// The writer and the lease client for `secs`, and `storm` meanwhile.
+async fn window<T>(
+    ch: &Channel,
+    secs: u64,
+    storm: impl Future<Output = T>,
+) -> Result<(Window, T), String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let puts = {
+        let (c, stop) = (kv(ch.clone()), stop.clone());
+        tokio::spawn(async move {
+            paced(Duration::from_millis(10), stop, |n| {
+                let mut c = c.clone();
+                async move {
+                    c.put(PutRequest {
+                        key: format!("small/{}", n % 1000).into_bytes(),
+                        value: vec![b's'; 100],
+                        ..PutRequest::default()
+                    })
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.message().to_string())
+                }
+            })
+            .await
+        })
+    };
+    let leases = {
+        let (c, stop) = (LeaseClient::new(ch.clone()), stop.clone());
+        tokio::spawn(async move {
+            paced(Duration::from_millis(100), stop, |_| {
+                let mut c = c.clone();
+                async move {
+                    let id = c
+                        .lease_grant(LeaseGrantRequest { ttl: 60, id: 0 })
+                        .await
+                        .map_err(|e| e.message().to_string())?
+                        .into_inner()
+                        .id;
+                    c.lease_revoke(LeaseRevokeRequest { id })
+                        .await
+                        .map(drop)
+                        .map_err(|e| e.message().to_string())
+                }
+            })
+            .await
+        })
+    };
+    let (out, ()) = tokio::join!(storm, tokio::time::sleep(Duration::from_secs(secs)));
+    stop.store(true, Ordering::Relaxed);
+    let puts = puts.await.map_err(|e| e.to_string())?;
+    let leases = leases.await.map_err(|e| e.to_string())?;
+    Ok((
+        Window {
+            puts: Report::new("put", puts),
+            leases: Report::new("lease grant+revoke", leases),
+        },
+        out,
+    ))
+}
+
+/// `rangers` clients ranging over `big/` until `deadline`.
+async fn storm(url: &str, rangers: usize, deadline: Instant) -> Result<Ranges, String> {
+    const REFUSED: &str = "etcdserver: too many requests";
+    let mut tasks = Vec::new();
+    for _ in 0..rangers {
+        // A connection each, as separate clients (LIST callers) would have.
+        let c = kv(channel(url).await?);
+        tasks.push(tokio::spawn(async move {
+            let mut s = Samples::default();
+            let mut bytes = 0u64;
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                let r = c
+                    .clone()
+                    .range(RangeRequest {
+                        key: b"big/".to_vec(),
+                        range_end: b"big0".to_vec(),
+                        ..RangeRequest::default()
+                    })
+                    .await;
+                match r {
+                    Ok(r) => {
+                        s.latencies.push(t.elapsed());
+                        let r = r.into_inner();
+                        bytes += r.kvs.iter().map(|kv| kv.value.len() as u64).sum::<u64>();
+                    }
+                    Err(e) => {
+                        *s.errors.entry(e.message().to_string()).or_default() += 1;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+            (s, bytes)
+        }));
+    }
+    let started = Instant::now();
+    let mut all = Samples::default();
+    let mut bytes = 0;
+    for t in tasks {
+        let (s, b) = t.await.map_err(|e| e.to_string())?;
+        all.merge(s);
+        bytes += b;
+    }
+    all.elapsed = started.elapsed();
+    let refused = all.errors.remove(REFUSED).unwrap_or(0);
+    let errors = all.errors.clone();
+    let latency = Report::new("range", all);
+    Ok(Ranges {
+        ok: latency.ok,
+        refused,
+        errors,
+        mib_served: bytes as f64 / (1024.0 * 1024.0),
+        latency,
+    })
+}
+
+async fn measure(
+    name: &str,
+    binary: &Path,
+    dir: &Path,
+    a: &OverloadArgs,
+) -> Result<Outcome, String> {
+    let extra = match name {
+        "oxcd" => vec![format!(
+            "--max-inflight-range-bytes={}",
+            a.oxcd_bound_mib << 20
+        )],
+        _ => Vec::new(),
+    };
+    let cluster = Cluster::start_members_with(binary, dir, &settings(), 3, &extra)?;
+    cluster.wait_ready(Duration::from_secs(30)).await?;
+    let (leader, _, term_before) = cluster.leader().await?;
+    let member = &cluster.members[leader];
+    let pid = member.pid().ok_or("the leader is not running")?;
+    let url = member.client_url.clone();
+    let ch = channel(&url).await?;
+    let started = Instant::now();
+    load(&kv(ch.clone()), a).await?;
+    let load_secs = started.elapsed().as_secs_f64();
+    eprintln!("   loaded {} MiB in {load_secs:.1} s", a.mib);
+    let (calm, ()) = window(&ch, a.secs, async {}).await?;
+    eprintln!(
+        "   calm: put p99 {:.2} ms, lease p99 {:.2} ms",
+        calm.puts.latency_ms.p99, calm.leases.latency_ms.p99
+    );
+    let rss_before_mib = rss_mib(pid, "VmRSS:").unwrap_or(0.0);
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+    let deadline = Instant::now() + Duration::from_secs(a.secs);
+    let (storm_window, ranges) = window(&ch, a.secs, storm(&url, a.rangers, deadline)).await?;
+    let ranges = ranges?;
+    let peak_rss_mib = rss_mib(pid, "VmHWM:").unwrap_or(0.0);
+    let survived = rss_mib(pid, "VmRSS:").is_some();
+    let term_after = match cluster.leader().await {
+        Ok((_, _, t)) => t,
+        Err(_) => 0,
+    };
+    eprintln!(
+        "   storm: ranges {} ok, {} refused, {:?}; put p99 {:.2} ms (max {:.1}); lease p99 \
+         {:.2} ms; peak RSS {peak_rss_mib:.0} MiB; term {term_before} -> {term_after}",
+        ranges.ok,
+        ranges.refused,
+        ranges.errors,
+        storm_window.puts.latency_ms.p99,
+        storm_window.puts.latency_ms.max,
+        storm_window.leases.latency_ms.p99,
+    );
+    drop(cluster);
+    Ok(Outcome {
+        system: name.to_string(),
+        load_secs,
+        calm,
+        storm: storm_window,
+        ranges,
+        peak_rss_mib,
+        rss_before_mib,
+        term_before,
+        term_after,
+        survived,
+    })
+}
