@@ -35,5 +35,6 @@ pub mod reference;
 pub mod rng;
 pub mod scenario;
 pub mod small_disk;
+pub mod storm;
 pub mod watches;
 pub mod workload;

@@ -39,8 +39,16 @@ pub struct Undo {
 
 impl Default for Model {
     fn default() -> Model {
+        Model::at(1)
+    }
+}
+
+impl Model {
+    /// The store at revision `rev` with nothing the history touches: what was written
+    /// before the history began (at or below `rev`) lies outside its keys.
+    pub fn at(rev: i64) -> Model {
         Model {
-            rev: 1,
+            rev: rev.max(1),
             kvs: BTreeMap::new(),
             leases: BTreeMap::new(),
             fp: 0,

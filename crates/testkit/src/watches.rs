@@ -67,6 +67,9 @@ pub struct Ending {
     pub finals: Vec<Vec<(String, String, i64)>>,
     /// A watch from revision 1 after the run; None if revision 1 was compacted.
     pub reference: Option<Vec<Event>>,
+    /// The revision the store was at when the checked history began (0 or 1: empty);
+    /// the revisions up to it were written outside the watched prefix.
+    pub base_rev: i64,
 }
 
 fn text(b: &[u8]) -> String {

@@ -189,3 +189,16 @@ async fn mixed_leader() {
     let r = run("mixed-leader", 20).await;
     assert!(r.hashes.as_ref().is_some_and(|h| h.is_ok()));
 }
+
+/// Load the members cannot serve at once beside the checked clients (issue 36): ranges
+/// over 3 MiB on every member with a 1 MiB range bound, refused with "too many
+/// requests", and bursts of new connections, the leader killed or paused meanwhile.
+/// Linearizable and watches complete: shedding load lost and reordered nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload() {
+    let r = run("overload", 23).await;
+    let storm = r.storm.expect("the storm ran");
+    eprintln!("overload: storm {storm:?}");
+    assert!(storm.served > 0, "no range was served: {storm:?}");
+    assert!(storm.refused > 0, "no range was refused: {storm:?}");
+}

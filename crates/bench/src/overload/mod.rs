@@ -6,9 +6,19 @@
 //! 1. `--mib` MiB of values (`--value-kib` each) under `big/`;
 //! 2. a calm window of `--secs`: one writer putting 100-byte values at 100/s and one
 //!    lease client granting and revoking at 10/s, both on the leader, timed;
-//! 3. the storm, as long: the same writer and lease client, and `--rangers` clients each
-//!    ranging over all of `big/` on the leader again and again (a refused range is
-//!    retried after 50 ms, as a client backing off would). The leader's peak RSS is reset
+//! 3. the storm, as long: the same writer and lease client, and on the leader
+//!    - `--rangers` clients each ranging over all of `big/` again and again (a refused
+//!      range is retried after 50 ms, as a client backing off would);
+//!    - `--slow-watchers` watch streams on `slow/`, 100 per connection, with 64 KiB
+//!      HTTP/2 windows, that read nothing after their first answer, and a second writer
+//!      putting 300-byte values under `slow/` at 100/s once they are open, so every event
+//!      for them must wait in the member (over 256 bytes: a Rust h2 client that holds
+//!      many smaller DATA frames unread takes them for a flood and closes its
+//!      connection);
+//!    - `--idle-conns` new connections opened at once, each sending the HTTP/2 preface
+//!      and then nothing, held to the end.
+//!
+//!    The leader's peak RSS is reset
 //!    before (`/proc/<pid>/clear_refs`) and read after (VmHWM); the leader's term before
 //!    and after tells whether an election happened. oxcd runs with
 //!    `--max-inflight-range-bytes` of `--oxcd-bound-mib`; etcd has no such bound.
@@ -51,6 +61,12 @@ pub struct OverloadArgs {
     /// oxcd's `--max-inflight-range-bytes`, in MiB.
     #[arg(long, default_value_t = 512)]
     pub oxcd_bound_mib: u64,
+    /// Watch streams that stop reading, during the storm.
+    #[arg(long, default_value_t = 2000)]
+    pub slow_watchers: usize,
+    /// Connections opened at the storm's start and left idle.
+    #[arg(long, default_value_t = 2000)]
+    pub idle_conns: usize,
 }
 
 /// The background requests' figures in one window.
@@ -82,6 +98,10 @@ pub struct Outcome {
     pub calm: Window,
     pub storm: Window,
     pub ranges: Ranges,
+    /// Slow watch streams opened (created answered).
+    pub slow_watchers: usize,
+    /// Idle connections opened.
+    pub idle_conns: usize,
     /// The leader's peak RSS during the storm, MiB.
     pub peak_rss_mib: f64,
     /// The leader's RSS before the storm, MiB.
@@ -264,6 +284,77 @@ async fn window<T>(
     ))
 }
 
+/// Watch streams on `slow/` that read their created answer and then nothing: 100 per
+/// connection, 64 KiB windows. Returns what must be held open (the streams and their
+/// request senders) and how many opened.
+async fn slow_watchers(url: &str, n: usize) -> Result<(Vec<Box<dyn Send>>, usize), String> {
+    use oxcd_api::etcdserverpb::watch_request::RequestUnion;
+    use oxcd_api::etcdserverpb::{WatchCreateRequest, WatchRequest, WatchResponse};
+    use tonic::codegen::http::uri::PathAndQuery;
+    let mut held: Vec<Box<dyn Send>> = Vec::new();
+    let mut opened = 0;
+    let per_conn = 100;
+    for c in 0..n.div_ceil(per_conn) {
+        let ch = Channel::from_shared(url.to_string())
+            .map_err(|e| e.to_string())?
+            .initial_stream_window_size(65_535)
+            .initial_connection_window_size(65_535)
+            .connect()
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        for _ in 0..per_conn.min(n - c * per_conn) {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let create = WatchRequest {
+                request_union: Some(RequestUnion::CreateRequest(WatchCreateRequest {
+                    key: b"slow/".to_vec(),
+                    range_end: b"slow0".to_vec(),
+                    ..WatchCreateRequest::default()
+                })),
+            };
+            tx.send(create).await.map_err(|_| "watch stream closed")?;
+            let mut grpc = tonic::client::Grpc::new(ch.clone());
+            grpc.ready().await.map_err(|e| format!("watch: {e}"))?;
+            let resp = grpc
+                .streaming(
+                    tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
+                    PathAndQuery::from_static("/etcdserverpb.Watch/Watch"),
+                    tonic_prost::ProstCodec::<WatchRequest, WatchResponse>::default(),
+                )
+                .await
+                .map_err(|e| format!("watch: {e:?}"))?;
+            let mut stream = resp.into_inner();
+            stream
+                .message()
+                .await
+                .map_err(|e| format!("watch: {e:?}"))?;
+            held.push(Box::new((tx, stream)));
+            opened += 1;
+        }
+        held.push(Box::new(ch));
+    }
+    Ok((held, opened))
+}
+
+/// `n` connections, each sent the HTTP/2 client preface and an empty SETTINGS frame,
+/// then nothing. Returns the sockets (held open by the caller).
+async fn idle_conns(url: &str, n: usize) -> Result<Vec<tokio::net::TcpStream>, String> {
+    use tokio::io::AsyncWriteExt;
+    let addr = url.trim_start_matches("http://").to_string();
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut s = tokio::net::TcpStream::connect(&addr)
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+        s.write_all(&hello)
+            .await
+            .map_err(|e| format!("preface: {e}"))?;
+        out.push(s);
+    }
+    Ok(out)
+}
+
 /// `rangers` clients ranging over `big/` until `deadline`.
 async fn storm(url: &str, rangers: usize, deadline: Instant) -> Result<Ranges, String> {
     const REFUSED: &str = "etcdserver: too many requests";
@@ -352,8 +443,34 @@ async fn measure(
     let rss_before_mib = rss_mib(pid, "VmRSS:").unwrap_or(0.0);
     let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
     let deadline = Instant::now() + Duration::from_secs(a.secs);
-    let (storm_window, ranges) = window(&ch, a.secs, storm(&url, a.rangers, deadline)).await?;
+    let all = async {
+        let (watchers, conns) = tokio::join!(
+            slow_watchers(&url, a.slow_watchers),
+            idle_conns(&url, a.idle_conns)
+        );
+        let feeder = async {
+            let c = kv(ch.clone());
+            let mut n = 0u64;
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            while Instant::now() < deadline {
+                tick.tick().await;
+                let put = PutRequest {
+                    key: format!("slow/{}", n % 100).into_bytes(),
+                    value: vec![b'w'; 300],
+                    ..PutRequest::default()
+                };
+                let _ = c.clone().put(put).await;
+                n += 1;
+            }
+        };
+        let (ranges, ()) = tokio::join!(storm(&url, a.rangers, deadline), feeder);
+        (watchers, conns, ranges)
+    };
+    let (storm_window, (watchers, conns, ranges)) = window(&ch, a.secs, all).await?;
     let ranges = ranges?;
+    let (held, slow_watchers) = watchers?;
+    let conns = conns?;
+    let idle_conns = conns.len();
     let peak_rss_mib = rss_mib(pid, "VmHWM:").unwrap_or(0.0);
     let survived = rss_mib(pid, "VmRSS:").is_some();
     let term_after = match cluster.leader().await {
@@ -362,7 +479,8 @@ async fn measure(
     };
     eprintln!(
         "   storm: ranges {} ok, {} refused, {:?}; put p99 {:.2} ms (max {:.1}); lease p99 \
-         {:.2} ms; peak RSS {peak_rss_mib:.0} MiB; term {term_before} -> {term_after}",
+         {:.2} ms; peak RSS {peak_rss_mib:.0} MiB; term {term_before} -> {term_after}; \
+         {slow_watchers} slow watchers, {idle_conns} idle connections",
         ranges.ok,
         ranges.refused,
         ranges.errors,
@@ -370,6 +488,7 @@ async fn measure(
         storm_window.puts.latency_ms.max,
         storm_window.leases.latency_ms.p99,
     );
+    drop((held, conns));
     drop(cluster);
     Ok(Outcome {
         system: name.to_string(),
@@ -377,6 +496,8 @@ async fn measure(
         calm,
         storm: storm_window,
         ranges,
+        slow_watchers,
+        idle_conns,
         peak_rss_mib,
         rss_before_mib,
         term_before,

@@ -8,7 +8,7 @@ use super::{Outcome, OverloadArgs};
 use crate::versus::Round;
 use crate::versus::table::{Compared, Num, Text, binaries, cores, round_table, rounds_table};
 
-const NUMBERS: [Num<Outcome>; 15] = [
+const NUMBERS: [Num<Outcome>; 17] = [
     (
         "leader's peak RSS in the storm, MiB",
         |o| Some(o.peak_rss_mib),
@@ -89,6 +89,18 @@ const NUMBERS: [Num<Outcome>; 15] = [
         false,
     ),
     (
+        "slow watchers open",
+        |o| Some(o.slow_watchers as f64),
+        0,
+        false,
+    ),
+    (
+        "idle connections open",
+        |o| Some(o.idle_conns as f64),
+        0,
+        false,
+    ),
+    (
         "elections in the storm (term after - before)",
         |o| Some(o.term_after.saturating_sub(o.term_before) as f64),
         0,
@@ -134,13 +146,16 @@ pub fn markdown(
          values under `big/`. On the leader: a calm window of {} s (one writer, 100-byte puts \
          at 100/s; one client granting and revoking a lease at 10/s), then as long with {} \
          clients each ranging over all of `big/` again and again (a refused range retried \
-         after 50 ms). oxcd runs with `--max-inflight-range-bytes` = {} MiB; etcd has no \
+         after 50 ms), {} watch streams that stop reading (64 KiB windows) on keys a \
+         second writer puts 300-byte values to at 100/s, and {} new connections left idle after the HTTP/2 preface. oxcd runs with `--max-inflight-range-bytes` = {} MiB; etcd has no \
          such bound.\n",
         cores(),
         a.mib,
         a.value_kib,
         a.secs,
         a.rangers,
+        a.slow_watchers,
+        a.idle_conns,
         a.oxcd_bound_mib,
     );
     binaries(&mut md, versions);

@@ -1,4 +1,6 @@
-//! `check-history <history.json>`: runs the checker on a recorded history.
+//! `check-history <history.json> [base-revision]`: runs the checker on a recorded
+//! history (begun on a store at `base-revision`, 1 by default: the `overload`
+//! scenario's history begins after the revision its storm's values took).
 
 use std::process::ExitCode;
 
@@ -7,7 +9,7 @@ use oxcd_testkit::history::Operation;
 
 fn main() -> ExitCode {
     let Some(path) = std::env::args().nth(1) else {
-        eprintln!("usage: check-history <history.json>");
+        eprintln!("usage: check-history <history.json> [base-revision]");
         return ExitCode::from(2);
     };
     let history: Vec<Operation> = match std::fs::read(&path)
@@ -20,8 +22,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let base_rev = match std::env::args().nth(2).map(|b| b.parse::<i64>()) {
+        None => 1,
+        Some(Ok(b)) => b,
+        Some(Err(e)) => {
+            eprintln!("base-revision: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let started = std::time::Instant::now();
-    match checker::check(&history) {
+    match checker::check_from(&history, base_rev) {
         Ok(s) => {
             println!(
                 "{} operations: {} linearized, {} serializable reads, final revision {}, in {:?}",

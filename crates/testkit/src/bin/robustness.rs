@@ -180,6 +180,12 @@ async fn main() -> ExitCode {
             false
         }
     };
+    if let Some(storm) = &report.storm {
+        println!(
+            "storm: {} ranges served, {} refused (too many requests), {} failed; {} connections churned",
+            storm.served, storm.refused, storm.failed, storm.connections
+        );
+    }
     let hashes_ok = match &report.hashes {
         None => true,
         Some(Ok(line)) => {

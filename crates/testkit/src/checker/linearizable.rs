@@ -289,7 +289,7 @@ struct Deepest {
 }
 
 /// Finds an order, or the window where none exists.
-pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
+pub fn linearize(history: &[Operation], base_rev: i64) -> Result<Order, Violation> {
     let ops: Vec<&Operation> = history
         .iter()
         .filter(|o| match &o.outcome {
@@ -381,14 +381,14 @@ pub fn linearize(history: &[Operation]) -> Result<Order, Violation> {
     let salt: Vec<(u64, u64)> = (0..ops.len() as u64)
         .map(|i| (mix(i ^ 0xa5a5), mix(i.wrapping_mul(31) ^ 0x3c3c)))
         .collect();
-    let mut model = Model::default();
+    let mut model = Model::at(base_rev);
     let mut bits = (0u64, 0u64);
     let mut cache: HashSet<(u64, u64, u64)> = HashSet::new();
     let mut deepest = Deepest {
         depth: 0,
         pending: Vec::new(),
         blocker: NIL,
-        rev: 1,
+        rev: base_rev.max(1),
     };
     let mut stack: Vec<Frame> = Vec::new();
     let mut frame = Frame {

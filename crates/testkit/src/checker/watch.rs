@@ -432,8 +432,9 @@ fn replay(
         }
         Ok(())
     };
-    check_reads(1, &state, &mut summary.reads)?;
-    for rev in 2..=ending.final_rev {
+    let base = ending.base_rev.max(1);
+    check_reads(base, &state, &mut summary.reads)?;
+    for rev in base + 1..=ending.final_rev {
         let Some(events) = reference.get(&rev) else {
             // Every revision of this workload has events; one missing from a reference
             // made of compacted watchers ends what can be replayed.

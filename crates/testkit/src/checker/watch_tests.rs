@@ -135,6 +135,7 @@ fn logs_of(e: &[Event]) -> Vec<WatchLog> {
 
 fn ending() -> Ending {
     Ending {
+        base_rev: 1,
         final_rev: 5,
         finals: vec![vec![("k2".into(), "c".into(), 5)]],
         reference: Some(events()),
@@ -162,6 +163,7 @@ fn a_run_that_keeps_every_guarantee_passes() {
 #[test]
 fn the_watchers_together_are_the_reference_when_revision_1_was_compacted() {
     let ending = Ending {
+        base_rev: 1,
         reference: None,
         ..ending()
     };
@@ -233,6 +235,7 @@ fn a_revision_split_over_two_responses_is_refused() {
         Outcome::Ok(Response::Write { rev: 2 }),
     )];
     let ending = Ending {
+        base_rev: 1,
         final_rev: 2,
         finals: vec![vec![
             ("k1".into(), "a".into(), 2),
@@ -259,6 +262,7 @@ fn an_event_the_history_did_not_make_is_refused() {
     let mut e = events();
     e[3].value = Some("x".into());
     let ending = Ending {
+        base_rev: 1,
         reference: Some(e.clone()),
         ..ending()
     };
@@ -279,6 +283,7 @@ fn an_event_the_history_did_not_make_is_refused() {
     let mut e = events();
     e[3].version = 1;
     let ending = Ending {
+        base_rev: 1,
         reference: Some(e.clone()),
         ..self::ending()
     };
