@@ -9,8 +9,11 @@
 use std::pin::pin;
 use std::task::{Context, Poll};
 
+use std::convert::Infallible;
+
 use axum::extract::ConnectInfo;
-use axum::http::Request;
+use axum::http::{Request, Response};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
@@ -47,18 +50,27 @@ where
     }
 }
 
-/// Serves `router` on `listener`'s connections with `builder`'s settings until `stop`
-/// turns true, then shuts every connection down gracefully and returns once they have
-/// all closed. With `connect_info`, requests carry their connection's address.
-pub async fn serve<L>(
+/// Serves `service` (an axum router, or any service of the same shape) on `listener`'s
+/// connections with `builder`'s settings until `stop` turns true, then shuts every
+/// connection down gracefully and returns once they have all closed. With
+/// `connect_info`, requests carry their connection's address.
+pub async fn serve<L, S, B>(
     mut listener: L,
     builder: Builder<TokioExecutor>,
-    router: axum::Router,
+    service: S,
     connect_info: bool,
     mut stop: watch::Receiver<bool>,
 ) where
     L: axum::serve::Listener,
     L::Addr: Clone + Send + Sync + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     // Each connection holds a receiver: they are all gone once `closed` resolves.
     let (open_tx, open_rx) = watch::channel(());
@@ -71,7 +83,7 @@ pub async fn serve<L>(
         let mut stop = stop.clone();
         let open = open_rx.clone();
         let service = TowerToHyperService::new(WithConnectInfo {
-            inner: router.clone(),
+            inner: service.clone(),
             addr: connect_info.then_some(addr),
         });
         tokio::spawn(async move {

@@ -4,26 +4,31 @@
 //! message length too large: found N bytes, the limit is: M bytes"; etcd (grpc-go) says
 //! `ResourceExhausted` "grpc: received message larger than max (N vs. M)".
 
-use axum::http::{HeaderValue, Response};
+use axum::http::{HeaderMap, HeaderValue, Response};
 
 const TONIC_TOO_LARGE: &str = "Error, decoded message length too large: found ";
 
 /// Rewrites a too-large status in a gRPC response's headers or trailers-only headers.
 pub async fn rewrite<B>(mut resp: Response<B>) -> Response<B> {
-    let h = resp.headers_mut();
+    rewrite_headers(resp.headers_mut());
+    resp
+}
+
+/// [`rewrite`] on the headers of an answer.
+pub fn rewrite_headers(h: &mut HeaderMap) {
     let is_out_of_range = h.get("grpc-status").is_some_and(|v| v == "11");
     if !is_out_of_range {
-        return resp;
+        return;
     }
     let Some(msg) = h
         .get("grpc-message")
         .and_then(|v| v.to_str().ok())
         .map(percent_decode)
     else {
-        return resp;
+        return;
     };
     let Some(rest) = msg.strip_prefix(TONIC_TOO_LARGE) else {
-        return resp;
+        return;
     };
     let numbers: Vec<&str> = rest
         .split(|c: char| !c.is_ascii_digit())
@@ -36,7 +41,6 @@ pub async fn rewrite<B>(mut resp: Response<B>) -> Response<B> {
             h.insert("grpc-message", v);
         }
     }
-    resp
 }
 
 fn percent_decode(s: &str) -> String {

@@ -1,7 +1,8 @@
 //! The client edge: what a client's connection meets before the state machine.
 //!
 //! Each accepted connection is served by `oxcd_transport::serve` (HTTP/1 and HTTP/2,
-//! gRPC and HTTP on one port, as etcd), with [`grpc_compat`] smoothing what Go's gRPC
+//! gRPC and HTTP on one port, as etcd) through [`front`], which sends gRPC straight to
+//! the services and the rest to the HTTP router, with [`grpc_compat`] smoothing what Go's gRPC
 //! clients send; [`services`] routes every etcd gRPC service (the replicated domains'
 //! services live with their domain); [`gateway`] is etcd's JSON gateway over the same
 //! handlers; [`http`], [`health`] and [`metrics`] are the HTTP endpoints ([`go_http`]:
@@ -11,6 +12,7 @@
 //! Invariant: the edge changes no replicated state itself: writes are proposed through
 //! the [`crate::machine::member::Member`] and answered once applied here.
 
+pub mod front;
 pub mod gateway;
 pub mod go_http;
 pub mod grpc_compat;

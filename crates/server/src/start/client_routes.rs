@@ -1,7 +1,7 @@
-//! The routers of the client port: gRPC (every etcd service behind the learner gate and
-//! the gRPC counters), HTTP (`/health`, `/livez`, `/readyz`, `/metrics`, `/version`, the
-//! JSON gateway), and what both share (CORS, the rewriting of gRPC errors for old
-//! clients, the answer to a path nothing serves).
+//! What the client port serves, as a [`Front`] per listener: gRPC (every etcd service,
+//! the learner gate and the gRPC counters in the front itself) and HTTP (`/health`,
+//! `/livez`, `/readyz`, `/metrics`, `/version`, the JSON gateway, CORS, the answer to a
+//! path nothing serves).
 //!
 //! With `--listen-client-http-urls`, as etcd 3.5 splits them (`embed/serve.go`:
 //! `onlyGRPC`, `onlyHttp`), the client URLs serve gRPC only and the HTTP URLs HTTP only;
@@ -12,6 +12,7 @@ use std::sync::Arc;
 use axum::Router;
 
 use crate::domains::membership::Membership;
+use crate::edge::front::{Front, GrpcSide};
 use crate::edge::http_handles::HttpHandles;
 use crate::edge::metrics::grpc::GrpcMetrics;
 use crate::edge::services::Services;
@@ -20,9 +21,9 @@ use crate::edge::{gateway, http, services};
 /// What the client listeners serve.
 pub struct ClientRouters {
     /// What each `--listen-client-urls` URL serves: gRPC, and HTTP too unless split.
-    pub client: Router,
+    pub client: Front,
     /// What each `--listen-client-http-urls` URL serves (None: none are given).
-    pub http_only: Option<Router>,
+    pub http_only: Option<Front>,
 }
 
 /// What a client-port router is given.
@@ -47,16 +48,11 @@ pub struct RouterParts<'a> {
 
 /// The routers `parts` make.
 pub fn build(parts: RouterParts<'_>) -> ClientRouters {
-    let grpc = services::routes(parts.services)
-        .into_axum_router()
-        .layer(axum::middleware::from_fn_with_state(
-            parts.membership,
-            services::learner_gate::gate,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            parts.grpc_metrics,
-            crate::edge::metrics::grpc::count,
-        ));
+    let grpc = GrpcSide {
+        routes: services::routes(parts.services).into_axum_router(),
+        membership: parts.membership,
+        metrics: parts.grpc_metrics,
+    };
     let mut plain = http::routes(parts.http);
     if parts.gateway {
         plain = plain.merge(gateway::routes(parts.services, parts.max_streams));
@@ -67,23 +63,21 @@ pub fn build(parts: RouterParts<'_>) -> ClientRouters {
     }
     if parts.split {
         ClientRouters {
-            client: finished(grpc),
-            http_only: Some(finished(plain)),
+            client: Front::new(Some(grpc), finished(Router::new())),
+            http_only: Some(Front::new(None, finished(plain))),
         }
     } else {
         ClientRouters {
-            client: finished(grpc.merge(plain)),
+            client: Front::new(Some(grpc), finished(plain)),
             http_only: None,
         }
     }
 }
 
-/// `router` with what every client-port router shares.
+/// The HTTP side of a client listener: `router`, the answer to a path nothing serves
+/// (gRPC's Unimplemented to a gRPC request an HTTP-only listener gets), CORS.
 fn finished(router: Router) -> Router {
     router
         .fallback(http::not_found)
         .layer(axum::middleware::from_fn(gateway::cors))
-        .layer(axum::middleware::map_response(
-            crate::edge::grpc_compat::rewrite,
-        ))
 }

@@ -1,6 +1,7 @@
 //! gRPC server metrics as etcd exports them (go-grpc-prometheus): for each method,
 //! calls started and handled by code, and with `--metrics extensive` the time to handle
-//! them; counted by a middleware in front of the gRPC services.
+//! them; counted by the client port's front door ([`crate::edge::front`]) before the
+//! gRPC services.
 //!
 //! Invariants: a call is counted handled once, when its answer ends (the status in the
 //! headers of an error answer, in the trailers of a finished one; a call whose answer
@@ -14,8 +15,6 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::Response;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use oxcd_storage::timing::Histogram;
@@ -273,33 +272,51 @@ fn sorted_codes() -> Vec<usize> {
     c
 }
 
-/// The middleware: counts each gRPC call in `metrics`.
-pub async fn count(State(metrics): State<Arc<GrpcMetrics>>, req: Request, next: Next) -> Response {
-    let Some(i) = method_index(req.uri().path()) else {
-        return next.run(req).await;
-    };
-    let started = Instant::now();
-    {
-        let m = &metrics.methods[i];
+/// One gRPC call counted as started ([`GrpcMetrics::start`]); [`Call::answered`]
+/// counts it handled once its answer ends.
+pub struct Call {
+    metrics: Arc<GrpcMetrics>,
+    method: usize,
+    started: Instant,
+}
+
+impl GrpcMetrics {
+    /// Counts a call to the method at `path` as started; None if `path` is not one of
+    /// etcd's methods (nothing is counted).
+    pub fn start(self: &Arc<Self>, path: &str) -> Option<Call> {
+        let i = method_index(path)?;
+        let m = &self.methods[i];
         m.started.fetch_add(1, Ordering::Relaxed);
         if METHODS[i].2 != BIDI {
             m.received.fetch_add(1, Ordering::Relaxed);
         }
-    }
-    let resp = next.run(req).await;
-    if let Some(status) = resp.headers().get("grpc-status") {
-        metrics.handled(i, code_index(status.as_bytes()), started);
-        return resp;
-    }
-    resp.map(|body| {
-        Body::new(Counted {
-            inner: body,
-            metrics,
+        Some(Call {
+            metrics: self.clone(),
             method: i,
-            started,
-            done: false,
+            started: Instant::now(),
         })
-    })
+    }
+}
+
+impl Call {
+    /// `resp`, the call counted handled: now if its status is in the headers (an error),
+    /// else when its body ends (the status in the trailers) or is dropped (Canceled).
+    pub fn answered(self, resp: Response) -> Response {
+        if let Some(status) = resp.headers().get("grpc-status") {
+            self.metrics
+                .handled(self.method, code_index(status.as_bytes()), self.started);
+            return resp;
+        }
+        resp.map(|body| {
+            Body::new(Counted {
+                inner: body,
+                metrics: self.metrics,
+                method: self.method,
+                started: self.started,
+                done: false,
+            })
+        })
+    }
 }
 
 /// An answer's body that counts its call handled when it ends.

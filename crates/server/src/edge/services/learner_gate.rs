@@ -3,11 +3,7 @@
 //! "etcdserver: rpc not supported for learner". A member that is not a learner pays one
 //! atomic load per request.
 
-use std::sync::Arc;
-
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use oxcd_api::errors::EtcdError;
 
@@ -36,16 +32,8 @@ pub fn refuses(membership: &Membership, path: &str) -> bool {
     membership.is_learner() && is_grpc(path) && !FOR_LEARNERS.contains(&path)
 }
 
-/// The middleware: passes the request on unless this member is a learner and the RPC
-/// is not one a learner serves.
-pub async fn gate(
-    State(membership): State<Arc<Membership>>,
-    req: Request<Body>,
-    next: Next,
-) -> Response {
-    if refuses(&membership, req.uri().path()) {
-        let status: tonic::Status = EtcdError::LearnerNotSupported.into();
-        return status.into_http::<Body>().into_response();
-    }
-    next.run(req).await
+/// The answer a learner gives an RPC it does not serve.
+pub fn refusal() -> Response {
+    let status: tonic::Status = EtcdError::LearnerNotSupported.into();
+    status.into_http::<Body>().into_response()
 }
