@@ -26,6 +26,34 @@ pub struct Settings {
     pub tls: Option<TlsFiles>,
 }
 
+impl Settings {
+    /// The settings of the side-by-side benchmarks: heartbeat 100 ms, election 1000 ms,
+    /// snapshot count 100,000, no TLS, a quota of `quota_bytes`.
+    pub fn plain(quota_bytes: u64) -> Settings {
+        Settings {
+            heartbeat_ms: 100,
+            election_ms: 1000,
+            snapshot_count: 100_000,
+            quota_bytes,
+            tls: None,
+        }
+    }
+}
+
+/// A byte figure of `/proc/<pid>/status` (`VmRSS:`, `VmHWM:`).
+pub fn proc_status_bytes(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Resets the peak RSS of `pid` to its RSS now (Linux: `5` to `clear_refs`).
+pub fn reset_peak_rss(pid: u32) -> Result<(), String> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
+        .map_err(|e| format!("reset the peak RSS of {pid}: {e}"))
+}
+
 /// Certificates for a TLS run: one CA, one member certificate (for 127.0.0.1) used on
 /// both ports, one client certificate.
 #[derive(Debug, Clone)]

@@ -22,7 +22,7 @@ use oxcd_api::etcdserverpb::{PutRequest, RangeRequest, RequestOp, TxnRequest, re
 use serde::Serialize;
 use tonic::transport::Channel;
 
-use crate::cluster::{Cluster, Settings};
+use crate::cluster::{Cluster, Settings, proc_status_bytes, reset_peak_rss};
 use crate::versus::{self, Bench, Measured, Round};
 
 #[derive(Debug, Clone, Args)]
@@ -97,13 +97,7 @@ impl Bench for BigRangeArgs {
 }
 
 fn settings() -> Settings {
-    Settings {
-        heartbeat_ms: 100,
-        election_ms: 1000,
-        snapshot_count: 100_000,
-        quota_bytes: 16 << 30,
-        tls: None,
-    }
+    Settings::plain(16 << 30)
 }
 
 fn prefix_end(p: &[u8]) -> Vec<u8> {
@@ -112,19 +106,6 @@ fn prefix_end(p: &[u8]) -> Vec<u8> {
         *last += 1;
     }
     end
-}
-
-fn rss(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// Resets the peak RSS of `pid` to its RSS now (Linux: `5` to `clear_refs`).
-fn reset_peak(pid: u32) -> Result<(), String> {
-    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
-        .map_err(|e| format!("reset the peak RSS of {pid}: {e}"))
 }
 
 /// Loads the values: puts of `value_kib` KiB, 8 at a time; then the small keys in txns
@@ -192,8 +173,8 @@ async fn read(
         keys_only,
         ..RangeRequest::default()
     };
-    let before = rss(pid, "VmRSS:").unwrap_or(0);
-    let _ = reset_peak(pid);
+    let before = proc_status_bytes(pid, "VmRSS:").unwrap_or(0);
+    let _ = reset_peak_rss(pid);
     let mut c = c.clone();
     let started = Instant::now();
     let result: Result<(u64, u64), String> = async {
@@ -222,7 +203,7 @@ async fn read(
     }
     .await;
     let secs = started.elapsed().as_secs_f64();
-    let peak = rss(pid, "VmHWM:").unwrap_or(0);
+    let peak = proc_status_bytes(pid, "VmHWM:").unwrap_or(0);
     let growth = peak.saturating_sub(before) as f64 / (1024.0 * 1024.0);
     match result {
         Ok((keys, bytes)) => Read {

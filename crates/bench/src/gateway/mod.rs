@@ -115,13 +115,7 @@ impl Bench for GatewayArgs {
 }
 
 fn settings() -> Settings {
-    Settings {
-        heartbeat_ms: 100,
-        election_ms: 1000,
-        snapshot_count: 100_000,
-        quota_bytes: 8 << 30,
-        tls: None,
-    }
+    Settings::plain(8 << 30)
 }
 
 /// `clients` clients, each on its own connection to `host`, POSTing what `body(client,

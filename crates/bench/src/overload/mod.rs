@@ -38,7 +38,7 @@ use oxcd_api::etcdserverpb::{LeaseGrantRequest, LeaseRevokeRequest, PutRequest, 
 use serde::Serialize;
 use tonic::transport::Channel;
 
-use crate::cluster::{Cluster, Settings};
+use crate::cluster::{Cluster, Settings, proc_status_bytes, reset_peak_rss};
 use crate::stats::{Report, Samples};
 use crate::versus::{self, Bench, Measured, Round};
 
@@ -141,20 +141,11 @@ impl Bench for OverloadArgs {
 }
 
 fn settings() -> Settings {
-    Settings {
-        heartbeat_ms: 100,
-        election_ms: 1000,
-        snapshot_count: 100_000,
-        quota_bytes: 8 << 30,
-        tls: None,
-    }
+    Settings::plain(8 << 30)
 }
 
 fn rss_mib(pid: u32, field: &str) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
+    proc_status_bytes(pid, field).map(|b| b as f64 / (1024.0 * 1024.0))
 }
 
 async fn channel(url: &str) -> Result<Channel, String> {
@@ -441,7 +432,7 @@ async fn measure(
         calm.puts.latency_ms.p99, calm.leases.latency_ms.p99
     );
     let rss_before_mib = rss_mib(pid, "VmRSS:").unwrap_or(0.0);
-    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+    let _ = reset_peak_rss(pid);
     let deadline = Instant::now() + Duration::from_secs(a.secs);
     let all = async {
         let (watchers, conns) = tokio::join!(

@@ -326,14 +326,20 @@ fn history_chunks_hold_at_most_a_thousand_revisions() {
     assert_eq!((last.through, last.events.len()), (2501, 500));
 }
 
-#[test]
-fn a_visitor_that_says_no_stops_the_read() {
+/// A store holding more than two threads' shares of rows (`k000000`...), and how many.
+fn long_store() -> (tempfile::TempDir, Store, usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(dir.path());
     let n = ROWS_PER_THREAD * 2 + 100;
     let keys: Vec<String> = (0..n).map(|i| format!("k{i:06}")).collect();
     let kvs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
     put(&store, 1, &kvs);
+    (dir, store, n)
+}
+
+#[test]
+fn a_visitor_that_says_no_stops_the_read() {
+    let (_dir, store, n) = long_store();
     for threads in [1, 2] {
         let seen = std::sync::atomic::AtomicUsize::new(0);
         let read = store.range_encoded(
@@ -358,12 +364,7 @@ fn a_visitor_that_says_no_stops_the_read() {
 
 #[test]
 fn a_long_range_read_in_shares_by_threads_is_the_rows_in_order() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = open(dir.path());
-    let n = ROWS_PER_THREAD * 2 + 100;
-    let keys: Vec<String> = (0..n).map(|i| format!("k{i:06}")).collect();
-    let kvs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
-    put(&store, 1, &kvs);
+    let (_dir, store, n) = long_store();
     let read = |threads: usize, take: usize| {
         store
             .range_encoded(

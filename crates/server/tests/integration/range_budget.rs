@@ -53,13 +53,7 @@ async fn a_range_beside_a_slow_large_answer_is_refused_and_everything_small_goes
 
     // A client that asks for the prefix and reads nothing: 64 KiB windows, and the
     // answer's body is never polled, so the server holds the rest of it.
-    let slow = tonic::transport::Channel::from_shared(m.endpoint())
-        .expect("endpoint")
-        .initial_stream_window_size(65_535)
-        .initial_connection_window_size(65_535)
-        .connect()
-        .await
-        .expect("connect");
+    let slow = m.small_window_channel().await;
     let mut grpc = tonic::client::Grpc::new(slow.clone());
     grpc.ready().await.expect("ready");
     let stalled = grpc

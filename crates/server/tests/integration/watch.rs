@@ -112,15 +112,7 @@ async fn a_client_that_stops_reading_gets_everything_once_it_reads_again() {
     const PUTS: usize = 6_000; // more batches than the live feed keeps
     let dir = tempfile::tempdir().expect("tempdir");
     let m = InProc::start(dir.path().join("m"), |_| {}).await;
-    // Small HTTP/2 windows, so that the server's sends block soon after the client
-    // stops reading, as with a real stalled client.
-    let channel = tonic::transport::Channel::from_shared(m.endpoint())
-        .expect("endpoint")
-        .initial_stream_window_size(65_535)
-        .initial_connection_window_size(65_535)
-        .connect()
-        .await
-        .expect("connect");
+    let channel = m.small_window_channel().await;
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tx.send(WatchRequest {
         request_union: Some(RequestUnion::CreateRequest(WatchCreateRequest {

@@ -104,6 +104,18 @@ impl InProc {
             .connect_lazy()
     }
 
+    /// A gRPC channel with 64 KiB HTTP/2 windows: once its client stops reading, the
+    /// server's sends on it block soon, as with a real stalled client.
+    pub async fn small_window_channel(&self) -> tonic::transport::Channel {
+        tonic::transport::Channel::from_shared(self.endpoint())
+            .expect("endpoint")
+            .initial_stream_window_size(65_535)
+            .initial_connection_window_size(65_535)
+            .connect()
+            .await
+            .expect("connect")
+    }
+
     /// An etcd-client connected to this member.
     pub async fn client(&self) -> etcd_client::Client {
         etcd_client::Client::connect([self.endpoint()], None)
