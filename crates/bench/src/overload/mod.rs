@@ -18,7 +18,8 @@
 //!    - `--idle-conns` new connections opened at once, each sending the HTTP/2 preface
 //!      and then nothing, held to the end.
 //!
-//!    The leader's peak RSS is reset
+//!    The timed clients run on a runtime of their own in this process, so that the
+//!    rangers' decoding does not delay them here. The leader's peak RSS is reset
 //!    before (`/proc/<pid>/clear_refs`) and read after (VmHWM); the leader's term before
 //!    and after tells whether an election happened. oxcd runs with
 //!    `--max-inflight-range-bytes` of `--oxcd-bound-mib`; etcd has no such bound.
@@ -217,55 +218,70 @@ where
 
 /// The writer and the lease client for `secs`, and `storm` meanwhile.
 async fn window<T>(
-    ch: &Channel,
+    url: &str,
     secs: u64,
     storm: impl Future<Output = T>,
 ) -> Result<(Window, T), String> {
+    // The timed clients run on a runtime of their own: the storm's clients decode
+    // answers of 128 MiB on this runtime's workers, and a put's answer must not wait
+    // behind them in this process.
+    let timed = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("a runtime for the timed clients: {e}"))?;
     let stop = Arc::new(AtomicBool::new(false));
     let puts = {
-        let (c, stop) = (kv(ch.clone()), stop.clone());
-        tokio::spawn(async move {
-            paced(Duration::from_millis(10), stop, |n| {
-                let mut c = c.clone();
-                async move {
-                    c.put(PutRequest {
-                        key: format!("small/{}", n % 1000).into_bytes(),
-                        value: vec![b's'; 100],
-                        ..PutRequest::default()
-                    })
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.message().to_string())
-                }
-            })
-            .await
-        })
-    };
-    let leases = {
-        let (c, stop) = (LeaseClient::new(ch.clone()), stop.clone());
-        tokio::spawn(async move {
-            paced(Duration::from_millis(100), stop, |_| {
-                let mut c = c.clone();
-                async move {
-                    let id = c
-                        .lease_grant(LeaseGrantRequest { ttl: 60, id: 0 })
-                        .await
-                        .map_err(|e| e.message().to_string())?
-                        .into_inner()
-                        .id;
-                    c.lease_revoke(LeaseRevokeRequest { id })
+        let (url, stop) = (url.to_string(), stop.clone());
+        timed.spawn(async move {
+            let c = kv(channel(&url).await?);
+            Ok::<_, String>(
+                paced(Duration::from_millis(10), stop, |n| {
+                    let mut c = c.clone();
+                    async move {
+                        c.put(PutRequest {
+                            key: format!("small/{}", n % 1000).into_bytes(),
+                            value: vec![b's'; 100],
+                            ..PutRequest::default()
+                        })
                         .await
                         .map(drop)
                         .map_err(|e| e.message().to_string())
-                }
-            })
-            .await
+                    }
+                })
+                .await,
+            )
+        })
+    };
+    let leases = {
+        let (url, stop) = (url.to_string(), stop.clone());
+        timed.spawn(async move {
+            let c = LeaseClient::new(channel(&url).await?);
+            Ok::<_, String>(
+                paced(Duration::from_millis(100), stop, |_| {
+                    let mut c = c.clone();
+                    async move {
+                        let id = c
+                            .lease_grant(LeaseGrantRequest { ttl: 60, id: 0 })
+                            .await
+                            .map_err(|e| e.message().to_string())?
+                            .into_inner()
+                            .id;
+                        c.lease_revoke(LeaseRevokeRequest { id })
+                            .await
+                            .map(drop)
+                            .map_err(|e| e.message().to_string())
+                    }
+                })
+                .await,
+            )
         })
     };
     let (out, ()) = tokio::join!(storm, tokio::time::sleep(Duration::from_secs(secs)));
     stop.store(true, Ordering::Relaxed);
-    let puts = puts.await.map_err(|e| e.to_string())?;
-    let leases = leases.await.map_err(|e| e.to_string())?;
+    let puts = puts.await.map_err(|e| e.to_string())??;
+    let leases = leases.await.map_err(|e| e.to_string())??;
+    timed.shutdown_background();
     Ok((
         Window {
             puts: Report::new("put", puts),
@@ -426,7 +442,7 @@ async fn measure(
     load(&kv(ch.clone()), a).await?;
     let load_secs = started.elapsed().as_secs_f64();
     eprintln!("   loaded {} MiB in {load_secs:.1} s", a.mib);
-    let (calm, ()) = window(&ch, a.secs, async {}).await?;
+    let (calm, ()) = window(&url, a.secs, async {}).await?;
     eprintln!(
         "   calm: put p99 {:.2} ms, lease p99 {:.2} ms",
         calm.puts.latency_ms.p99, calm.leases.latency_ms.p99
@@ -457,7 +473,7 @@ async fn measure(
         let (ranges, ()) = tokio::join!(storm(&url, a.rangers, deadline), feeder);
         (watchers, conns, ranges)
     };
-    let (storm_window, (watchers, conns, ranges)) = window(&ch, a.secs, all).await?;
+    let (storm_window, (watchers, conns, ranges)) = window(&url, a.secs, all).await?;
     let ranges = ranges?;
     let (held, slow_watchers) = watchers?;
     let conns = conns?;
