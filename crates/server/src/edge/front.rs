@@ -55,7 +55,9 @@ impl Front {
     }
 }
 
-fn is_grpc<B>(req: &Request<B>) -> bool {
+/// Whether `req` is a gRPC call (its content type `application/grpc...`), for every
+/// part of the client port that answers gRPC and HTTP apart.
+pub fn is_grpc<B>(req: &Request<B>) -> bool {
     req.headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
@@ -111,12 +113,11 @@ impl Future for FrontFuture {
             },
             FrontFuture::Http(f) => Pin::new(f).poll(cx),
             FrontFuture::Grpc { answer, call } => {
-                let resp = match Pin::new(answer).poll(cx) {
+                let mut resp = match Pin::new(answer).poll(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Ok(resp)) => resp,
                     Poll::Ready(Err(never)) => match never {},
                 };
-                let mut resp = resp;
                 grpc_compat::rewrite_headers(resp.headers_mut());
                 Poll::Ready(Ok(match call.take() {
                     Some(call) => call.answered(resp),

@@ -27,11 +27,7 @@ pub fn routes(handles: Arc<HttpHandles>) -> Router {
 /// The answer to a path nothing serves: gRPC's Unimplemented to a gRPC call, Go's
 /// "404 page not found" to anything else (as etcd's HTTP mux).
 pub async fn not_found(req: axum::extract::Request) -> axum::response::Response {
-    let grpc = req
-        .headers()
-        .get(axum::http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
-    if grpc {
+    if crate::edge::front::is_grpc(&req) {
         return tonic::Status::unimplemented("")
             .into_http::<axum::body::Body>()
             .into_response();

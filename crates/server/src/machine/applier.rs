@@ -96,6 +96,8 @@ impl From<MvccError> for ApplyError {
         match e {
             MvccError::Compacted => ApplyError::Request(EtcdError::Compacted),
             MvccError::FutureRev => ApplyError::Request(EtcdError::FutureRev),
+            // Only a range's memory bound stops a read: the range is refused.
+            MvccError::ReadStopped => ApplyError::Request(EtcdError::TooManyRequests),
             other => ApplyError::Fatal(other),
         }
     }

@@ -35,11 +35,6 @@ impl RangeBudget {
         })
     }
 
-    /// The bound, in bytes.
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// The bytes charged now.
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)

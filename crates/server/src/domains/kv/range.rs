@@ -146,27 +146,22 @@ fn encoded(
         rev: r.revision,
         count_only: false,
     };
-    let (read, parts) = store
-        .range_encoded(
-            KeyRange::new(&r.key, &r.range_end),
-            opts,
-            take,
-            crate::machine::reads::cores(),
-            Pieces::default,
-            |pieces: &mut Pieces, row| {
-                // The field's key (1 byte) and the row's length (at most 10).
-                let mut field = [0u8; 11];
-                let mut rest = &mut field[..];
-                encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, &mut rest);
-                encoding::encode_varint(row.len() as u64, &mut rest);
-                let used = 11 - rest.len();
-                pieces.put(&field[..used], charge.as_ref()) && pieces.put(row, charge.as_ref())
-            },
-        )
-        .map_err(|e| match e {
-            oxcd_mvcc::MvccError::ReadStopped => ApplyError::Request(EtcdError::TooManyRequests),
-            e => ApplyError::from(e),
-        })?;
+    let (read, parts) = store.range_encoded(
+        KeyRange::new(&r.key, &r.range_end),
+        opts,
+        take,
+        crate::machine::reads::cores(),
+        Pieces::default,
+        |pieces: &mut Pieces, row| {
+            // The field's key (1 byte) and the row's length (at most 10).
+            let mut field = [0u8; 11];
+            let mut rest = &mut field[..];
+            encoding::encode_key(KVS_FIELD, WireType::LengthDelimited, &mut rest);
+            encoding::encode_varint(row.len() as u64, &mut rest);
+            let used = 11 - rest.len();
+            pieces.put(&field[..used], charge.as_ref()) && pieces.put(row, charge.as_ref())
+        },
+    )?;
     Ok(RangeOut {
         resp: RangeResponse {
             header: Some(ResponseHeader {
@@ -257,12 +252,12 @@ pub(crate) async fn answer(
     kv.reads.store().counts().add_range();
     let started = std::time::Instant::now();
     let read = if r.range_end.is_empty() {
-        read(kv.reads.store(), &r, as_stored)
+        read(kv.reads.store(), &r, as_stored, None)
     } else {
         let _turn = kv.reads.range_turn().await?;
         let budget = kv.reads.range_budget().clone();
         kv.reads
-            .blocking(move |store| read_bounded(store, &r, as_stored, &budget))
+            .blocking(move |store| read(store, &r, as_stored, Some(&budget)))
             .await?
     };
     kv.metrics.range.observe(read.is_ok(), started.elapsed());
@@ -279,33 +274,27 @@ pub(crate) async fn answer(
     Ok(out)
 }
 
-/// Reads a single key from `store`, the stored row as it is when `as_stored` allows
-/// (not charged: one key is at most a request's size).
-fn read(store: &Store, r: &RangeRequest, as_stored: bool) -> Result<RangeOut, ApplyError> {
-    if as_stored && plain(r) {
-        encoded(store, r, None)
-    } else {
-        range::range(store, r).map(RangeOut::from)
-    }
-}
-
-/// Reads a range of keys from `store` within `budget`: the stored rows are charged as
-/// they are read; a decoded answer is charged its encoded size once built.
-fn read_bounded(
+/// Reads a range from `store`, the stored rows as they are when `as_stored` allows,
+/// within `budget` if given (a range of keys; a single key is at most a request's size
+/// and is not charged): stored rows are charged as they are read, a decoded answer its
+/// encoded size once built.
+fn read(
     store: &Store,
     r: &RangeRequest,
     as_stored: bool,
-    budget: &std::sync::Arc<RangeBudget>,
+    budget: Option<&std::sync::Arc<RangeBudget>>,
 ) -> Result<RangeOut, ApplyError> {
+    let charge = budget.map(|b| b.charge());
     if as_stored && plain(r) {
-        return encoded(store, r, Some(budget.charge()));
+        return encoded(store, r, charge);
     }
     let mut out = RangeOut::from(range::range(store, r)?);
-    let charge = budget.charge();
-    if !charge.add(prost::Message::encoded_len(&out.resp)) {
-        return Err(ApplyError::Request(EtcdError::TooManyRequests));
+    if let Some(charge) = charge {
+        if !charge.add(prost::Message::encoded_len(&out.resp)) {
+            return Err(ApplyError::Request(EtcdError::TooManyRequests));
+        }
+        out.charge = Some(charge);
     }
-    out.charge = Some(charge);
     Ok(out)
 }
 

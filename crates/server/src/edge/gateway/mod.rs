@@ -218,11 +218,7 @@ pub fn grpc_request<T>(headers: &HeaderMap, message: T) -> Request<T> {
 /// etcd's CORS headers on every HTTP answer of the client port, and its answer to
 /// `OPTIONS` (an empty 200); gRPC calls pass untouched.
 pub async fn cors(req: HttpRequest, next: Next) -> Response {
-    let grpc = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
-    if grpc {
+    if crate::edge::front::is_grpc(&req) {
         return next.run(req).await;
     }
     let mut resp = if req.method() == Method::OPTIONS {
