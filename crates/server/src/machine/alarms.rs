@@ -1,8 +1,10 @@
 //! Alarms as replicated state. Raising or clearing one goes through raft, so every member
 //! holds the same set in its backend (`alarm/<member>/<type>` meta keys) and refuses the
 //! same requests, as etcd's capped appliers do:
-//! - while a CORRUPT alarm is raised, writes and compactions fail with "etcdserver:
-//!   corrupt cluster" (reads still answer);
+//! - while a CORRUPT alarm is raised, writes, compactions, lease grants and lease
+//!   revocations (a client's or an expiry's) fail with "etcdserver: corrupt cluster"
+//!   (reads still answer), as etcd's `applierV3Corrupt`: a member that revoked what
+//!   the others refuse would diverge from them;
 //! - while a NOSPACE alarm is raised (by any member), requests that cost space
 //!   ([`crate::machine::quota::cost`]: puts, txns with a put, lease grants) fail with "etcdserver:
 //!   mvcc: database space exceeded"; reads, deletes, txns without puts, compactions,
@@ -91,7 +93,13 @@ pub fn apply(tx: &BatchTx<'_>, req: &AlarmRequest) -> Result<Applied, ApplyError
 pub fn check_allowed(tx: &BatchTx<'_>, op: &Op) -> Result<(), ApplyError> {
     let writes = matches!(
         op,
-        Op::Put(_) | Op::DeleteRange(_) | Op::Txn(_) | Op::Compaction(_) | Op::LeaseGrant(_)
+        Op::Put(_)
+            | Op::DeleteRange(_)
+            | Op::Txn(_)
+            | Op::Compaction(_)
+            | Op::LeaseGrant(_)
+            | Op::LeaseRevoke(_)
+            | Op::LeaseExpire(_)
     );
     if !writes {
         return Ok(());

@@ -138,6 +138,14 @@ async fn periodic_check_raises_the_corrupt_alarm_and_writes_stop() {
         three_tweaked(dir.path(), move |s| s.corrupt_check_time = every).await;
     load(&members, 20).await;
     let li = leader_index(&members).await;
+    // A lease to revoke once the alarm is raised.
+    let lease = members[li]
+        .client()
+        .await
+        .lease_grant(60, None)
+        .await
+        .expect("lease")
+        .id();
     let victim = (li + 1) % 3;
     let victim_id = member_id(&members[victim]).await;
     let v = members.remove(victim);
@@ -170,10 +178,22 @@ async fn periodic_check_raises_the_corrupt_alarm_and_writes_stop() {
     assert_eq!(alarms[0].member_id(), victim_id);
     assert_eq!(alarms[0].alarm(), AlarmType::Corrupt);
 
-    // Every member now refuses writes with etcd's error; reads still answer.
+    // Every member now refuses writes, lease grants and revocations with etcd's error
+    // (its applierV3Corrupt, server/etcdserver/apply/corrupt.go at v3.6.14); reads still
+    // answer.
     for m in &members {
         let mut c = m.client().await;
         let err = c.put("x", "y", None).await.expect_err("write refused");
+        assert!(
+            err.to_string().contains("etcdserver: corrupt cluster"),
+            "unexpected: {err}"
+        );
+        let err = c.lease_grant(60, None).await.expect_err("grant refused");
+        assert!(
+            err.to_string().contains("etcdserver: corrupt cluster"),
+            "unexpected: {err}"
+        );
+        let err = c.lease_revoke(lease).await.expect_err("revoke refused");
         assert!(
             err.to_string().contains("etcdserver: corrupt cluster"),
             "unexpected: {err}"
