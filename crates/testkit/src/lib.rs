@@ -12,7 +12,8 @@
 //! [`pki`] (certificate authorities, certificates and CRLs for TLS tests), [`ports`]
 //! (loopback ports for servers started elsewhere, clear of the ephemeral range)
 //! and [`process`] (spawning them with a log file, signalling them; the workspace's built
-//! binaries), and [`small_disk`] (a tmpfs of a few MiB, for disk-full tests).
+//! binaries), [`small_disk`] (a tmpfs of a few MiB, for disk-full tests), and [`storm`]
+//! (load beside a workload that members must shed: large ranges and new connections).
 //!
 //! Invariants: the checker never drops an operation: an indeterminate write may or may
 //! not have taken effect and is checked both ways; a history is accepted only if one

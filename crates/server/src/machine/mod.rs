@@ -2,7 +2,8 @@
 //! is applied.
 //!
 //! The [`member::Member`] start-up assembles gives out narrow handles: [`reads`] (the
-//! store, the ReadIndex barrier, headers), [`writes`] and [`role`] (who leads).
+//! store, the ReadIndex barrier, headers, the [`range_budget`] that bounds range answers'
+//! memory), [`writes`] and [`role`] (who leads).
 //! Proposing: the [`writes::Writes`] handle takes a typed request ([`proposal`]: what
 //! it travels as and what it answers), admitted by the space [`quota`] when it stores
 //! something new, registers a waiter ([`waiters`]) and hands the bytes to raft. Applying: the
