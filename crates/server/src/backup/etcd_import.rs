@@ -285,7 +285,10 @@ fn carry_cluster(
                         source,
                     })
                 })?;
-            let published = !m.name.is_empty() || m.client_urls.is_some();
+            // Published: etcd's UpdateAttributes wrote client URLs (a bootstrap member
+            // has a name before it publishes, as the row of a member that replayed the
+            // same log has, and no attributes row).
+            let published = m.client_urls.is_some();
             let member = m.into_info();
             out.put(
                 Table::Bytes(schema::MEMBERS),

@@ -149,5 +149,11 @@ pub fn apply_attributes(
 ) -> Result<Applied, ApplyError> {
     let key = format!("{META_MEMBER_ATTRIBUTES_PREFIX}{:016x}", a.id);
     ctx.tx.put_meta(&key, &a.encode_to_vec())?;
+    // The member's row carries them too, as etcd's `members` bucket does: a member that
+    // imported an etcd backend (a swap, an etcd leader's snapshot) holds the rows etcd
+    // wrote, and one that applied the same entries must hold the same rows.
+    if let Some(member) = ctx.membership.set_attributes(a) {
+        table::put_member(ctx.tx, &member)?;
+    }
     Ok(Applied::MemberAttributes)
 }

@@ -303,6 +303,17 @@ impl Membership {
         *self.state.write().unwrap_or_else(|p| p.into_inner()) = state;
     }
 
+    /// Takes a member's published name and client URLs into its row, as etcd's
+    /// `UpdateAttributes` does (a removed or unknown member is left alone); the member as
+    /// it now is, for the caller to write.
+    pub fn set_attributes(&self, a: &oxcd_api::oxcdpb::MemberAttributes) -> Option<MemberInfo> {
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let m = state.members.get_mut(&a.id)?;
+        m.name = a.name.clone();
+        m.client_urls = a.client_urls.clone();
+        Some(m.clone())
+    }
+
     /// Validates `change` and applies it to the mirror; the caller writes the rows.
     pub fn apply(&self, change: &Change) -> Result<(), ChangeRefused> {
         let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());

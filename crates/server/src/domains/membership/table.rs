@@ -68,6 +68,17 @@ pub fn write(tx: &BatchTx<'_>, state: &MembershipState, change: &Change) -> Resu
     Ok(())
 }
 
+/// Writes `member`'s row as it now is.
+pub fn put_member(tx: &BatchTx<'_>, member: &MemberInfo) -> Result<(), MvccError> {
+    tx.open(schema::MEMBERS)?
+        .insert(
+            member.id.to_be_bytes().as_slice(),
+            member.encode_to_vec().as_slice(),
+        )
+        .map_err(|e| MvccError::Storage(tx.backend().err(e)))?;
+    Ok(())
+}
+
 /// Replaces every membership row of `backend` with `state`'s, and every published
 /// attributes row with `attributes` (a snapshot's membership).
 pub fn replace(

@@ -172,3 +172,27 @@ fn the_tables_hold_what_the_mirror_holds() {
     assert_eq!(loaded.members[&3].peer_urls, vec!["http://c2:2380"]);
     assert!(loaded.removed.contains(&1));
 }
+
+/// A published name and client URLs go into the member's row, as etcd's members bucket
+/// holds them: a member that replays the attributes entry and one that imported etcd's
+/// backend after it hold the same rows (their state hashes are compared). A removed or
+/// unknown member is left alone.
+#[test]
+fn published_attributes_go_into_the_members_row() {
+    let mut s = three();
+    s.apply(&Change::Remove { id: 3 });
+    let m = Membership::of_member(1, s);
+    let attrs = |id: u64| oxcd_api::oxcdpb::MemberAttributes {
+        id,
+        name: format!("n{id}"),
+        client_urls: vec![format!("http://c{id}:2379")],
+    };
+    let row = m.set_attributes(&attrs(2)).expect("a member");
+    assert_eq!(row.name, "n2");
+    assert_eq!(row.client_urls, ["http://c2:2379"]);
+    assert_eq!(row.peer_urls, ["http://b:2380"]);
+    assert_eq!(m.state().members[&2], row);
+    assert_eq!(m.set_attributes(&attrs(3)), None);
+    assert_eq!(m.set_attributes(&attrs(9)), None);
+    assert_eq!(m.state().members.len(), 2);
+}
