@@ -12,6 +12,7 @@ use crate::conns::{self, Global};
 use crate::gateway::GatewayArgs;
 use crate::learner::LearnerArgs;
 use crate::overload::OverloadArgs;
+use crate::scale::ScaleArgs;
 use crate::stats::Report;
 use crate::workloads::auth::{self, AuthenticateArgs};
 use crate::workloads::kv::{self, PutArgs, RangeArgs};
@@ -70,6 +71,10 @@ pub enum Command {
     /// clients ranging over all of it: its memory, elections, and the latency of small
     /// puts and lease calls beside the storm.
     Overload(OverloadArgs),
+    /// A large database (16 GiB by default) in etcd and then oxcd, each also at a small
+    /// one: load, put and range p99 at 1000 clients, compaction, restart, a learner's
+    /// catch-up, snapshot save and restore.
+    Scale(ScaleArgs),
 }
 
 /// Runs the command: a workload's report to print, or none for a side-by-side
@@ -82,6 +87,7 @@ pub async fn run(cli: &Cli) -> Result<Option<Report>, String> {
         Command::Gateway(a) => versus::run(a).await.map(|()| None),
         Command::BigRange(a) => versus::run(a).await.map(|()| None),
         Command::Overload(a) => versus::run(a).await.map(|()| None),
+        Command::Scale(a) => versus::run(a).await.map(|()| None),
         command => workload(&cli.global, command).await.map(Some),
     }
 }
@@ -104,7 +110,8 @@ async fn workload(g: &Global, command: &Command) -> Result<Report, String> {
         | Command::Backup(_)
         | Command::Gateway(_)
         | Command::BigRange(_)
-        | Command::Overload(_) => Err("a side-by-side benchmark is not a workload".into()),
+        | Command::Overload(_)
+        | Command::Scale(_) => Err("a side-by-side benchmark is not a workload".into()),
     }
 }
 

@@ -6,8 +6,8 @@
 //! against a leader ([`overload`]).
 //!
 //! Arrows (no circles): [`cli`] (the subcommands and their dispatch) → everything else;
-//! every subcommand's module owns its flags. learner, backup, gateway, big_range and
-//! overload →
+//! every subcommand's module owns its flags. learner, backup, gateway, big_range,
+//! overload and scale →
 //! [`cluster`]
 //! (the launcher of either system), [`load`] (fill and background writers; not gateway)
 //! and [`versus`] (the `Bench` trait each implements, its one runner, the rounds of both
@@ -27,6 +27,7 @@ pub mod keys;
 pub mod learner;
 pub mod load;
 pub mod overload;
+pub mod scale;
 pub mod stats;
 pub mod versus;
 pub mod workloads;
