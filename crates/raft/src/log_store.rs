@@ -97,15 +97,20 @@ impl LogCore {
             .retain(|(changed_at, _)| *changed_at > index);
     }
 
-    /// Drops entries up to and including `index` (which must be held).
-    pub fn compact(&mut self, index: u64) {
+    /// Lets go of entries up to and including `index` (which must be held): they are
+    /// returned for the caller to free where it costs nothing (after a large load,
+    /// freeing a gigabyte of entries under the log's lock held raft-rs and every write
+    /// for tens of milliseconds).
+    #[must_use = "the entries let go are to be dropped off the raft loop"]
+    pub fn compact(&mut self, index: u64) -> Vec<Entry> {
         if index <= self.start.0 || index > self.last_index() {
-            return;
+            return Vec::new();
         }
         let n = (index - self.start.0) as usize;
         let term = self.entries[n - 1].term;
-        self.entries.drain(..n);
+        let rest = self.entries.split_off(n);
         self.start = (index, term);
+        std::mem::replace(&mut self.entries, rest)
     }
 
     /// Replaces the whole log with a snapshot's position.
@@ -241,7 +246,7 @@ mod tests {
         assert_eq!(store.last_index().expect("last"), 2);
         assert_eq!(store.term(2).expect("term"), 2);
         assert!(store.wl().append(&[entry(5, 2)]).is_err(), "gap refused");
-        store.wl().compact(1);
+        let _ = store.wl().compact(1);
         assert_eq!(store.first_index().expect("first"), 2);
         assert_eq!(
             store.initial_state().expect("state").conf_state,

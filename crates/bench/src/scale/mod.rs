@@ -240,9 +240,13 @@ async fn latency_rows(url: &str, a: &ScaleArgs, keys: u64) -> Result<(Report, Re
 }
 
 /// Adds a learner, starts it and asks for its promotion until accepted: the seconds
-/// from the MemberAdd to the accepted promotion. The learner is then removed and its
-/// data dir deleted.
-async fn learner_catchup(cluster: &mut Cluster, timeout: Duration) -> Result<f64, String> {
+/// from the MemberAdd to the accepted promotion. The learner is then removed (a
+/// failure to remove it goes to `errors`), stopped, and its data dir deleted.
+async fn learner_catchup(
+    cluster: &mut Cluster,
+    timeout: Duration,
+    errors: &mut Vec<String>,
+) -> Result<f64, String> {
     let url = cluster.members[0].client_url.clone();
     let admin = load::connect(&url, Duration::from_secs(60)).await?;
     let i = cluster.prepare_member("learner")?;
@@ -256,28 +260,30 @@ async fn learner_catchup(cluster: &mut Cluster, timeout: Duration) -> Result<f64
     let initial = cluster.initial_cluster();
     cluster.join(i, &initial)?;
     let deadline = t0 + timeout;
-    let secs = loop {
+    let promoted = loop {
         match admin.member_promote(id).await {
-            Ok(_) => break t0.elapsed().as_secs_f64(),
+            Ok(_) => break Ok(t0.elapsed().as_secs_f64()),
             Err(e) if Instant::now() > deadline => {
-                return Err(format!("learner not promoted within {timeout:?}: {e}"));
+                break Err(format!("learner not promoted within {timeout:?}: {e}"));
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     };
     // etcd refuses to remove a voter until the leader has heard from the rest for a
-    // while ("etcdserver: unhealthy cluster"): asked again for up to a minute.
+    // while ("etcdserver: unhealthy cluster"), and the new voter may still be opening
+    // the database it received: asked again for up to five minutes.
     let removing = Instant::now();
     while let Err(e) = admin.member_remove(id).await {
-        if removing.elapsed() > Duration::from_secs(60) {
-            return Err(format!("MemberRemove of the promoted learner: {e}"));
+        if removing.elapsed() > Duration::from_secs(300) {
+            errors.push(format!("MemberRemove of the promoted learner: {e}"));
+            break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let m = &mut cluster.members[i];
     m.stop();
     let _ = std::fs::remove_dir_all(&m.data_dir);
-    Ok(secs)
+    promoted
 }
 
 /// One system at `gib`, on a fresh one-member cluster under `dir`.
@@ -358,7 +364,7 @@ async fn at_size(
         Err(e) => out.errors.push(format!("restart: {e}")),
     }
 
-    match learner_catchup(&mut cluster, timeout).await {
+    match learner_catchup(&mut cluster, timeout, &mut out.errors).await {
         Ok(s) => {
             eprintln!("   learner caught up in {s:.1} s");
             out.learner_catchup_secs = Some(s);

@@ -616,14 +616,22 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         self.disk
             .mark_snapshot(index, &persist::encode_snapshot_meta(&meta));
         self.disk.sync()?;
-        {
+        let let_go = {
             let mut core = self.log.wl();
-            core.compact(drop_to);
+            let let_go = core.compact(drop_to);
             core.forget_confs_to(index);
             core.snapshot = Some(snapshot_of(meta));
-        }
+            let_go
+        };
+        let entries = let_go.len();
+        free_elsewhere(let_go);
         let removed = self.disk.purge(index, self.max_wals)?;
-        tracing::info!(index, removed_segments = removed, "raft: compacted log");
+        tracing::info!(
+            index,
+            dropped_entries = entries,
+            removed_segments = removed,
+            "raft: compacted log"
+        );
         Ok(())
     }
 
@@ -792,4 +800,16 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             }
         }
     }
+}
+
+/// Frees entries the log let go on a short-lived thread of their own: a compaction after
+/// a large load lets go of a gigabyte, whose freeing would hold up the raft loop (freed
+/// here if no thread can be started).
+fn free_elsewhere(entries: Vec<Entry>) {
+    if entries.is_empty() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("raft-log-free".into())
+        .spawn(move || drop(entries));
 }

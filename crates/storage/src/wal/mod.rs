@@ -18,6 +18,7 @@
 //! [`StorageError::CorruptWal`] naming the file and offset: refusing to start is better
 //! than silently dropping acknowledged writes.
 
+mod purger;
 pub mod record;
 mod segment_file;
 
@@ -94,6 +95,8 @@ pub struct Wal {
     stats: Arc<WalStats>,
     /// `--unsafe-no-fsync`: records are written but never fdatasync'd.
     no_fsync: bool,
+    /// Deletes purged segments off this thread.
+    purger: purger::Purger,
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -163,6 +166,7 @@ impl Wal {
             hard_state: None,
             snapshot: None,
             last_index: 0,
+            purger: purger::Purger::default(),
         })
     }
 
@@ -270,6 +274,7 @@ impl Wal {
             last_index,
             stats: Arc::default(),
             no_fsync: false,
+            purger: purger::Purger::default(),
         };
         Ok((wal, replay))
     }
@@ -402,24 +407,30 @@ impl Wal {
         Ok(())
     }
 
-    /// Deletes old segments whose entries all lie at or below `upto` (and at or below the
-    /// newest snapshot mark), keeping at least `keep` segments. Returns how many were removed.
+    /// Lets go of old segments whose entries all lie at or below `upto` (and at or below
+    /// the newest snapshot mark), keeping at least `keep` segments; their files are
+    /// deleted, oldest first, on a thread of this WAL's ([`purger`]). Returns how many
+    /// were let go.
     pub fn purge(&mut self, upto: u64, keep: usize) -> Result<usize> {
         let limit = upto.min(self.snapshot.as_ref().map(|(i, _)| *i).unwrap_or(0));
-        let mut removed = 0;
+        let mut gone = Vec::new();
         while self.segments.len() > keep.max(1) {
             // Segment 0 holds entries below segments[1].first_index.
             if self.segments[1].first_index > limit + 1 {
                 break;
             }
-            let seg = self.segments.remove(0);
-            std::fs::remove_file(&seg.path).map_err(|e| StorageError::io(&seg.path, e))?;
-            removed += 1;
+            gone.push(self.segments.remove(0).path);
         }
+        let removed = gone.len();
         if removed > 0 {
-            sync_dir(&self.dir)?;
+            self.purger.delete(self.dir.clone(), gone);
         }
         Ok(removed)
+    }
+
+    /// Waits until the files of every purge so far are deleted.
+    pub fn finish_purges(&mut self) {
+        self.purger.finish();
     }
 
     /// Number of segment files.

@@ -208,6 +208,16 @@ fn snapshot_mark_and_purge() {
     let before = wal.segment_count();
     let removed = wal.purge(300, 1).expect("purge");
     assert!(removed > 0 && wal.segment_count() == before - removed);
+    // The files go on the purge thread, oldest first.
+    wal.finish_purges();
+    let on_disk = std::fs::read_dir(&dir)
+        .expect("read dir")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".wal"))
+        })
+        .count();
+    assert_eq!(on_disk, wal.segment_count());
     write_entries(&mut wal, 401..=410);
     drop(wal);
     let (_, replay) = open(&dir);
