@@ -166,7 +166,7 @@ impl Wal {
             hard_state: None,
             snapshot: None,
             last_index: 0,
-            purger: purger::Purger::default(),
+            purger: purger::Purger::new(dir),
         })
     }
 
@@ -274,7 +274,7 @@ impl Wal {
             last_index,
             stats: Arc::default(),
             no_fsync: false,
-            purger: purger::Purger::default(),
+            purger: purger::Purger::new(dir),
         };
         Ok((wal, replay))
     }
@@ -423,7 +423,7 @@ impl Wal {
         }
         let removed = gone.len();
         if removed > 0 {
-            self.purger.delete(self.dir.clone(), gone);
+            self.purger.delete(gone);
         }
         Ok(removed)
     }

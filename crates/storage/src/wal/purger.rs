@@ -5,57 +5,62 @@
 //!
 //! Invariants: files are deleted in the order they were handed over, oldest first, by
 //! one thread, so a crash at any point leaves the segments on disk contiguous (a
-//! prefix already gone); a segment handed over is never written again. Dropping the
-//! purger finishes the deletions handed over before it returns. A deletion that fails
-//! is logged and left: the segment is older than the snapshot, and a member that
-//! restarts with it reads it as one more segment before the snapshot.
+//! prefix already gone); a segment handed over is never written again. Once a deletion
+//! fails, nothing after it is deleted (deleting a later one would leave a gap, which
+//! recovery refuses): the segments left are older than the snapshot, and a member that
+//! restarts with them reads them as segments before it. Dropping the purger finishes
+//! the deletions handed over before it returns.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-/// The deleting thread, started at the first purge.
-#[derive(Default)]
+/// The deleting thread of one WAL directory, started at the first purge.
+#[derive(Debug)]
 pub(super) struct Purger {
+    dir: PathBuf,
     running: Option<(mpsc::Sender<Vec<PathBuf>>, JoinHandle<()>)>,
 }
 
-impl std::fmt::Debug for Purger {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Purger")
-            .field("running", &self.running.is_some())
-            .finish()
-    }
-}
-
 impl Purger {
-    /// Deletes `files` (in this order) and then syncs `dir`, after every file handed
-    /// over before; deleted on the caller's thread if no thread can be started.
-    pub(super) fn delete(&mut self, dir: PathBuf, files: Vec<PathBuf>) {
+    /// The purger of the WAL in `dir`.
+    pub(super) fn new(dir: &Path) -> Purger {
+        Purger {
+            dir: dir.to_path_buf(),
+            running: None,
+        }
+    }
+
+    /// Deletes `files` (in this order) and then syncs the directory, after every file
+    /// handed over before; on the caller's thread if no thread can be started.
+    pub(super) fn delete(&mut self, files: Vec<PathBuf>) {
         if self.running.is_none() {
             let (tx, rx) = mpsc::channel::<Vec<PathBuf>>();
-            let thread_dir = dir.clone();
+            let dir = self.dir.clone();
             let spawned = std::thread::Builder::new()
                 .name("wal-purge".into())
                 .spawn(move || {
                     for batch in rx {
-                        delete_now(&thread_dir, &batch);
+                        if !delete_now(&dir, &batch) {
+                            return;
+                        }
                     }
                 });
             match spawned {
                 Ok(handle) => self.running = Some((tx, handle)),
                 Err(e) => {
                     tracing::warn!("cannot start the WAL purge thread ({e}); purging inline");
-                    return delete_now(&dir, &files);
+                    delete_now(&self.dir, &files);
+                    return;
                 }
             }
         }
         if let Some((tx, _)) = &self.running
             && let Err(mpsc::SendError(files)) = tx.send(files)
         {
-            // The thread is gone (it panicked): nothing else deletes them.
+            // The thread stopped at a failed deletion: these stay too.
             tracing::warn!(
-                "the WAL purge thread stopped; {} segments left",
+                "WAL purges stopped after a failed deletion; {} more segments left",
                 files.len()
             );
         }
@@ -76,16 +81,17 @@ impl Drop for Purger {
     }
 }
 
-/// Deletes `files` in order, then syncs `dir` so the deletions are durable.
-fn delete_now(dir: &std::path::Path, files: &[PathBuf]) {
+/// Deletes `files` in order, then syncs `dir` so the deletions are durable; false if a
+/// deletion failed (the files after it are left).
+fn delete_now(dir: &Path, files: &[PathBuf]) -> bool {
     for path in files {
         if let Err(e) = std::fs::remove_file(path) {
-            tracing::warn!(path = %path.display(), "cannot delete a purged WAL segment: {e}");
-            // Later segments stay too, so that those on disk stay contiguous.
-            return;
+            tracing::warn!(path = %path.display(), "cannot delete a purged WAL segment: {e}; later segments are kept so that those on disk stay contiguous");
+            return false;
         }
     }
     if let Err(e) = super::sync_dir(dir) {
         tracing::warn!("cannot sync the WAL directory after a purge: {e}");
     }
+    true
 }

@@ -227,6 +227,45 @@ fn snapshot_mark_and_purge() {
     assert_eq!(replay.hard_state.as_deref(), Some(&b"hs"[..]));
 }
 
+/// The segment files in `dir`, in order.
+fn segment_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A purge whose first deletion fails deletes nothing after it, then or later: a later
+/// segment gone would leave a gap that recovery refuses. The WAL still opens.
+#[test]
+fn a_failed_deletion_keeps_every_later_segment() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    let mut wal = Wal::create(&dir, b"m", 4096).expect("create");
+    write_entries(&mut wal, 1..=400);
+    wal.mark_snapshot(300, b"snap");
+    wal.sync().expect("sync");
+    let files = segment_files(&dir);
+    // The purge's first deletion fails: its file is already gone.
+    std::fs::remove_file(&files[0]).expect("remove");
+    let removed = wal.purge(300, 1).expect("purge");
+    assert!(removed > 0, "nothing let go");
+    write_entries(&mut wal, 401..=800);
+    wal.mark_snapshot(700, b"snap2");
+    wal.sync().expect("sync");
+    assert!(wal.purge(700, 1).expect("purge") > 0);
+    wal.finish_purges();
+    let left = segment_files(&dir);
+    assert_eq!(left[..files.len() - 1], files[1..]);
+    drop(wal);
+    let (_, replay) = open(&dir);
+    assert_eq!(replay.snapshot, Some((700, b"snap2".to_vec())));
+    assert_eq!(replay.entries.last().map(|e| e.0), Some(800));
+}
+
 #[test]
 fn metadata_is_readable_without_replay() {
     let tmp = tempfile::tempdir().expect("tempdir");
