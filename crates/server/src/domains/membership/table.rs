@@ -47,17 +47,12 @@ pub fn write(tx: &BatchTx<'_>, state: &MembershipState, change: &Change) -> Resu
     let err = |e| MvccError::Storage(tx.backend().err(e));
     let id = change.id();
     let key = id.to_be_bytes();
-    {
-        let mut members = tx.open(schema::MEMBERS)?;
-        match state.members.get(&id) {
-            Some(m) => {
-                members
-                    .insert(key.as_slice(), m.encode_to_vec().as_slice())
-                    .map_err(err)?;
-            }
-            None => {
-                members.remove(key.as_slice()).map_err(err)?;
-            }
+    match state.members.get(&id) {
+        Some(m) => put_member(tx, m)?,
+        None => {
+            tx.open(schema::MEMBERS)?
+                .remove(key.as_slice())
+                .map_err(err)?;
         }
     }
     if state.removed.contains(&id) {
