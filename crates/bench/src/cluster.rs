@@ -15,6 +15,8 @@ use oxcd_api::etcdserverpb::{RangeRequest, StatusRequest};
 use oxcd_client::{Client, ConnectOptions};
 use oxcd_testkit::process;
 
+use crate::conns::Global;
+
 /// Settings both systems get.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -52,6 +54,34 @@ pub fn proc_status_bytes(pid: u32, field: &str) -> Option<u64> {
 pub fn reset_peak_rss(pid: u32) -> Result<(), String> {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
         .map_err(|e| format!("reset the peak RSS of {pid}: {e}"))
+}
+
+/// The load generator's flags for `clients` clients over `conns` connections to
+/// `endpoints`, with `tls`'s client certificate and as `user` (`name:password`) if
+/// given. One connection goes to the leader (on both systems, so single-client figures
+/// do not depend on where an election landed).
+pub fn load_flags(
+    endpoints: &[String],
+    clients: usize,
+    conns: usize,
+    tls: Option<&TlsFiles>,
+    user: Option<&str>,
+) -> Global {
+    Global {
+        endpoints: endpoints.to_vec(),
+        conns,
+        clients,
+        target_leader: conns == 1,
+        user: user.map(str::to_string),
+        // Generous: dialing is not what is measured, and a TLS handshake to a member
+        // busy starting up can take seconds on a loaded machine.
+        dial_timeout: 10,
+        cacert: tls.map(|t| t.ca.clone()),
+        cert: tls.map(|t| t.client_cert.clone()),
+        key_file: tls.map(|t| t.client_key.clone()),
+        insecure_skip_tls_verify: false,
+        json: false,
+    }
 }
 
 /// Certificates for a TLS run: one CA, one member certificate (for 127.0.0.1) used on

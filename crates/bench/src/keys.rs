@@ -26,6 +26,24 @@ pub struct KeyArgs {
     pub sequential_keys: bool,
 }
 
+impl KeyArgs {
+    /// Keys of `key_size` bytes with values of `val_size`, `key_space_size` distinct
+    /// keys, written in order if `sequential_keys`.
+    pub fn new(
+        key_size: usize,
+        val_size: usize,
+        key_space_size: u64,
+        sequential_keys: bool,
+    ) -> KeyArgs {
+        KeyArgs {
+            key_size,
+            val_size,
+            key_space_size,
+            sequential_keys,
+        }
+    }
+}
+
 /// Makes the keys and the value of a run.
 #[derive(Debug, Clone)]
 pub struct KeyGen {
@@ -107,12 +125,7 @@ mod tests {
     use super::*;
 
     fn args(size: usize, space: u64, sequential: bool) -> KeyArgs {
-        KeyArgs {
-            key_size: size,
-            val_size: 3,
-            key_space_size: space,
-            sequential_keys: sequential,
-        }
+        KeyArgs::new(size, 3, space, sequential)
     }
 
     #[test]

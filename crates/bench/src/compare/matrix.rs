@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::go_load::GoWork;
-use crate::cluster::{Cluster, TlsFiles, dir_size};
+use crate::cluster::{Cluster, TlsFiles, dir_size, load_flags};
 use crate::conns::Global;
 use crate::keys::KeyArgs;
 use crate::stats::Report;
@@ -84,44 +84,9 @@ pub const CORE_ROWS: usize = 5;
 /// Ends the name of a row driven by the Go clientv3 load generator.
 pub const GO_SUFFIX: &str = " [Go clientv3]";
 
+/// [`load_flags`] without a user.
 fn global(endpoints: &[String], clients: usize, conns: usize, tls: Option<&TlsFiles>) -> Global {
-    global_as(endpoints, clients, conns, tls, None)
-}
-
-/// [`global`] logged in as `user` (`name:password`).
-fn global_as(
-    endpoints: &[String],
-    clients: usize,
-    conns: usize,
-    tls: Option<&TlsFiles>,
-    user: Option<&str>,
-) -> Global {
-    Global {
-        endpoints: endpoints.to_vec(),
-        conns,
-        clients,
-        // One connection lands on one member: the leader, on both systems, so the
-        // single-client figures do not depend on where each election happened to land.
-        target_leader: conns == 1,
-        user: user.map(str::to_string),
-        // Generous: dialing is not what these cases measure, and a TLS handshake to a
-        // member busy starting up can take seconds on a loaded machine.
-        dial_timeout: 10,
-        cacert: tls.map(|t| t.ca.clone()),
-        cert: tls.map(|t| t.client_cert.clone()),
-        key_file: tls.map(|t| t.client_key.clone()),
-        insecure_skip_tls_verify: false,
-        json: false,
-    }
-}
-
-fn keys(key_size: usize, val_size: usize, space: u64, sequential: bool) -> KeyArgs {
-    KeyArgs {
-        key_size,
-        val_size,
-        key_space_size: space,
-        sequential_keys: sequential,
-    }
+    load_flags(endpoints, clients, conns, tls, None)
 }
 
 fn scaled(n: u64, scale: f64) -> u64 {
@@ -193,7 +158,7 @@ fn many_puts(total: u64) -> Work {
 /// [`many_puts`] with `watchers` watchers open on keys of the same space.
 fn many_puts_watched(total: u64, watchers: u64) -> Work {
     Work::Put(PutArgs {
-        keys: keys(8, 256, 100_000, false),
+        keys: KeyArgs::new(8, 256, 100_000, false),
         total,
         rate: 0,
         watchers,
@@ -256,7 +221,7 @@ fn all_cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
             1000,
             100,
             Work::TxnPut(TxnPutArgs {
-                keys: keys(8, 256, 100_000, false),
+                keys: KeyArgs::new(8, 256, 100_000, false),
                 total: s(50_000),
                 txn_ops: 4,
                 rate: 0,
@@ -267,7 +232,7 @@ fn all_cases(scale: f64) -> Vec<(&'static str, usize, usize, Work)> {
             1000,
             100,
             Work::TxnMixed(TxnMixedArgs {
-                keys: keys(8, 256, 100_000, false),
+                keys: KeyArgs::new(8, 256, 100_000, false),
                 total: s(100_000),
                 rw_ratio: 4.0,
                 consistency: "l".into(),
@@ -558,7 +523,7 @@ async fn run_cases(
         let conns = match &work {
             Work::Connect { .. } | Work::Go(_) => Vec::new(),
             _ => {
-                let g = global_as(&endpoints, clients, n_conns, cluster.tls.as_ref(), user);
+                let g = load_flags(&endpoints, clients, n_conns, cluster.tls.as_ref(), user);
                 crate::conns::open(&g).await?
             }
         };
@@ -645,7 +610,7 @@ pub async fn run(cluster: &mut Cluster, m: &Matrix, load_keys: u64) -> Result<Ou
     // Load: txns of 100 sequential keys (etcd's --max-txn-ops is 128).
     let per_txn = 100u64;
     let load_args = TxnPutArgs {
-        keys: keys(16, 128, load_keys.max(1), true),
+        keys: KeyArgs::new(16, 128, load_keys.max(1), true),
         total: load_keys.div_ceil(per_txn).max(1),
         txn_ops: per_txn as usize,
         rate: 0,

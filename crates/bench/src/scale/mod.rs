@@ -34,8 +34,8 @@ use serde::Serialize;
 use crate::backup::offline_tool;
 use crate::backup::restore::{self, Restore};
 use crate::backup::snapshot::{self, Snapshot};
-use crate::cluster::{Cluster, Settings, disk_usage};
-use crate::conns::{self, Global};
+use crate::cluster::{Cluster, Settings, disk_usage, load_flags};
+use crate::conns;
 use crate::keys::{KeyArgs, KeyGen};
 use crate::load;
 use crate::stats::Report;
@@ -161,34 +161,13 @@ impl Bench for ScaleArgs {
     }
 }
 
-fn global(url: &str, clients: usize, conns: usize) -> Global {
-    Global {
-        endpoints: vec![url.to_string()],
-        conns,
-        clients,
-        target_leader: false,
-        user: None,
-        dial_timeout: 10,
-        cacert: None,
-        cert: None,
-        key_file: None,
-        insecure_skip_tls_verify: false,
-        json: false,
-    }
-}
-
 fn fill_keys(keys: u64, value_bytes: usize) -> KeyArgs {
-    KeyArgs {
-        key_size: FILL_KEY_BYTES,
-        val_size: value_bytes,
-        key_space_size: keys,
-        sequential_keys: true,
-    }
+    KeyArgs::new(FILL_KEY_BYTES, value_bytes, keys, true)
 }
 
 /// Writes every fill key once, in txns of [`FILL_TXN_OPS`] puts: the failed txns.
 async fn fill_once(url: &str, keys: u64, value_bytes: usize) -> Result<u64, String> {
-    let conns = conns::open(&global(url, 16, 4)).await?;
+    let conns = conns::open(&load_flags(&[url.to_string()], 16, 4, None, None)).await?;
     let args = TxnPutArgs {
         keys: fill_keys(keys, value_bytes),
         total: keys / FILL_TXN_OPS,
@@ -211,14 +190,9 @@ async fn status(c: &oxcd_client::Client) -> Result<(i64, u64, u64), String> {
 
 /// The latency rows at 1000 clients over 100 connections.
 async fn latency_rows(url: &str, a: &ScaleArgs, keys: u64) -> Result<(Report, Report), String> {
-    let conns = conns::open(&global(url, 1000, 100)).await?;
+    let conns = conns::open(&load_flags(&[url.to_string()], 1000, 100, None, None)).await?;
     let put = PutArgs {
-        keys: KeyArgs {
-            key_size: 8,
-            val_size: 256,
-            key_space_size: 100_000,
-            sequential_keys: false,
-        },
+        keys: KeyArgs::new(8, 256, 100_000, false),
         total: a.requests,
         rate: 0,
         watchers: 0,

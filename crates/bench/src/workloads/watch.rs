@@ -234,12 +234,12 @@ async fn put_paced(
 /// Runs `watch`: opens the watchers, then `clients` concurrent writers put on the
 /// watched keys (at `put_rate` in all, 0: unlimited), as etcd's `benchmark watch`.
 pub async fn watch(a: &WatchArgs, clients: usize, conns: &[Client]) -> Result<Report, String> {
-    let keys = KeyGen::new(&KeyArgs {
-        key_size: a.key_size,
-        val_size: a.val_size,
-        key_space_size: a.watched_key_total,
-        sequential_keys: false,
-    });
+    let keys = KeyGen::new(&KeyArgs::new(
+        a.key_size,
+        a.val_size,
+        a.watched_key_total,
+        false,
+    ));
     let mut creation = Samples::default();
     let mut watchers_per_key: BTreeMap<u64, u64> = BTreeMap::new();
     let mut streams = Vec::new();
