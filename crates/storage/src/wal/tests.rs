@@ -197,34 +197,13 @@ fn corrupt_older_segment_refuses_to_open() {
     );
 }
 
-#[test]
-fn snapshot_mark_and_purge() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("wal");
-    let mut wal = Wal::create(&dir, b"m", 4096).expect("create");
+/// A WAL in `dir` holding entries 1..=400 with a snapshot mark at 300, synced.
+fn marked_at_300(dir: &Path) -> Wal {
+    let mut wal = Wal::create(dir, b"m", 4096).expect("create");
     write_entries(&mut wal, 1..=400);
     wal.mark_snapshot(300, b"snap");
     wal.sync().expect("sync");
-    let before = wal.segment_count();
-    let removed = wal.purge(300, 1).expect("purge");
-    assert!(removed > 0 && wal.segment_count() == before - removed);
-    // The files go on the purge thread, oldest first.
-    wal.finish_purges();
-    let on_disk = std::fs::read_dir(&dir)
-        .expect("read dir")
-        .filter(|e| {
-            e.as_ref()
-                .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".wal"))
-        })
-        .count();
-    assert_eq!(on_disk, wal.segment_count());
-    write_entries(&mut wal, 401..=410);
-    drop(wal);
-    let (_, replay) = open(&dir);
-    assert_eq!(replay.snapshot, Some((300, b"snap".to_vec())));
-    assert_eq!(replay.entries.first().map(|e| e.0), Some(301));
-    assert_eq!(replay.entries.last().map(|e| e.0), Some(410));
-    assert_eq!(replay.hard_state.as_deref(), Some(&b"hs"[..]));
+    wal
 }
 
 /// The segment files in `dir`, in order.
@@ -238,16 +217,33 @@ fn segment_files(dir: &Path) -> Vec<std::path::PathBuf> {
     files
 }
 
+#[test]
+fn snapshot_mark_and_purge() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    let mut wal = marked_at_300(&dir);
+    let before = wal.segment_count();
+    let removed = wal.purge(300, 1).expect("purge");
+    assert!(removed > 0 && wal.segment_count() == before - removed);
+    // The files go on the purge thread, oldest first.
+    wal.finish_purges();
+    assert_eq!(segment_files(&dir).len(), wal.segment_count());
+    write_entries(&mut wal, 401..=410);
+    drop(wal);
+    let (_, replay) = open(&dir);
+    assert_eq!(replay.snapshot, Some((300, b"snap".to_vec())));
+    assert_eq!(replay.entries.first().map(|e| e.0), Some(301));
+    assert_eq!(replay.entries.last().map(|e| e.0), Some(410));
+    assert_eq!(replay.hard_state.as_deref(), Some(&b"hs"[..]));
+}
+
 /// A purge whose first deletion fails deletes nothing after it, then or later: a later
 /// segment gone would leave a gap that recovery refuses. The WAL still opens.
 #[test]
 fn a_failed_deletion_keeps_every_later_segment() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("wal");
-    let mut wal = Wal::create(&dir, b"m", 4096).expect("create");
-    write_entries(&mut wal, 1..=400);
-    wal.mark_snapshot(300, b"snap");
-    wal.sync().expect("sync");
+    let mut wal = marked_at_300(&dir);
     let files = segment_files(&dir);
     // The purge's first deletion fails: its file is already gone.
     std::fs::remove_file(&files[0]).expect("remove");
