@@ -907,6 +907,20 @@ async fn a_mixed_cluster_survives_kills_pauses_and_snapshots_both_ways() {
         async move { c.member_promote(oxcd_id).await }
     })
     .await;
+    // The oxcd member applies its promotion after etcd's leader answers it: until then
+    // it still answers the clients as a learner ("rpc not supported for learner").
+    let promoted_there = eventually(|| async {
+        let Some(mut c) = client_of(&oxcd_url).await else {
+            return false;
+        };
+        c.member_list().await.is_ok_and(|l| {
+            l.members()
+                .iter()
+                .any(|m| m.id() == oxcd_id && !m.is_learner())
+        })
+    })
+    .await;
+    assert!(promoted_there, "the oxcd member applied its promotion");
     let start_rev = revision_at(&mut ctl.clone(), "ready").await;
     let endpoints: Endpoints = Arc::new(Mutex::new(endpoints_of(&members)));
     let load = Workload::start(&endpoints, start_rev + 1, "steady");
