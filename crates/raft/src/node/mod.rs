@@ -436,7 +436,10 @@ fn open_or_create_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), 
     if !Wal::exists(&cfg.wal_dir) {
         return create_fresh(cfg);
     }
-    let (mut wal, replay) = Wal::open(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE)?;
+    // Entries the state machine applied more than the catch-up count ago are not held
+    // again: a restart's memory is the log the member runs with.
+    let keep_from = (cfg.applied + 1).saturating_sub(cfg.catch_up_entries);
+    let (mut wal, replay) = Wal::open_from(&cfg.wal_dir, DEFAULT_SEGMENT_SIZE, keep_from)?;
     let (mut core, meta) = recovery::recover(cfg, replay, &cfg.wal_dir.display().to_string())?;
     if let Some(context) = &cfg.force_new_cluster {
         let added = recovery::force_new_cluster(&mut core, cfg, context.clone())?;

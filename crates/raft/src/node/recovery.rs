@@ -1,13 +1,14 @@
 //! The in-memory log a member starts with: empty for a new member, or rebuilt from what
 //! its disk replayed (the WAL's, or a simulated disk's, [`Replay`]).
 //!
-//! Invariants: the rebuilt log holds the newest snapshot mark, the entries after it and
-//! the newest hard state; its commit index is at least the snapshot's index and the
-//! state machine's applied index (both committed); a state machine ahead of the log's
-//! last entry is refused.
+//! Invariants: the rebuilt log starts at the newest snapshot mark (or, replayed from an
+//! anchor, at that applied entry) and holds the entries after it and the newest hard
+//! state; its commit index is at least the snapshot's index and the state machine's
+//! applied index (both committed); a state machine ahead of the log's last entry is
+//! refused.
 
 use oxcd_storage::wal::Replay;
-use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType};
+use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, SnapshotMetadata};
 
 use super::NodeConfig;
 use super::core::snapshot_of;
@@ -98,6 +99,16 @@ pub fn recover(
             core.hard_state.vote = 0;
         }
     }
+    // Replayed from an anchor (an applied entry after the mark): the log starts there.
+    let anchor = match replay.anchor.take() {
+        Some((index, data)) => {
+            let e = persist::decode_entry(index, &data)?;
+            core.start = (e.index, e.term);
+            core.hard_state.commit = core.hard_state.commit.max(e.index);
+            Some(e)
+        }
+        None => None,
+    };
     // Each record's bytes are dropped as soon as it is decoded, and the decoded entries
     // move into the log: one copy of the log in memory at a time.
     let raw = std::mem::take(&mut replay.entries);
@@ -112,6 +123,17 @@ pub fn recover(
         && cfg.applied >= core.start.0
     {
         core.conf_state = conf.clone();
+    }
+    // What raft-rs sends a member that needs entries before the anchor (the backend's
+    // dump replaces its position when it is sent).
+    if let Some(e) = anchor {
+        let mut meta = SnapshotMetadata {
+            index: e.index,
+            term: e.term,
+            ..Default::default()
+        };
+        meta.set_conf_state(core.conf_state.clone());
+        core.snapshot = Some(snapshot_of(meta));
     }
     // The state machine may have applied (durably) entries whose commit index was not
     // yet synced in a hard state: they were committed, so the commit index is at least it.

@@ -294,3 +294,39 @@ fn forcing_a_new_cluster_drops_uncommitted_entries_and_removes_the_others() {
     );
     assert_eq!(core.hard_state.commit, 7);
 }
+
+/// A restart holds only the catch-up entries before the applied index: the log starts
+/// at an anchor after the last snapshot mark, and the member goes on from there.
+#[test]
+fn a_restart_holds_the_catch_up_entries_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (h, events, thread) = start(cfg(dir.path(), 0), NoPeers).expect("start");
+    propose_and_apply(&h, &events, 30);
+    let applied = h.status().commit();
+    h.stop();
+    thread.join().expect("join").expect("clean stop");
+    drop(events);
+    let mut restart = cfg(dir.path(), applied);
+    restart.catch_up_entries = 5;
+    let (_, log, _) = open_log(&restart).expect("open");
+    {
+        let core = log.rl();
+        assert_eq!(
+            core.start.0,
+            applied - 5,
+            "anchored at the catch-up entries"
+        );
+        assert_eq!(core.last_index(), applied);
+        assert_eq!(core.hard_state.commit, applied);
+        assert_eq!(
+            core.snapshot.as_ref().map(|s| s.get_metadata().index),
+            Some(applied - 5)
+        );
+    }
+    drop(log);
+    let (h, events, thread) = start(restart, NoPeers).expect("restart");
+    let got = propose_and_apply(&h, &events, 3);
+    assert_eq!(got.len(), 3);
+    h.stop();
+    thread.join().expect("join").expect("clean stop");
+}

@@ -20,6 +20,7 @@
 
 mod purger;
 pub mod record;
+mod replay;
 mod segment_file;
 
 use std::fs::File;
@@ -30,7 +31,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use record::{DecodeError, RecordKind};
+use record::RecordKind;
+pub use replay::Replay;
+use replay::{SegmentRead, replay_segment};
 
 use crate::timing::WalStats;
 use crate::{Result, StorageError};
@@ -60,21 +63,6 @@ fn parse_segment_name(name: &str) -> Option<(u64, u64)> {
         u64::from_str_radix(seq, 16).ok()?,
         u64::from_str_radix(index, 16).ok()?,
     ))
-}
-
-/// Everything a WAL held when it was opened.
-#[derive(Debug, Default)]
-pub struct Replay {
-    /// Member metadata written at creation.
-    pub metadata: Vec<u8>,
-    /// The newest hard state, if any was written.
-    pub hard_state: Option<Vec<u8>>,
-    /// The newest snapshot mark: (index, caller's bytes).
-    pub snapshot: Option<(u64, Vec<u8>)>,
-    /// Entries after the snapshot, contiguous, with overwritten suffixes already dropped.
-    pub entries: Vec<(u64, Vec<u8>)>,
-    /// Set when a torn tail was cut off: which file, from which offset, how many bytes.
-    pub repaired: Option<String>,
 }
 
 /// An open write-ahead log.
@@ -110,11 +98,6 @@ fn snapshot_payload(index: u64, data: &[u8]) -> Vec<u8> {
     p.extend_from_slice(&index.to_le_bytes());
     p.extend_from_slice(data);
     p
-}
-
-fn split_indexed(payload: &[u8]) -> Option<(u64, &[u8])> {
-    let (head, rest) = payload.split_at_checked(8)?;
-    Some((u64::from_le_bytes(head.try_into().ok()?), rest))
 }
 
 impl Wal {
@@ -201,16 +184,29 @@ impl Wal {
         Ok(Some(second.payload.to_vec()))
     }
 
-    /// Opens the WAL in `dir`, replays it, repairs a torn tail, and returns it ready to append.
+    /// Opens the WAL in `dir`, replays it, repairs a torn tail, and returns it ready to
+    /// append, with every entry after the newest snapshot mark.
     pub fn open(dir: &Path, segment_size: u64) -> Result<(Wal, Replay)> {
+        Wal::open_from(dir, segment_size, 0)
+    }
+
+    /// [`Wal::open`] for a member whose state machine needs only the entries from
+    /// `keep_from` on: those before it are let go as they are read, but for the newest
+    /// one, returned as [`Replay::anchor`] (the log in memory starts there).
+    pub fn open_from(dir: &Path, segment_size: u64, keep_from: u64) -> Result<(Wal, Replay)> {
         let segments = list_segments(dir)?;
         let mut replay = Replay::default();
         let mut crc = 0u32;
         let mut end_of_last = 0u64;
         let mut torn_bytes = 0u64;
         for (i, seg) in segments.iter().enumerate() {
-            let is_last = i + 1 == segments.len();
-            let end = replay_segment(seg, i == 0, crc, is_last, &mut replay)?;
+            let how = SegmentRead {
+                first: i == 0,
+                last: i + 1 == segments.len(),
+                crc,
+                keep_from,
+            };
+            let end = replay_segment(&seg.path, how, &mut replay)?;
             crc = end.crc;
             end_of_last = end.data_end;
             torn_bytes = end.torn_bytes;
@@ -220,22 +216,31 @@ impl Wal {
             offset: 0,
             reason: "no segment files".into(),
         })?;
-        if let Some((snap_index, _)) = &replay.snapshot {
-            let snap_index = *snap_index;
+        let snap_index = replay.snapshot.as_ref().map(|(i, _)| *i);
+        if let Some(snap_index) = snap_index {
             replay.entries.retain(|(i, _)| *i > snap_index);
-            if let Some((first, _)) = replay.entries.first()
-                && *first != snap_index + 1
-            {
-                return Err(StorageError::CorruptWal {
-                    path: dir.display().to_string(),
-                    offset: 0,
-                    reason: format!(
-                        "entries {} to {} are missing after snapshot",
-                        snap_index + 1,
-                        first - 1
-                    ),
-                });
-            }
+        }
+        // The newest entry before `keep_from`, when the log starts there.
+        if let Some((first, _)) = replay.entries.first()
+            && *first < keep_from
+            && *first > snap_index.unwrap_or(0) + 1
+        {
+            replay.anchor = Some(replay.entries.remove(0));
+        }
+        if let Some(snap_index) = snap_index
+            && replay.anchor.is_none()
+            && let Some((first, _)) = replay.entries.first()
+            && *first != snap_index + 1
+        {
+            return Err(StorageError::CorruptWal {
+                path: dir.display().to_string(),
+                offset: 0,
+                reason: format!(
+                    "entries {} to {} are missing after snapshot",
+                    snap_index + 1,
+                    first - 1
+                ),
+            });
         }
         let file = segment_file::open_for_writes(&last.path)?;
         if torn_bytes > 0 {
@@ -472,144 +477,6 @@ fn list_segments(dir: &Path) -> Result<Vec<Segment>> {
         }
     }
     Ok(segments)
-}
-
-/// Decides whether damage at `off` in the newest segment is a torn write: nothing was
-/// written after the broken record (`data_end`: only zeroes follow), and the record is
-/// cut short by the end of the file or one of its pieces between 512-byte sector
-/// boundaries is all zeroes (a sector the crash never wrote).
-fn is_torn_tail(buf: &[u8], off: usize, data_end: usize, err: &DecodeError) -> bool {
-    if *err == DecodeError::Truncated {
-        return true;
-    }
-    let rest = &buf[off..];
-    if rest.len() < record::HEADER_LEN {
-        return false;
-    }
-    let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-    let end = off + record::HEADER_LEN + len;
-    if end < data_end || end > buf.len() {
-        return false;
-    }
-    let mut start = off;
-    while start < end {
-        let stop = ((start / 512 + 1) * 512).min(end);
-        if buf[start..stop].iter().all(|b| *b == 0) {
-            return true;
-        }
-        start = stop;
-    }
-    false
-}
-
-/// Where a segment's records end.
-struct SegmentEnd {
-    /// The chain CRC after its last record.
-    crc: u32,
-    /// The offset after its last record.
-    data_end: u64,
-    /// Bytes of a torn write after it (zero when only zeroes follow).
-    torn_bytes: u64,
-}
-
-/// Replays one segment into `replay`; returns where its records end.
-fn replay_segment(
-    seg: &Segment,
-    first: bool,
-    mut crc: u32,
-    is_last: bool,
-    replay: &mut Replay,
-) -> Result<SegmentEnd> {
-    let mut buf = Vec::new();
-    File::open(&seg.path)
-        .and_then(|mut f| f.read_to_end(&mut buf))
-        .map_err(|e| StorageError::io(&seg.path, e))?;
-    let corrupt = |offset: usize, reason: String| StorageError::CorruptWal {
-        path: seg.path.display().to_string(),
-        offset: offset as u64,
-        reason,
-    };
-    let written = segment_file::data_end(&buf);
-    let mut off = 0usize;
-    while off < buf.len() {
-        let rec = match record::decode(&buf[off..], crc) {
-            Ok(r) => r,
-            // The reserved, never written rest of the segment. In a closed segment, lost
-            // records would show as a broken chain at the start of the next one.
-            Err(_) if off > 0 && written <= off => break,
-            Err(err) if is_last && off > 0 && is_torn_tail(&buf, off, written, &err) => break,
-            Err(DecodeError::Truncated) => return Err(corrupt(off, "record cut short".into())),
-            Err(DecodeError::Bad(reason)) => return Err(corrupt(off, reason)),
-        };
-        if off == 0 {
-            if rec.kind != RecordKind::Crc {
-                return Err(corrupt(
-                    0,
-                    "segment does not start with a crc record".into(),
-                ));
-            }
-            if !first && rec.payload != crc.to_le_bytes() {
-                return Err(corrupt(0, "crc chain broken between segments".into()));
-            }
-        }
-        match rec.kind {
-            RecordKind::Crc => {}
-            RecordKind::Metadata => replay.metadata = rec.payload.to_vec(),
-            RecordKind::HardState => replay.hard_state = Some(rec.payload.to_vec()),
-            RecordKind::Snapshot | RecordKind::SnapshotInstall => {
-                let (index, data) = split_indexed(rec.payload)
-                    .ok_or_else(|| corrupt(off, "short snapshot record".into()))?;
-                if rec.kind == RecordKind::SnapshotInstall {
-                    replay.entries.clear();
-                }
-                replay.snapshot = Some((index, data.to_vec()));
-            }
-            RecordKind::Entry => {
-                let (index, data) = split_indexed(rec.payload)
-                    .ok_or_else(|| corrupt(off, "short entry record".into()))?;
-                push_entry(&mut replay.entries, index, data)
-                    .map_err(|r| corrupt(off, r.to_string()))?;
-            }
-        }
-        crc = rec.crc;
-        off += rec.len;
-    }
-    Ok(SegmentEnd {
-        crc,
-        data_end: off as u64,
-        torn_bytes: written.saturating_sub(off) as u64,
-    })
-}
-
-/// An entry record that does not follow the entries replayed before it.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[error("entry {index} follows {last}: entries are missing")]
-struct EntryGap {
-    /// The record's index.
-    index: u64,
-    /// The last index replayed before it.
-    last: u64,
-}
-
-fn push_entry(
-    entries: &mut Vec<(u64, Vec<u8>)>,
-    index: u64,
-    data: &[u8],
-) -> std::result::Result<(), EntryGap> {
-    if let Some((first, _)) = entries.first() {
-        let first = *first;
-        let last = first + entries.len() as u64 - 1;
-        if index > last + 1 {
-            return Err(EntryGap { index, last });
-        }
-        if index < first {
-            entries.clear();
-        } else {
-            entries.truncate((index - first) as usize);
-        }
-    }
-    entries.push((index, data.to_vec()));
-    Ok(())
 }
 
 #[cfg(test)]

@@ -61,8 +61,3 @@ pub(super) fn open_for_writes(path: &Path) -> Result<File> {
         .open(path)
         .map_err(|e| StorageError::io(path, e))
 }
-
-/// Where written data ends in `buf`: past it there are only zeroes.
-pub(super) fn data_end(buf: &[u8]) -> usize {
-    buf.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1)
-}

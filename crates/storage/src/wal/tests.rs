@@ -46,11 +46,16 @@ fn overwritten_suffix_is_dropped() {
     assert_eq!(replay.entries[5], (6, b"new-6".to_vec()));
 }
 
+/// Where written data ends in `buf`: past it there are only zeroes.
+fn data_end(buf: &[u8]) -> usize {
+    buf.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1)
+}
+
 /// The newest segment's path and where its records end.
 fn newest_segment(dir: &Path) -> (PathBuf, usize) {
     let seg = list_segments(dir).expect("list").pop().expect("segment");
     let bytes = std::fs::read(&seg.path).expect("read");
-    (seg.path, segment_file::data_end(&bytes))
+    (seg.path, data_end(&bytes))
 }
 
 fn write_at(path: &Path, offset: u64, bytes: &[u8]) {
@@ -298,4 +303,80 @@ fn installed_snapshot_voids_earlier_entries() {
     assert_eq!(replay.snapshot, Some((5000, b"snap2".to_vec())));
     assert_eq!(replay.entries.first().map(|e| e.0), Some(5001));
     assert_eq!(replay.entries.len(), 10);
+}
+
+/// Replay lets go of the entries a mark covers as soon as it reads the mark; a gap
+/// right after the mark is still refused, not taken for a log that starts later.
+#[test]
+fn a_gap_after_a_mark_refuses_to_open() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    let mut wal = marked_at_300(&dir);
+    wal.mark_snapshot(400, b"snap2");
+    wal.append_entry(405, b"entry-405");
+    wal.sync().expect("sync");
+    drop(wal);
+    let err = Wal::open(&dir, 4096).expect_err("a gap after the mark");
+    assert!(
+        err.to_string().contains("entries 401 to 404 are missing"),
+        "{err}"
+    );
+}
+
+/// Opened from an index, the replay keeps the entries from it on and the newest one
+/// before it as the anchor; at or below the mark it changes nothing.
+#[test]
+fn opened_from_an_index_the_log_starts_at_its_anchor() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    drop(marked_at_300(&dir));
+    let (_, replay) = Wal::open_from(&dir, 4096, 350).expect("open");
+    assert_eq!(replay.anchor, Some((349, b"entry-349".to_vec())));
+    assert_eq!(replay.entries.first().map(|e| e.0), Some(350));
+    assert_eq!(replay.entries.len(), 51);
+    assert_eq!(replay.snapshot.as_ref().map(|s| s.0), Some(300));
+    for keep_from in [0, 250, 301] {
+        let (_, replay) = Wal::open_from(&dir, 4096, keep_from).expect("open");
+        assert_eq!(replay.anchor, None, "keep_from {keep_from}");
+        assert_eq!(replay.entries.first().map(|e| e.0), Some(301));
+    }
+    // Without a mark, the same.
+    let dir2 = tmp.path().join("wal2");
+    let mut wal = Wal::create(&dir2, b"m", 4096).expect("create");
+    write_entries(&mut wal, 1..=100);
+    drop(wal);
+    let (_, replay) = Wal::open_from(&dir2, 4096, 90).expect("open");
+    assert_eq!(replay.anchor.map(|a| a.0), Some(89));
+    assert_eq!(replay.entries.len(), 11);
+}
+
+/// Records larger than the replay's read window, across its edges, replay whole; a
+/// torn write of such a record at the end is still cut away.
+#[test]
+fn records_larger_than_the_read_window_replay() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("wal");
+    let mut wal = Wal::create(&dir, b"m", DEFAULT_SEGMENT_SIZE).expect("create");
+    let big = |i: u64| vec![i as u8 + 1; (3 << 20) / 2 + i as usize * 1000];
+    for i in 1..=5 {
+        wal.append_entry(i, &big(i));
+        wal.sync().expect("sync");
+    }
+    drop(wal);
+    let (_, replay) = open_big(&dir);
+    assert_eq!(replay.entries.len(), 5);
+    for (i, data) in &replay.entries {
+        assert_eq!(data, &big(*i));
+    }
+    // The last record's second half never reached the disk.
+    let (path, end) = newest_segment(&dir);
+    let half = big(5).len() / 2;
+    write_at(&path, (end - half) as u64, &vec![0u8; half]);
+    let (_, replay) = open_big(&dir);
+    assert_eq!(replay.entries.len(), 4);
+    assert!(replay.repaired.is_some());
+}
+
+fn open_big(dir: &Path) -> (Wal, Replay) {
+    Wal::open(dir, DEFAULT_SEGMENT_SIZE).expect("open wal")
 }
