@@ -22,6 +22,8 @@ use std::sync::mpsc::SyncSender;
 use raft::prelude::{ConfChange, ConfState, Entry, Message, Snapshot, SnapshotMetadata};
 use raft::{Config, RawNode};
 
+mod retention;
+
 use super::{Event, NodeConfig, RaftStatus, format};
 use crate::RaftError;
 use crate::disk::LogDisk;
@@ -237,6 +239,8 @@ pub struct Core<D: LogDisk, T: Transport, E: EventSink> {
     incarnation: u64,
     next_read_ctx: u64,
     applied: u64,
+    /// The applied index at the last compaction of the log in memory ([`retention`]).
+    memory_compacted_at: u64,
     /// The log format after `applied`, as the state machine last said (None: unknown).
     applied_format: Option<u8>,
     /// The format the log ends in, while this member leads: (its term, the format).
@@ -430,6 +434,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             incarnation: cfg.incarnation,
             next_read_ctx: 1,
             applied,
+            memory_compacted_at: applied,
             applied_format: cfg.format,
             leader_format: None,
         };
@@ -507,6 +512,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 if index > self.applied {
                     self.applied = index;
                     self.node.advance_apply_to(index);
+                    self.compact_memory();
                 }
             }
             Command::Compact { index, floor } => self.compact(index, floor)?,
@@ -593,46 +599,6 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
     /// Takes the disk out of a core that will not be used again.
     pub fn into_disk(self) -> D {
         self.disk
-    }
-
-    fn compact(&mut self, index: u64, floor: u64) -> Result<(), RaftError> {
-        let (meta, drop_to) = {
-            let core = self.log.rl();
-            if index <= core.start.0 || index > self.applied {
-                return Ok(());
-            }
-            let Some(term) = core.term_of(index) else {
-                return Ok(());
-            };
-            let mut meta = SnapshotMetadata {
-                index,
-                term,
-                ..Default::default()
-            };
-            meta.set_conf_state(core.conf_state_at(index));
-            let keep_from = index.saturating_sub(self.catch_up_entries);
-            (meta, keep_from.max(floor.min(index)))
-        };
-        self.disk
-            .mark_snapshot(index, &persist::encode_snapshot_meta(&meta));
-        self.disk.sync()?;
-        let let_go = {
-            let mut core = self.log.wl();
-            let let_go = core.compact(drop_to);
-            core.forget_confs_to(index);
-            core.snapshot = Some(snapshot_of(meta));
-            let_go
-        };
-        let entries = let_go.len();
-        free_elsewhere(let_go);
-        let removed = self.disk.purge(index, self.max_wals)?;
-        tracing::info!(
-            index,
-            dropped_entries = entries,
-            removed_segments = removed,
-            "raft: compacted log"
-        );
-        Ok(())
     }
 
     fn emit(&mut self, ev: Event) -> Result<(), RaftError> {
@@ -800,16 +766,4 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             }
         }
     }
-}
-
-/// Frees entries the log let go on a short-lived thread of their own: a compaction after
-/// a large load lets go of a gigabyte, whose freeing would hold up the raft loop (freed
-/// here if no thread can be started).
-fn free_elsewhere(entries: Vec<Entry>) {
-    if entries.is_empty() {
-        return;
-    }
-    let _ = std::thread::Builder::new()
-        .name("raft-log-free".into())
-        .spawn(move || drop(entries));
 }

@@ -1,0 +1,358 @@
+//! How much of the log a member keeps in memory, and when it marks a snapshot on disk.
+//!
+//! Two compactions, as etcd 3.6 has them:
+//! - **In memory**, every [`MEMORY_COMPACT_EVERY`] applied entries: entries more than
+//!   the catch-up count behind the applied index are let go, unless a follower that is
+//!   in touch still needs them (a leader keeps everything after the lowest match index
+//!   of its active followers, or after the snapshot one is being sent). Nothing is
+//!   written: the WAL still holds those entries until the next mark. Before this the log
+//!   held every entry since the last mark, up to `--snapshot-count` (100,000 in the
+//!   benchmarks): most of a member's memory.
+//! - **On disk** ([`Core::compact`], when the state machine asks, every
+//!   `--snapshot-count` entries made durable): a snapshot mark in the WAL, the log cut to
+//!   the catch-up entries whatever the followers need (as before; a follower that far
+//!   behind gets a snapshot), and old WAL segments purged.
+//!
+//! Invariants: the log is cut only at or below the applied index; the snapshot raft-rs
+//! sees is always at or after the log's start (its position is replaced by the backend
+//! dump's when it is sent); entries let go are freed off the raft loop when there are
+//! many of them.
+
+use raft::ProgressState;
+use raft::prelude::{Entry, SnapshotMetadata};
+
+use super::{Core, snapshot_of};
+use crate::RaftError;
+use crate::disk::LogDisk;
+use crate::node::{EventSink, Transport};
+use crate::persist;
+
+/// Applied entries between two compactions of the log in memory (etcd 3.6's
+/// `memorySnapshotCount`).
+pub(super) const MEMORY_COMPACT_EVERY: u64 = 100;
+
+/// Entries let go at once below which they are freed on the raft loop (a thread per
+/// compaction costs more than freeing a few hundred entries).
+const FREE_INLINE_UP_TO: usize = 10_000;
+
+impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
+    /// After the applied index moved: lets go of the entries no one needs any more, once
+    /// every [`MEMORY_COMPACT_EVERY`] applied entries.
+    pub(super) fn compact_memory(&mut self) {
+        if self.applied < self.memory_compacted_at + MEMORY_COMPACT_EVERY {
+            return;
+        }
+        self.memory_compacted_at = self.applied;
+        let upto = self.last_unneeded();
+        let let_go = {
+            let mut core = self.log.wl();
+            if upto <= core.start.0 {
+                return;
+            }
+            let Some(term) = core.term_of(self.applied) else {
+                return;
+            };
+            let mut meta = SnapshotMetadata {
+                index: self.applied,
+                term,
+                ..Default::default()
+            };
+            meta.set_conf_state(core.conf_state_at(self.applied));
+            let let_go = core.compact(upto);
+            core.forget_confs_to(upto);
+            core.snapshot = Some(snapshot_of(meta));
+            let_go
+        };
+        free_elsewhere(let_go);
+    }
+
+    /// The last index the log may let go of: the catch-up entries below the applied
+    /// index stay, and on a leader whatever an active follower has yet to receive.
+    fn last_unneeded(&self) -> u64 {
+        let mut upto = self.applied.saturating_sub(self.catch_up_entries);
+        let raft = &self.node.raft;
+        if raft.state == raft::StateRole::Leader {
+            for (id, pr) in raft.prs().iter() {
+                if *id == raft.id || !pr.recent_active {
+                    continue;
+                }
+                let has = match pr.state {
+                    ProgressState::Snapshot => pr.pending_snapshot,
+                    _ => pr.matched,
+                };
+                upto = upto.min(has);
+            }
+        }
+        upto
+    }
+
+    /// Marks a snapshot at `index` (which the state machine made durable) in the WAL,
+    /// cuts the log to the catch-up entries below it, keeping no entry at or below
+    /// `floor`, and purges old segments.
+    pub(super) fn compact(&mut self, index: u64, floor: u64) -> Result<(), RaftError> {
+        let (meta, drop_to) = {
+            let core = self.log.rl();
+            // At the start itself the mark is still written: the log in memory may
+            // already have been cut there.
+            if index < core.start.0 || index > self.applied {
+                return Ok(());
+            }
+            let Some(term) = core.term_of(index) else {
+                return Ok(());
+            };
+            let mut meta = SnapshotMetadata {
+                index,
+                term,
+                ..Default::default()
+            };
+            meta.set_conf_state(core.conf_state_at(index));
+            let keep_from = index.saturating_sub(self.catch_up_entries);
+            (meta, keep_from.max(floor.min(index)))
+        };
+        self.disk
+            .mark_snapshot(index, &persist::encode_snapshot_meta(&meta));
+        self.disk.sync()?;
+        let let_go = {
+            let mut core = self.log.wl();
+            let let_go = core.compact(drop_to);
+            core.forget_confs_to(index);
+            if core
+                .snapshot
+                .as_ref()
+                .is_none_or(|s| s.get_metadata().index <= index)
+            {
+                core.snapshot = Some(snapshot_of(meta));
+            }
+            let_go
+        };
+        let entries = let_go.len();
+        free_elsewhere(let_go);
+        let removed = self.disk.purge(index, self.max_wals)?;
+        tracing::info!(
+            index,
+            dropped_entries = entries,
+            removed_segments = removed,
+            "raft: compacted log"
+        );
+        Ok(())
+    }
+}
+
+/// Frees entries the log let go: many of them on a short-lived thread of their own (a
+/// compaction after a large load lets go of a gigabyte, whose freeing would hold up the
+/// raft loop; freed here if no thread can be started), a few on the spot.
+fn free_elsewhere(entries: Vec<Entry>) {
+    if entries.len() <= FREE_INLINE_UP_TO {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("raft-log-free".into())
+        .spawn(move || drop(entries));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use raft::prelude::{Message, MessageType};
+
+    use super::*;
+    use crate::disk::MemDisk;
+    use crate::log_store::LogStore;
+    use crate::node::{Command, Event, NodeConfig, RaftStatus, recovery};
+
+    /// Messages a core sent, for the test to deliver or hold.
+    #[derive(Clone, Default)]
+    struct Outbox(Arc<Mutex<Vec<Message>>>);
+
+    impl Transport for Outbox {
+        fn send(&mut self, msgs: Vec<Message>) {
+            self.0.lock().expect("outbox").extend(msgs);
+        }
+    }
+
+    type TestCore = Core<MemDisk, Outbox, Vec<Event>>;
+
+    fn node_config(id: u64) -> NodeConfig {
+        NodeConfig {
+            id,
+            cluster_id: 1,
+            voters: vec![1, 2, 3],
+            members: Vec::new(),
+            bootstrap_contexts: Vec::new(),
+            conf_state: None,
+            wal_dir: std::path::PathBuf::from(format!("test/{id}")),
+            heartbeat: std::time::Duration::from_millis(10),
+            election_ticks: 10,
+            pre_vote: false,
+            applied: 0,
+            format: None,
+            max_wals: 5,
+            catch_up_entries: 10,
+            fixed_election_timeout: true,
+            incarnation: id,
+            unsafe_no_fsync: false,
+            force_new_cluster: None,
+        }
+    }
+
+    struct Cluster {
+        cores: Vec<(TestCore, Outbox)>,
+        /// Messages to member 3 kept back while it is slow.
+        held: Vec<Message>,
+        snapshots_sent: usize,
+    }
+
+    impl Cluster {
+        fn new() -> Cluster {
+            let cores = (1..=3)
+                .map(|id| {
+                    let cfg = node_config(id);
+                    let (log, _) = recovery::fresh(&cfg);
+                    let outbox = Outbox::default();
+                    let core = Core::new(
+                        &cfg,
+                        MemDisk::new(Vec::new()),
+                        LogStore::new(log),
+                        outbox.clone(),
+                        Vec::new(),
+                        Arc::new(RaftStatus::default()),
+                    )
+                    .expect("core");
+                    (core, outbox)
+                })
+                .collect();
+            Cluster {
+                cores,
+                held: Vec::new(),
+                snapshots_sent: 0,
+            }
+        }
+
+        /// Turns every core, applies what each committed and delivers messages until
+        /// none are left (those to member 3 are held while `slow_3`).
+        fn settle(&mut self, slow_3: bool) {
+            for _ in 0..1000 {
+                let mut mail = std::mem::take(&mut self.held);
+                if slow_3 {
+                    self.held = mail;
+                    mail = Vec::new();
+                }
+                for (core, outbox) in &mut self.cores {
+                    core.turn().expect("turn");
+                    let applied: Vec<u64> = std::mem::take(core.events_mut())
+                        .into_iter()
+                        .filter_map(|ev| match ev {
+                            Event::Committed(ents) => ents.last().map(|e| e.index),
+                            Event::Snapshot(s) => Some(s.get_metadata().index),
+                        })
+                        .collect();
+                    if let Some(&index) = applied.last() {
+                        core.handle(Command::Applied {
+                            index,
+                            format: None,
+                        })
+                        .expect("applied");
+                    }
+                    mail.append(&mut outbox.0.lock().expect("outbox"));
+                }
+                if mail.is_empty() {
+                    return;
+                }
+                for m in mail {
+                    if m.get_msg_type() == MessageType::MsgSnapshot {
+                        self.snapshots_sent += 1;
+                    }
+                    if slow_3 && m.to == 3 {
+                        self.held.push(m);
+                    } else {
+                        let to = (m.to - 1) as usize;
+                        self.cores[to].0.handle(Command::Step(m)).expect("step");
+                    }
+                }
+            }
+            panic!("the cluster did not settle");
+        }
+
+        fn leader(&mut self) -> &mut TestCore {
+            let (core, _) = self
+                .cores
+                .iter_mut()
+                .find(|(c, _)| c.raw().raft.state == raft::StateRole::Leader)
+                .expect("a leader");
+            core
+        }
+
+        fn propose(&mut self, n: usize, slow_3: bool) {
+            for i in 0..n {
+                let data = format!("put {i}").into_bytes();
+                self.leader()
+                    .handle(Command::Propose {
+                        data,
+                        format: None,
+                        done: Box::new(|r| r.expect("proposed")),
+                    })
+                    .expect("propose");
+                self.settle(slow_3);
+            }
+        }
+
+        /// (first index held, last index) of member `id`'s log in memory.
+        fn log_of(&self, id: u64) -> (u64, u64) {
+            let core = self.cores[(id - 1) as usize].0.log().rl();
+            (core.start.0 + 1, core.last_index())
+        }
+    }
+
+    /// A log in memory keeps the catch-up entries and what an active follower still
+    /// needs, and no more; a slow follower catches up from entries, not a snapshot.
+    #[test]
+    fn memory_holds_catch_up_entries_and_what_followers_need() {
+        let mut c = Cluster::new();
+        // Member 1 times out first (fixed timeouts, ticked in order).
+        while !c
+            .cores
+            .iter()
+            .any(|(core, _)| core.raw().raft.state == raft::StateRole::Leader)
+        {
+            c.cores[0].0.tick();
+            c.settle(false);
+        }
+        c.propose(1000, false);
+        for id in 1..=3 {
+            let (first, last) = c.log_of(id);
+            assert!(
+                last - first < 10 + MEMORY_COMPACT_EVERY,
+                "member {id} holds {first}..={last}"
+            );
+        }
+        // Member 3 falls behind: the leader keeps what it has not received.
+        let (_, behind) = c.log_of(3);
+        c.propose(1000, true);
+        let (first, last) = c.log_of(1);
+        assert!(
+            first <= behind + 1,
+            "the leader let go of {behind}: holds {first}.."
+        );
+        assert!(last >= behind + 1000);
+        let (first, _) = c.log_of(2);
+        assert!(
+            first > behind + 800,
+            "the other follower keeps no more than its own"
+        );
+        // It catches up from entries, and the leader lets them go afterwards.
+        c.settle(false);
+        c.propose(MEMORY_COMPACT_EVERY as usize, false);
+        assert_eq!(c.snapshots_sent, 0);
+        for id in 1..=3 {
+            let (first, last) = c.log_of(id);
+            assert!(
+                last - first < 10 + MEMORY_COMPACT_EVERY,
+                "member {id} holds {first}..={last}"
+            );
+        }
+        // The disk still holds every entry since the last mark.
+        let replay = c.cores[0].0.disk_mut().replay();
+        assert!(replay.entries.len() > 2000);
+    }
+}
