@@ -66,7 +66,8 @@ pub struct NodeConfig {
     /// The log's format after `applied` ([`format`]; None: the state machine writes one
     /// format and says none).
     pub format: Option<u8>,
-    /// Segments the WAL keeps at least (`--max-wals`).
+    /// `--max-wals`: 0 keeps every WAL segment (etcd's "unlimited"); any other value lets
+    /// a compaction delete every segment a restart no longer reads, fewer than etcd keeps.
     pub max_wals: usize,
     /// Entries kept below a snapshot ([`CATCH_UP_ENTRIES`] by default).
     pub catch_up_entries: u64,

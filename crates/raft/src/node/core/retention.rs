@@ -11,7 +11,8 @@
 //! - **On disk** ([`Core::compact`], when the state machine asks, every
 //!   `--snapshot-count` entries made durable): a snapshot mark in the WAL, the log cut to
 //!   the catch-up entries whatever the followers need (as before; a follower that far
-//!   behind gets a snapshot), and old WAL segments purged.
+//!   behind gets a snapshot), and the WAL segments a restart no longer reads deleted
+//!   (etcd keeps `--max-wals`, 5, of them whether needed or not; 0 keeps all).
 //!
 //! Invariants: the log is cut only at or below the applied index; the snapshot raft-rs
 //! sees is always at or after the log's start (its position is replaced by the backend
@@ -127,7 +128,14 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         };
         let entries = let_go.len();
         free_elsewhere(let_go);
-        let removed = self.disk.purge(index, self.max_wals)?;
+        // A restart replays from the newest mark: segments wholly at or below it are not
+        // needed again and all go, which never keeps more than `--max-wals`; 0 keeps
+        // every segment, as etcd's "unlimited".
+        let removed = if self.max_wals == 0 {
+            0
+        } else {
+            self.disk.purge(index, 1)?
+        };
         tracing::info!(
             index,
             dropped_entries = entries,
@@ -302,6 +310,64 @@ mod tests {
             let core = self.cores[(id - 1) as usize].0.log().rl();
             (core.start.0 + 1, core.last_index())
         }
+    }
+
+    /// Segments in `dir` after a single member wrote 600 entries to a WAL of 4 KiB
+    /// segments, applied them and compacted at the last one, with `max_wals`.
+    fn segments_left(dir: &std::path::Path, max_wals: usize) -> usize {
+        use oxcd_storage::wal::Wal;
+        let mut cfg = node_config(1);
+        cfg.voters = vec![1];
+        cfg.max_wals = max_wals;
+        let wal = Wal::create(&dir.join("wal"), b"m", 4096).expect("create");
+        let (log, _) = recovery::fresh(&cfg);
+        let mut core = Core::new(
+            &cfg,
+            wal,
+            LogStore::new(log),
+            Outbox::default(),
+            Vec::<Event>::new(),
+            Arc::new(RaftStatus::default()),
+        )
+        .expect("core");
+        core.turn().expect("elected");
+        for i in 0..600 {
+            core.handle(Command::Propose {
+                data: format!("put {i}").into_bytes(),
+                format: None,
+                done: Box::new(|r| r.expect("proposed")),
+            })
+            .expect("propose");
+            core.turn().expect("turn");
+        }
+        core.turn().expect("turn");
+        let applied = core.raw().raft.raft_log.committed;
+        core.handle(Command::Applied {
+            index: applied,
+            format: None,
+        })
+        .expect("applied");
+        core.handle(Command::Compact {
+            index: applied,
+            floor: 0,
+        })
+        .expect("compact");
+        let mut wal = core.into_disk();
+        wal.finish_purges();
+        wal.segment_count()
+    }
+
+    /// A compaction deletes every segment a restart no longer reads, whatever
+    /// `--max-wals` (a maximum); 0 keeps them all, as etcd's "unlimited".
+    #[test]
+    fn a_compaction_deletes_the_segments_below_the_mark_unless_max_wals_is_0() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let all = segments_left(&dir.path().join("a"), 0);
+        assert!(
+            all > 5,
+            "600 entries fill more than 5 segments of 4 KiB: {all}"
+        );
+        assert_eq!(segments_left(&dir.path().join("b"), 5), 1);
     }
 
     /// A log in memory keeps the catch-up entries and what an active follower still
