@@ -127,6 +127,18 @@ impl LogCore {
         }
     }
 
+    /// The position of a snapshot at `index`: its term and the configuration in force
+    /// there (None if the log holds no term for `index`).
+    pub fn snapshot_meta_at(&self, index: u64) -> Option<SnapshotMetadata> {
+        let mut meta = SnapshotMetadata {
+            index,
+            term: self.term_of(index)?,
+            ..Default::default()
+        };
+        meta.set_conf_state(self.conf_state_at(index));
+        Some(meta)
+    }
+
     /// The term of the entry at `index`, if known.
     pub fn term_of(&self, index: u64) -> Option<u64> {
         if index == self.start.0 {

@@ -8,7 +8,7 @@
 //! refused.
 
 use oxcd_storage::wal::Replay;
-use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, SnapshotMetadata};
+use raft::prelude::{ConfChange, ConfChangeType, ConfState, Entry, EntryType};
 
 use super::NodeConfig;
 use super::core::snapshot_of;
@@ -105,7 +105,7 @@ pub fn recover(
             let e = persist::decode_entry(index, &data)?;
             core.start = (e.index, e.term);
             core.hard_state.commit = core.hard_state.commit.max(e.index);
-            Some(e)
+            Some(e.index)
         }
         None => None,
     };
@@ -126,13 +126,7 @@ pub fn recover(
     }
     // What raft-rs sends a member that needs entries before the anchor (the backend's
     // dump replaces its position when it is sent).
-    if let Some(e) = anchor {
-        let mut meta = SnapshotMetadata {
-            index: e.index,
-            term: e.term,
-            ..Default::default()
-        };
-        meta.set_conf_state(core.conf_state.clone());
+    if let Some(meta) = anchor.and_then(|index| core.snapshot_meta_at(index)) {
         core.snapshot = Some(snapshot_of(meta));
     }
     // The state machine may have applied (durably) entries whose commit index was not

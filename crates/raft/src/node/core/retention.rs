@@ -20,7 +20,7 @@
 //! many of them.
 
 use raft::ProgressState;
-use raft::prelude::{Entry, SnapshotMetadata};
+use raft::prelude::Entry;
 
 use super::{Core, snapshot_of};
 use crate::RaftError;
@@ -50,15 +50,9 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             if upto <= core.start.0 {
                 return;
             }
-            let Some(term) = core.term_of(self.applied) else {
+            let Some(meta) = core.snapshot_meta_at(self.applied) else {
                 return;
             };
-            let mut meta = SnapshotMetadata {
-                index: self.applied,
-                term,
-                ..Default::default()
-            };
-            meta.set_conf_state(core.conf_state_at(self.applied));
             let let_go = core.compact(upto);
             core.forget_confs_to(upto);
             core.snapshot = Some(snapshot_of(meta));
@@ -98,15 +92,9 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             if index < core.start.0 || index > self.applied {
                 return Ok(());
             }
-            let Some(term) = core.term_of(index) else {
+            let Some(meta) = core.snapshot_meta_at(index) else {
                 return Ok(());
             };
-            let mut meta = SnapshotMetadata {
-                index,
-                term,
-                ..Default::default()
-            };
-            meta.set_conf_state(core.conf_state_at(index));
             let keep_from = index.saturating_sub(self.catch_up_entries);
             (meta, keep_from.max(floor.min(index)))
         };
@@ -204,6 +192,24 @@ mod tests {
         }
     }
 
+    /// A fresh core of `cfg` over `disk`, sending into `outbox`.
+    fn core_over<D: LogDisk>(
+        cfg: &NodeConfig,
+        disk: D,
+        outbox: &Outbox,
+    ) -> Core<D, Outbox, Vec<Event>> {
+        let (log, _) = recovery::fresh(cfg);
+        Core::new(
+            cfg,
+            disk,
+            LogStore::new(log),
+            outbox.clone(),
+            Vec::new(),
+            Arc::new(RaftStatus::default()),
+        )
+        .expect("core")
+    }
+
     struct Cluster {
         cores: Vec<(TestCore, Outbox)>,
         /// Messages to member 3 kept back while it is slow.
@@ -215,18 +221,8 @@ mod tests {
         fn new() -> Cluster {
             let cores = (1..=3)
                 .map(|id| {
-                    let cfg = node_config(id);
-                    let (log, _) = recovery::fresh(&cfg);
                     let outbox = Outbox::default();
-                    let core = Core::new(
-                        &cfg,
-                        MemDisk::new(Vec::new()),
-                        LogStore::new(log),
-                        outbox.clone(),
-                        Vec::new(),
-                        Arc::new(RaftStatus::default()),
-                    )
-                    .expect("core");
+                    let core = core_over(&node_config(id), MemDisk::new(Vec::new()), &outbox);
                     (core, outbox)
                 })
                 .collect();
@@ -320,16 +316,7 @@ mod tests {
         cfg.voters = vec![1];
         cfg.max_wals = max_wals;
         let wal = Wal::create(&dir.join("wal"), b"m", 4096).expect("create");
-        let (log, _) = recovery::fresh(&cfg);
-        let mut core = Core::new(
-            &cfg,
-            wal,
-            LogStore::new(log),
-            Outbox::default(),
-            Vec::<Event>::new(),
-            Arc::new(RaftStatus::default()),
-        )
-        .expect("core");
+        let mut core = core_over(&cfg, wal, &Outbox::default());
         core.turn().expect("elected");
         for i in 0..600 {
             core.handle(Command::Propose {
