@@ -223,10 +223,16 @@ async fn final_keys(
     let mut c = connect(url, opts)
         .await
         .ok_or_else(|| format!("{url} unreachable after recovery"))?;
-    let r = c
-        .get(PREFIX, Some(GetOptions::new().with_prefix()))
-        .await
-        .map_err(|e| format!("{url}: {e}"))?;
+    // A recovered cluster may still change leaders: a read refused meanwhile ("leader
+    // changed", "no leader") is asked again, as a client would, for 10 s at most.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let r = loop {
+        match c.get(PREFIX, Some(GetOptions::new().with_prefix())).await {
+            Ok(r) => break r,
+            Err(e) if Instant::now() > deadline => return Err(format!("{url}: {e}")),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
     let kvs = r
         .kvs()
         .iter()
@@ -243,15 +249,14 @@ async fn leases_gone(url: &str, opts: &Option<ConnectOptions>) -> Result<(), Str
         .ok_or_else(|| format!("{url} unreachable after recovery"))?;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
+        // A refusal while leaders change is asked again until the deadline.
         let left = match c.leases().await {
-            Ok(r) => r.leases().len(),
-            Err(e) => return Err(format!("{url}: lease list: {e}")),
+            Ok(r) if r.leases().is_empty() => return Ok(()),
+            Ok(r) => format!("{} leases still live", r.leases().len()),
+            Err(e) => format!("{url}: lease list: {e}"),
         };
-        if left == 0 {
-            return Ok(());
-        }
         if Instant::now() > deadline {
-            return Err(format!("{left} leases still live 30 s after recovery"));
+            return Err(format!("{left} 30 s after recovery"));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
