@@ -122,6 +122,18 @@ pub const EMPTY_SIZE: u64 = 88 * 1024;
 /// buckets (etcd 3.5.16's `etcd_mvcc_db_total_size_in_bytes` on a fresh member).
 pub const ETCD_EMPTY_SIZE: u64 = 20 * 1024;
 
+/// The replicated state's hash as one commit holds it (see
+/// [`Backend::state_hash_at_index`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateHash {
+    /// Over every hashed row of every table ([`crate::tables::state_hash`]).
+    pub hash: u32,
+    /// The raft index the commit holds.
+    pub index: u64,
+    /// Each table's own hash, in registry order ([`crate::tables::state_hashes`]).
+    pub tables: Vec<u32>,
+}
+
 impl Backend {
     /// Opens (or creates) the database file at `path` and makes sure every table exists.
     pub fn open(path: &Path) -> Result<Backend> {
@@ -226,7 +238,7 @@ impl Backend {
     /// while a compaction's rows are still being deleted (scheduled above finished): the
     /// key rows and the finished mark then depend on how far this member got, not on the
     /// index, so the hash is not comparable with another member's.
-    pub fn state_hash_at_index(&self) -> Result<Option<(u32, u64)>> {
+    pub fn state_hash_at_index(&self) -> Result<Option<StateHash>> {
         let tx = self.begin_read()?;
         let compaction = |k| {
             Self::read_meta(&tx, k)
@@ -237,13 +249,17 @@ impl Backend {
         {
             return Ok(None);
         }
-        let hash = crate::tables::state_hash(&tx).map_err(|e| self.err(e))?;
+        let (hash, tables) = crate::tables::state_hashes(&tx).map_err(|e| self.err(e))?;
         let index = Self::read_meta(&tx, schema::META_CONSISTENT_INDEX)
             .map_err(|e| self.err(e))?
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
             .unwrap_or(0);
-        Ok(Some((hash, index)))
+        Ok(Some(StateHash {
+            hash,
+            index,
+            tables,
+        }))
     }
 
     /// Holds back key-row deletions outside the apply loop until the guard is dropped
@@ -401,6 +417,41 @@ mod tests {
         assert!(size >= 30_000_000, "30 MB of values in {size} bytes");
         assert!(size <= len, "size {size} past the file's length {len}");
         eprintln!("30 MB of values: size {size} B, file length {len} B");
+    }
+
+    /// Two backends that differ in one row of the members table: their state hashes
+    /// differ and the per-table hashes name that table alone; the raft position (an
+    /// unhashed meta row) is not state.
+    #[test]
+    fn a_state_mismatch_names_its_table() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = |name: &str, row: &[u8]| {
+            let b = Backend::open(&dir.path().join(name)).expect("open");
+            let tx = b.begin_write().expect("write");
+            tx.open_table(schema::MEMBERS)
+                .expect("members")
+                .insert(7u64.to_be_bytes().as_slice(), row)
+                .expect("insert");
+            b.commit(tx, true).expect("commit");
+            b.set_local_meta(schema::META_CONSISTENT_INDEX, Some(&9u64.to_le_bytes()))
+                .expect("index");
+            b
+        };
+        let a = open("a", b"row").state_hash_at_index().expect("hash");
+        let b = open("b", b"row with client URLs")
+            .state_hash_at_index()
+            .expect("hash");
+        let (Some(a), Some(b)) = (a, b) else {
+            panic!("no compaction is under way")
+        };
+        assert_eq!((a.index, b.index), (9, 9));
+        assert_ne!(a.hash, b.hash);
+        assert_eq!(
+            crate::tables::differing_tables(&a.tables, &b.tables),
+            [schema::MEMBERS_NAME]
+        );
+        let c = open("c", b"row").state_hash_at_index().expect("hash");
+        assert_eq!(c, Some(a));
     }
 
     #[test]

@@ -132,16 +132,37 @@ impl TableSpec {
 /// A CRC-32C over every hashed row of every registered table, in registry and key order:
 /// the state that members holding the same data agree on (Maintenance.Hash).
 pub fn state_hash(tx: &ReadTransaction) -> Result<u32, redb::Error> {
+    state_hashes(tx).map(|(h, _)| h)
+}
+
+/// [`state_hash`] and, in the same scan, a CRC-32C of each table's hashed rows alone
+/// (in [`TABLES`] order), so that two members whose state differs can say where.
+pub fn state_hashes(tx: &ReadTransaction) -> Result<(u32, Vec<u32>), redb::Error> {
     let mut h = 0u32;
+    let mut tables = Vec::with_capacity(TABLES.len());
     for spec in TABLES {
+        let mut t = 0u32;
         spec.scan(tx, |k, v| {
             if spec.hashed(k) {
                 h = crc32c::crc32c_append(crc32c::crc32c_append(h, k), v);
+                t = crc32c::crc32c_append(crc32c::crc32c_append(t, k), v);
             }
             true
         })?;
+        tables.push(t);
     }
-    Ok(h)
+    Ok((h, tables))
+}
+
+/// The names of the tables whose hashes differ between `a` and `b` (per-table hashes
+/// from [`state_hashes`]); every table when their lengths differ.
+pub fn differing_tables(a: &[u32], b: &[u32]) -> Vec<&'static str> {
+    TABLES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| a.len() != b.len() || a.get(*i) != b.get(*i))
+        .map(|(_, spec)| spec.name)
+        .collect()
 }
 
 /// Makes sure every registered table exists.

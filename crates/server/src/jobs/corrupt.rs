@@ -25,6 +25,8 @@ use oxcd_api::oxcdpb::peer_client::PeerClient;
 use oxcd_api::oxcdpb::{HashUnavailable, PeerHashKvRequest, PeerHashKvResponse};
 use oxcd_mvcc::MvccError;
 use oxcd_storage::StorageError;
+use oxcd_storage::backend::StateHash;
+use oxcd_storage::tables::differing_tables;
 use tokio::sync::watch;
 
 use crate::jobs::JobHandles;
@@ -89,7 +91,7 @@ async fn local_hash(member: &JobHandles, rev: i64) -> Result<(u32, i64, i64), Lo
 
 /// This member's hash of every replicated table and the raft index it was read at;
 /// None while a compaction's rows are being deleted (not comparable then).
-async fn local_state_hash(member: &JobHandles) -> Result<Option<(u32, u64)>, LocalHashError> {
+async fn local_state_hash(member: &JobHandles) -> Result<Option<StateHash>, LocalHashError> {
     member
         .reads
         .blocking(|store| store.backend().state_hash_at_index())
@@ -209,12 +211,13 @@ async fn check_once(member: &JobHandles, dialer: &PeerDialer) -> Result<Vec<u64>
     let (h2, compact2, rev2) = local_hash(member, 0).await?;
     let local2 = local_state_hash(member).await?;
     let mut bad = Vec::new();
-    if let (Some((state1, index1)), Some((state2, index2))) = (local1, local2)
-        && state2 != state1
-        && index2 == index1
+    if let (Some(s1), Some(s2)) = (&local1, &local2)
+        && s2.hash != s1.hash
+        && s2.index == s1.index
     {
         tracing::warn!(
-            index = index1,
+            index = s1.index,
+            tables = ?differing_tables(&s1.tables, &s2.tables),
             "found state hash mismatch on the leader itself"
         );
         bad.push(member.reads.ids().member_id);
@@ -245,13 +248,13 @@ async fn check_once(member: &JobHandles, dialer: &PeerDialer) -> Result<Vec<u64>
         } else if p.compact_revision == compact1 && p.hash != h1 {
             tracing::warn!(remote_peer_id = %peer, revision = rev, leader_hash = h1, follower_hash = p.hash, "same compact revision then hashes must match");
             bad.push(id);
-        } else if let Some((leader_state, _)) = [local1, local2]
+        } else if let Some(leader_state) = [&local1, &local2]
             .into_iter()
             .flatten()
-            .find(|&(_, index)| p.state_index != 0 && index == p.state_index)
-            && p.state_hash != leader_state
+            .find(|s| p.state_index != 0 && s.index == p.state_index)
+            && p.state_hash != leader_state.hash
         {
-            tracing::warn!(remote_peer_id = %peer, index = p.state_index, leader_state_hash = leader_state, follower_state_hash = p.state_hash, "same applied index then state hashes (leases, meta) must match");
+            tracing::warn!(remote_peer_id = %peer, index = p.state_index, leader_state_hash = leader_state.hash, follower_state_hash = p.state_hash, tables = ?differing_tables(&leader_state.tables, &p.table_hashes), "same applied index then state hashes (keys, leases, meta, auth, members) must match");
             bad.push(id);
         }
     }

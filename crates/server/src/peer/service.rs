@@ -254,7 +254,8 @@ impl Peer for PeerService {
         let state = state.map_err(|e| crate::machine::applier::mvcc_err(e.into()))?;
         // Index 0 (never an applied one): not comparable now (see
         // `Backend::state_hash_at_index`).
-        let (state_hash, state_index) = state.unwrap_or((0, 0));
+        let (state_hash, state_index, table_hashes) =
+            state.map_or((0, 0, Vec::new()), |s| (s.hash, s.index, s.tables));
         Ok(Response::new(PeerHashKvResponse {
             member_id: self.raft.id(),
             revision,
@@ -264,6 +265,7 @@ impl Peer for PeerService {
             state_hash,
             state_index,
             unavailable: unavailable as i32,
+            table_hashes,
         }))
     }
 

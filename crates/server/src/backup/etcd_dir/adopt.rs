@@ -390,6 +390,10 @@ fn replay(
             if let Ok(EtcdEntry::Request { op, .. }) = etcd_entries::read(&e.data) {
                 match op {
                     Op::MemberAttributes(a) => {
+                        // Into the member's row too, as applying the entry writes it:
+                        // else a member that adopted its dir after the entry and one
+                        // that applied it hold different rows (a false CORRUPT).
+                        cluster.membership.set_attributes(&a);
                         cluster.attributes.retain(|x| x.id != a.id);
                         cluster.attributes.push(a);
                     }
@@ -425,4 +429,65 @@ fn replay(
 /// The term of the entry at `index`, when `entries` hold it.
 fn term_at(entries: &[Entry], index: u64) -> Option<u64> {
     entries.iter().find(|e| e.index == index).map(|e| e.term)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxcd_api::oxcdpb::internal_request::Op;
+    use oxcd_api::oxcdpb::{ConfChangeContext, MemberAttributes};
+
+    fn entry(index: u64, kind: EntryType, data: Vec<u8>) -> Entry {
+        let mut e = Entry::default();
+        e.set_entry_type(kind);
+        e.index = index;
+        e.term = 2;
+        e.data = data.into();
+        e
+    }
+
+    /// A member added by a conf change, then its attributes published: the row the
+    /// adoption records is the one a member applying both entries writes
+    /// (`MembershipState::set_attributes`), attributes included.
+    #[test]
+    fn published_attributes_reach_the_members_row() {
+        let member = MemberInfo {
+            id: 0xa,
+            name: "m0".into(),
+            peer_urls: vec!["http://127.0.0.1:2380".into()],
+            ..Default::default()
+        };
+        let ctx = ConfChangeContext {
+            member: Some(member.clone()),
+            ..Default::default()
+        };
+        let attrs = MemberAttributes {
+            id: 0xa,
+            name: "m0".into(),
+            client_urls: vec!["http://127.0.0.1:2379".into()],
+        };
+        let add = etcd_conf_change::write(1, ConfChangeType::AddNode, 0xa, &ctx);
+        let publish =
+            etcd_entries::write(2, Op::MemberAttributes(attrs.clone()), None).expect("entry");
+        let entries = [
+            entry(1, EntryType::EntryConfChange, add),
+            entry(2, EntryType::EntryNormal, publish),
+        ];
+        let mut adopted = v2store::V2Cluster::default();
+        let conf = replay(ConfState::default(), &mut adopted, &entries, 2).expect("replay");
+        assert_eq!(conf.voters, [0xa]);
+        let mut applied = crate::domains::membership::MembershipState::default();
+        applied.members.insert(0xa, member);
+        applied.set_attributes(&attrs);
+        assert_eq!(adopted.membership.members, applied.members);
+        assert_eq!(
+            adopted.membership.members[&0xa].client_urls,
+            attrs.client_urls
+        );
+        assert_eq!(adopted.attributes, [attrs]);
+        // Only up to the applied index: an entry after it is left to the apply.
+        let mut early = v2store::V2Cluster::default();
+        replay(ConfState::default(), &mut early, &entries, 1).expect("replay");
+        assert!(early.membership.members[&0xa].client_urls.is_empty());
+    }
 }

@@ -122,6 +122,18 @@ pub struct MembershipState {
 }
 
 impl MembershipState {
+    /// Records a member's published name and client URLs in its row, as etcd's
+    /// `UpdateAttributes` does; returns the member, or None if it is not one.
+    pub fn set_attributes(
+        &mut self,
+        a: &oxcd_api::oxcdpb::MemberAttributes,
+    ) -> Option<&MemberInfo> {
+        let m = self.members.get_mut(&a.id)?;
+        m.name = a.name.clone();
+        m.client_urls = a.client_urls.clone();
+        Some(m)
+    }
+
     /// Whether `change` may apply, by etcd's rules (`ValidateConfigurationChange`).
     pub fn validate(&self, change: &Change) -> Result<(), ChangeRefused> {
         let id = change.id();
@@ -308,10 +320,7 @@ impl Membership {
     /// it now is, for the caller to write.
     pub fn set_attributes(&self, a: &oxcd_api::oxcdpb::MemberAttributes) -> Option<MemberInfo> {
         let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
-        let m = state.members.get_mut(&a.id)?;
-        m.name = a.name.clone();
-        m.client_urls = a.client_urls.clone();
-        Some(m.clone())
+        state.set_attributes(a).cloned()
     }
 
     /// Validates `change` and applies it to the mirror; the caller writes the rows.
