@@ -9,6 +9,7 @@ use crate::backup::BackupArgs;
 use crate::big_range::BigRangeArgs;
 use crate::compare::CompareArgs;
 use crate::conns::{self, Global};
+use crate::floor::FloorArgs;
 use crate::gateway::GatewayArgs;
 use crate::learner::LearnerArgs;
 use crate::overload::OverloadArgs;
@@ -75,6 +76,9 @@ pub enum Command {
     /// one: load, put and range p99 at 1000 clients, compaction, restart, a learner's
     /// catch-up, snapshot save and restore.
     Scale(ScaleArgs),
+    /// What this machine allows a single client's put at best, with no server: a
+    /// durable 4 KiB write and a loopback round trip, and their sum for a 3-member put.
+    Floor(FloorArgs),
 }
 
 /// Runs the command: a workload's report to print, or none for a side-by-side
@@ -88,6 +92,7 @@ pub async fn run(cli: &Cli) -> Result<Option<Report>, String> {
         Command::BigRange(a) => versus::run(a).await.map(|()| None),
         Command::Overload(a) => versus::run(a).await.map(|()| None),
         Command::Scale(a) => versus::run(a).await.map(|()| None),
+        Command::Floor(a) => crate::floor::run(a).map(|_| None),
         command => workload(&cli.global, command).await.map(Some),
     }
 }
@@ -111,7 +116,8 @@ async fn workload(g: &Global, command: &Command) -> Result<Report, String> {
         | Command::Gateway(_)
         | Command::BigRange(_)
         | Command::Overload(_)
-        | Command::Scale(_) => Err("a side-by-side benchmark is not a workload".into()),
+        | Command::Scale(_)
+        | Command::Floor(_) => Err("a side-by-side benchmark is not a workload".into()),
     }
 }
 

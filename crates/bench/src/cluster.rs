@@ -198,6 +198,11 @@ impl Member {
         cpu_time_of(&self.pid()?.to_string())
     }
 
+    /// CPU time the process has spent in the kernel so far, while running.
+    pub fn system_cpu_time(&self) -> Option<Duration> {
+        cpu_split_of(&self.pid()?.to_string()).map(|(_, sys)| sys)
+    }
+
     /// Peak resident set size (VmHWM) in bytes, while running.
     pub fn peak_rss(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
@@ -210,13 +215,22 @@ impl Member {
 /// CPU time (user + system) of process `pid` ("self" for this one), from
 /// `/proc/<pid>/stat` (fields 14 and 15, in USER_HZ = 100 ticks per second on Linux).
 pub fn cpu_time_of(pid: &str) -> Option<Duration> {
+    cpu_split_of(pid).map(|(user, sys)| user + sys)
+}
+
+/// CPU time of process `pid` in user space and in the kernel, from `/proc/<pid>/stat`
+/// (fields 14 and 15, in USER_HZ = 100 ticks per second on Linux).
+pub fn cpu_split_of(pid: &str) -> Option<(Duration, Duration)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces: count fields after its closing ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace().skip(11);
     let utime: u64 = fields.next()?.parse().ok()?;
     let stime: u64 = fields.next()?.parse().ok()?;
-    Some(Duration::from_millis((utime + stime) * 10))
+    Some((
+        Duration::from_millis(utime * 10),
+        Duration::from_millis(stime * 10),
+    ))
 }
 
 /// Disk space the files under `dir` take, as `du` counts it (allocated blocks, so

@@ -22,6 +22,7 @@ pub mod cluster;
 pub mod compare;
 pub mod conns;
 pub mod driver;
+pub mod floor;
 pub mod gateway;
 pub mod keys;
 pub mod learner;

@@ -27,6 +27,8 @@ pub struct Case {
     pub unsupported: Option<String>,
     /// CPU time per request of the three members together, in microseconds.
     pub members_cpu_us: Option<f64>,
+    /// The part of it spent in the kernel (system calls: sockets, fsync, futexes).
+    pub members_kernel_cpu_us: Option<f64>,
     /// CPU time per request of the load generator (this process), in microseconds.
     pub bench_cpu_us: Option<f64>,
 }
@@ -64,6 +66,9 @@ pub struct Outcome {
     pub peak_rss_bytes: u64,
     /// A follower's restart holding the loaded keys, until it serves them.
     pub restart_secs: f64,
+    /// Largest member data dir after a compaction at the last revision and a
+    /// defragmentation of every member, one after the other.
+    pub data_bytes_defragmented: u64,
 }
 
 /// Which rows of the matrix run, and through which load generators.
@@ -533,6 +538,7 @@ async fn run_cases(
             _ => endpoints.clone(),
         };
         let cpu_before = cpu_times(cluster);
+        let kernel_before = kernel_cpu_time(cluster);
         let mut go_cpu = None;
         let result = match &work {
             Work::Connect { total } => {
@@ -551,6 +557,9 @@ async fn run_cases(
                 let requests = (r.ok + r.failed) as f64;
                 let per_request = |d: Duration| d.as_secs_f64() * 1e6 / requests.max(1.0);
                 let (members, mut bench) = cpu_used(cpu_before, cpu_times(cluster));
+                let kernel = kernel_before
+                    .zip(kernel_cpu_time(cluster))
+                    .map(|(a, b)| b.saturating_sub(a));
                 if go_cpu.is_some() {
                     bench = go_cpu;
                 }
@@ -561,6 +570,7 @@ async fn run_cases(
                 Case {
                     name: name.clone(),
                     members_cpu_us: members.map(per_request),
+                    members_kernel_cpu_us: kernel.map(per_request),
                     bench_cpu_us: bench.map(per_request),
                     report: Some(r),
                     unsupported: None,
@@ -573,6 +583,7 @@ async fn run_cases(
                     report: None,
                     unsupported: Some(e),
                     members_cpu_us: None,
+                    members_kernel_cpu_us: None,
                     bench_cpu_us: None,
                 }
             }
@@ -592,6 +603,11 @@ fn is_unsupported(e: &str) -> bool {
 fn cpu_times(cluster: &Cluster) -> (Option<Duration>, Option<Duration>) {
     let members = cluster.members.iter().map(|m| m.cpu_time()).sum();
     (members, crate::cluster::cpu_time_of("self"))
+}
+
+/// Kernel CPU time used so far by the members together (None if one is not running).
+fn kernel_cpu_time(cluster: &Cluster) -> Option<Duration> {
+    cluster.members.iter().map(|m| m.system_cpu_time()).sum()
 }
 
 /// What each side used between two readings of [`cpu_times`].
@@ -644,6 +660,7 @@ pub async fn run(cluster: &mut Cluster, m: &Matrix, load_keys: u64) -> Result<Ou
         restart.as_secs_f64()
     );
     let peak_rss_bytes = rss(cluster).unwrap_or(0).max(rss_before_restart);
+    let data_bytes_defragmented = compact_and_defragment(cluster).await?;
     Ok(Outcome {
         cases: out,
         load,
@@ -651,5 +668,41 @@ pub async fn run(cluster: &mut Cluster, m: &Matrix, load_keys: u64) -> Result<Ou
         data_bytes,
         peak_rss_bytes,
         restart_secs: restart.as_secs_f64(),
+        data_bytes_defragmented,
     })
+}
+
+/// Compacts at the last revision (physically), defragments every member in turn and
+/// returns the largest data dir afterwards.
+async fn compact_and_defragment(cluster: &Cluster) -> Result<u64, String> {
+    let endpoints = cluster.endpoints();
+    let first = endpoints.first().ok_or("a cluster with no member")?;
+    let admin = crate::load::connect(first, Duration::from_secs(600)).await?;
+    let status = admin.status().await.map_err(|e| format!("Status: {e}"))?;
+    let revision = status.header.map(|h| h.revision).unwrap_or_default();
+    let t = Instant::now();
+    admin
+        .compact(revision, true)
+        .await
+        .map_err(|e| format!("compaction at {revision}: {e}"))?;
+    eprintln!(
+        "  compacted at {revision} in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    for url in &endpoints {
+        let member = crate::load::connect(url, Duration::from_secs(600)).await?;
+        let t = Instant::now();
+        member
+            .maintenance()
+            .defragment(oxcd_api::etcdserverpb::DefragmentRequest {})
+            .await
+            .map_err(|e| format!("defragmenting {url}: {}", e.message()))?;
+        eprintln!("  defragmented {url} in {:.1} s", t.elapsed().as_secs_f64());
+    }
+    Ok(cluster
+        .members
+        .iter()
+        .map(|m| dir_size(&m.data_dir))
+        .max()
+        .unwrap_or(0))
 }

@@ -109,7 +109,7 @@ pub fn markdown(
         "\n| resource (after loading {loaded} keys, 16 B keys, 128 B values) | etcd | oxcd | ratio (lower is better) |"
     );
     let _ = writeln!(md, "|---|---:|---:|---:|");
-    let rows: [(&str, Figure, usize); 4] = [
+    let rows: [(&str, Figure, usize); 5] = [
         (
             "peak RSS of the largest member, MiB",
             |o| mib(o.peak_rss_bytes),
@@ -118,6 +118,11 @@ pub fn markdown(
         (
             "data dir of the largest member, MiB",
             |o| mib(o.data_bytes),
+            1,
+        ),
+        (
+            "data dir of the largest member after compaction and defrag, MiB",
+            |o| mib(o.data_bytes_defragmented),
             1,
         ),
         (
@@ -307,9 +312,9 @@ fn events_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd:
 fn cpu_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Option<&Outcome>) {
     let _ = writeln!(
         md,
-        "\n| CPU per request, µs | etcd members | oxcd members | ratio (lower is better) | load generator with etcd | with oxcd |"
+        "\n| CPU per request, µs | etcd members | oxcd members | ratio (lower is better) | in the kernel: etcd | oxcd | load generator with etcd | with oxcd |"
     );
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
     for name in names {
         let find = |o: &Outcome| o.cases.iter().find(|c| &c.name == name).cloned();
         let (ce, co) = (etcd.and_then(find), oxcd.and_then(find));
@@ -317,6 +322,7 @@ fn cpu_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Op
         let fig = |c: Option<&Case>, f: fn(&Case) -> Option<f64>| c.and_then(f);
         let members = |c: &Case| c.members_cpu_us;
         let bench = |c: &Case| c.bench_cpu_us;
+        let kernel = |c: &Case| c.members_kernel_cpu_us;
         let (me, mo) = (fig(ce, members), fig(co, members));
         if me.is_none() && mo.is_none() {
             continue;
@@ -324,10 +330,12 @@ fn cpu_table(md: &mut String, names: &[String], etcd: Option<&Outcome>, oxcd: Op
         let show = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or("-".into());
         let _ = writeln!(
             md,
-            "| {name} | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
             show(me),
             show(mo),
             x(ratio(positive(mo), positive(me))),
+            show(fig(ce, kernel)),
+            show(fig(co, kernel)),
             show(fig(ce, bench)),
             show(fig(co, bench)),
         );
