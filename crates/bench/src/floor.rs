@@ -60,19 +60,39 @@ impl Spread {
 #[derive(Debug, Clone, Serialize)]
 pub struct Floor {
     pub durable_write: Spread,
+    /// CPU (user and kernel) per durable write, in microseconds.
+    pub durable_write_cpu_us: f64,
     pub loopback_round_trip: Spread,
+    /// CPU per round trip (both threads, user and kernel), in microseconds.
+    pub round_trip_cpu_us: f64,
     /// Two round trips and one durable write, at their medians.
     pub put_floor_p50_us: f64,
+    /// Three durable writes and three round trips (client-leader, leader to each
+    /// follower): the CPU a 3-member put cannot go below, in microseconds.
+    pub put_cpu_floor_us: f64,
+}
+
+/// This process's CPU time so far (user + kernel).
+fn cpu_now() -> Duration {
+    crate::cluster::cpu_time_of("self").unwrap_or_default()
 }
 
 /// Measures both and prints them.
 pub fn run(a: &FloorArgs) -> Result<Floor, String> {
+    let per_sample = |d: Duration| d.as_secs_f64() * 1e6 / a.samples.max(1) as f64;
+    let t = cpu_now();
     let durable_write = durable_writes(a)?;
+    let durable_write_cpu_us = per_sample(cpu_now().saturating_sub(t));
+    let t = cpu_now();
     let loopback_round_trip = round_trips(a)?;
+    let round_trip_cpu_us = per_sample(cpu_now().saturating_sub(t));
     let floor = Floor {
         put_floor_p50_us: 2.0 * loopback_round_trip.p50_us + durable_write.p50_us,
+        put_cpu_floor_us: 3.0 * durable_write_cpu_us + 3.0 * round_trip_cpu_us,
         durable_write,
+        durable_write_cpu_us,
         loopback_round_trip,
+        round_trip_cpu_us,
     };
     println!(
         "durable 4 KiB write (pwrite + fdatasync): p50 {:.0} us, p90 {:.0} us, p99 {:.0} us",
@@ -86,8 +106,13 @@ pub fn run(a: &FloorArgs) -> Result<Floor, String> {
         floor.loopback_round_trip.p99_us
     );
     println!(
-        "a 3-member put's floor (2 round trips + 1 durable write, p50): {:.0} us",
-        floor.put_floor_p50_us
+        "CPU: {:.0} us per durable write, {:.0} us per round trip",
+        floor.durable_write_cpu_us, floor.round_trip_cpu_us
+    );
+    println!(
+        "a 3-member put's floor (2 round trips + 1 durable write, p50): {:.0} us; \
+         its CPU floor (3 durable writes + 3 round trips): {:.0} us",
+        floor.put_floor_p50_us, floor.put_cpu_floor_us
     );
     let json = serde_json::to_string(&floor).map_err(|e| e.to_string())?;
     println!("{json}");

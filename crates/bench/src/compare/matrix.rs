@@ -69,6 +69,10 @@ pub struct Outcome {
     /// Largest member data dir after a compaction at the last revision and a
     /// defragmentation of every member, one after the other.
     pub data_bytes_defragmented: u64,
+    /// The same two as the disk blocks the files take (`du`): a file extended ahead of
+    /// its data (redb grows its file in powers of two) takes no blocks for the holes.
+    pub data_blocks_bytes: u64,
+    pub data_blocks_bytes_defragmented: u64,
 }
 
 /// Which rows of the matrix run, and through which load generators.
@@ -642,12 +646,7 @@ pub async fn run(cluster: &mut Cluster, m: &Matrix, load_keys: u64) -> Result<Ou
     drop(conns);
     // Let the followers apply everything before sizing and restarting.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let data_bytes = cluster
-        .members
-        .iter()
-        .map(|m| dir_size(&m.data_dir))
-        .max()
-        .unwrap_or(0);
+    let (data_bytes, data_blocks_bytes) = data_dir_sizes(cluster);
     let rss = |c: &Cluster| c.members.iter().filter_map(|m| m.peak_rss()).max();
     let rss_before_restart = rss(cluster).unwrap_or(0);
     let follower = cluster.a_follower().await?;
@@ -660,7 +659,8 @@ pub async fn run(cluster: &mut Cluster, m: &Matrix, load_keys: u64) -> Result<Ou
         restart.as_secs_f64()
     );
     let peak_rss_bytes = rss(cluster).unwrap_or(0).max(rss_before_restart);
-    let data_bytes_defragmented = compact_and_defragment(cluster).await?;
+    compact_and_defragment(cluster).await?;
+    let (data_bytes_defragmented, data_blocks_bytes_defragmented) = data_dir_sizes(cluster);
     Ok(Outcome {
         cases: out,
         load,
@@ -669,12 +669,26 @@ pub async fn run(cluster: &mut Cluster, m: &Matrix, load_keys: u64) -> Result<Ou
         peak_rss_bytes,
         restart_secs: restart.as_secs_f64(),
         data_bytes_defragmented,
+        data_blocks_bytes,
+        data_blocks_bytes_defragmented,
     })
 }
 
-/// Compacts at the last revision (physically), defragments every member in turn and
-/// returns the largest data dir afterwards.
-async fn compact_and_defragment(cluster: &Cluster) -> Result<u64, String> {
+/// The largest member data dir: its files' lengths, and the disk blocks they take.
+fn data_dir_sizes(cluster: &Cluster) -> (u64, u64) {
+    let largest = |f: fn(&std::path::Path) -> u64| {
+        cluster
+            .members
+            .iter()
+            .map(|m| f(&m.data_dir))
+            .max()
+            .unwrap_or(0)
+    };
+    (largest(dir_size), largest(crate::cluster::disk_usage))
+}
+
+/// Compacts at the last revision (physically) and defragments every member in turn.
+async fn compact_and_defragment(cluster: &Cluster) -> Result<(), String> {
     let endpoints = cluster.endpoints();
     let first = endpoints.first().ok_or("a cluster with no member")?;
     let admin = crate::load::connect(first, Duration::from_secs(600)).await?;
@@ -699,10 +713,5 @@ async fn compact_and_defragment(cluster: &Cluster) -> Result<u64, String> {
             .map_err(|e| format!("defragmenting {url}: {}", e.message()))?;
         eprintln!("  defragmented {url} in {:.1} s", t.elapsed().as_secs_f64());
     }
-    Ok(cluster
-        .members
-        .iter()
-        .map(|m| dir_size(&m.data_dir))
-        .max()
-        .unwrap_or(0))
+    Ok(())
 }

@@ -109,7 +109,7 @@ pub fn markdown(
         "\n| resource (after loading {loaded} keys, 16 B keys, 128 B values) | etcd | oxcd | ratio (lower is better) |"
     );
     let _ = writeln!(md, "|---|---:|---:|---:|");
-    let rows: [(&str, Figure, usize); 5] = [
+    let rows: [(&str, Figure, usize); 7] = [
         (
             "peak RSS of the largest member, MiB",
             |o| mib(o.peak_rss_bytes),
@@ -121,8 +121,18 @@ pub fn markdown(
             1,
         ),
         (
+            "  the same, disk blocks taken (du), MiB",
+            |o| mib(o.data_blocks_bytes),
+            1,
+        ),
+        (
             "data dir of the largest member after compaction and defrag, MiB",
             |o| mib(o.data_bytes_defragmented),
+            1,
+        ),
+        (
+            "  the same, disk blocks taken (du), MiB",
+            |o| mib(o.data_blocks_bytes_defragmented),
             1,
         ),
         (
