@@ -3,8 +3,9 @@
 # this machine allows"): starts 3 members of BINARY (oxcd or etcd) on free loopback
 # ports with EXTRA flags (e.g. --unsafe-no-fsync), then 3,000 puts of 256 B from one
 # client to the leader and 3,000 serializable single-key ranges (one gRPC round trip),
-# and prints their p50/p99; then an fdatasync after each of 2,000 300-byte appends into
-# a preallocated file in the same directory. Needs etcdctl (the leader's endpoint) and
+# and prints their p50/p99; then `oxcd-bench floor` in the same directory (an fdatasync
+# after each of 2,000 4 KiB writes into a preallocated file, a loopback round trip,
+# and the CPU of each). Needs etcdctl (the leader's endpoint) and
 # target/release/oxcd-bench.
 #   bench/put-floor.sh target/release/oxcd [--unsafe-no-fsync]
 set -euo pipefail
@@ -37,14 +38,6 @@ summary='import json,sys; d=json.load(sys.stdin); print("%s, 1 client: p50 %.3f 
   --key-space-size 100000 | python3 -c "$summary" put
 "$B" --endpoints "$LEADER" --clients 1 --conns 1 --json range 00000000 --total 3000 --consistency s \
   | python3 -c "$summary" "serializable range"
-python3 - "$D/fsync.dat" <<'PY'
-import os, sys, time
-fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
-os.posix_fallocate(fd, 0, 64 << 20); os.fsync(fd)
-lat = []
-for i in range(2000):
-    os.pwrite(fd, b"x" * 300, i * 300)
-    t = time.perf_counter(); os.fdatasync(fd); lat.append((time.perf_counter() - t) * 1e6)
-lat.sort()
-print("fdatasync after a 300 B append: p50 %.0f µs, p90 %.0f, p99 %.0f" % (lat[1000], lat[1800], lat[1980]))
-PY
+# The machine alone, in the same directory: a durable write, a loopback round trip and
+# the CPU each costs (oxcd-bench floor).
+"$B" floor --dir "$D" --samples 2000 | sed -n 1,4p
