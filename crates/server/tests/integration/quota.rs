@@ -376,7 +376,7 @@ async fn etcds_alarm_test(endpoint: &str) -> (Vec<String>, usize) {
 /// page-sized puts fit is not compared: etcd's check reads the size its last backend
 /// commit left (every 100 ms), so it takes a burst of puts past its quota. oxcd's quota counts
 /// the data beyond a fresh member's backend on top of etcd's empty one
-/// (`Backend::quota_size`): its fresh file is 84-88 KiB, bbolt's 20 KiB.
+/// (`Backend::quota_size`): its fresh file is 84-92 KiB, bbolt's 20 KiB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quota_of_a_few_pages_takes_what_etcd_takes() {
     const QUOTA: i64 = 13 * 4096;
