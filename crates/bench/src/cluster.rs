@@ -193,14 +193,10 @@ impl Member {
         let _ = child.wait();
     }
 
-    /// CPU time (user + system) the process has used so far, while running.
-    pub fn cpu_time(&self) -> Option<Duration> {
-        cpu_time_of(&self.pid()?.to_string())
-    }
-
-    /// CPU time the process has spent in the kernel so far, while running.
-    pub fn system_cpu_time(&self) -> Option<Duration> {
-        cpu_split_of(&self.pid()?.to_string()).map(|(_, sys)| sys)
+    /// CPU time the process has used so far in user space and in the kernel, while
+    /// running.
+    pub fn cpu_split(&self) -> Option<(Duration, Duration)> {
+        cpu_split_of(&self.pid()?.to_string())
     }
 
     /// Peak resident set size (VmHWM) in bytes, while running.

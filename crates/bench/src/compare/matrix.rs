@@ -541,8 +541,7 @@ async fn run_cases(
             (Work::Go(_), 1) => vec![endpoints[cluster.leader().await?.0].clone()],
             _ => endpoints.clone(),
         };
-        let cpu_before = cpu_times(cluster);
-        let kernel_before = kernel_cpu_time(cluster);
+        let cpu_before = CpuReading::of(cluster);
         let mut go_cpu = None;
         let result = match &work {
             Work::Connect { total } => {
@@ -560,10 +559,8 @@ async fn run_cases(
             Ok(r) => {
                 let requests = (r.ok + r.failed) as f64;
                 let per_request = |d: Duration| d.as_secs_f64() * 1e6 / requests.max(1.0);
-                let (members, mut bench) = cpu_used(cpu_before, cpu_times(cluster));
-                let kernel = kernel_before
-                    .zip(kernel_cpu_time(cluster))
-                    .map(|(a, b)| b.saturating_sub(a));
+                let used = CpuReading::of(cluster).since(&cpu_before);
+                let (members, kernel, mut bench) = (used.members, used.kernel, used.bench);
                 if go_cpu.is_some() {
                     bench = go_cpu;
                 }
@@ -602,25 +599,38 @@ fn is_unsupported(e: &str) -> bool {
     e.starts_with("unsupported")
 }
 
-/// CPU time used so far by the members together (None if one is not running) and by
-/// this process.
-fn cpu_times(cluster: &Cluster) -> (Option<Duration>, Option<Duration>) {
-    let members = cluster.members.iter().map(|m| m.cpu_time()).sum();
-    (members, crate::cluster::cpu_time_of("self"))
+/// CPU time used so far (or between two readings, [`CpuReading::since`]); None where
+/// a member is not running.
+struct CpuReading {
+    /// By the members together, user and kernel.
+    members: Option<Duration>,
+    /// The members' kernel part.
+    kernel: Option<Duration>,
+    /// By this process.
+    bench: Option<Duration>,
 }
 
-/// Kernel CPU time used so far by the members together (None if one is not running).
-fn kernel_cpu_time(cluster: &Cluster) -> Option<Duration> {
-    cluster.members.iter().map(|m| m.system_cpu_time()).sum()
-}
+impl CpuReading {
+    /// Reads each member's CPU time once (user and kernel together) and this process's.
+    fn of(cluster: &Cluster) -> CpuReading {
+        let split: Option<Vec<(Duration, Duration)>> =
+            cluster.members.iter().map(|m| m.cpu_split()).collect();
+        CpuReading {
+            members: split.as_ref().map(|s| s.iter().map(|(u, k)| *u + *k).sum()),
+            kernel: split.as_ref().map(|s| s.iter().map(|(_, k)| *k).sum()),
+            bench: crate::cluster::cpu_time_of("self"),
+        }
+    }
 
-/// What each side used between two readings of [`cpu_times`].
-fn cpu_used(
-    before: (Option<Duration>, Option<Duration>),
-    after: (Option<Duration>, Option<Duration>),
-) -> (Option<Duration>, Option<Duration>) {
-    let diff = |a: Option<Duration>, b: Option<Duration>| Some(b?.saturating_sub(a?));
-    (diff(before.0, after.0), diff(before.1, after.1))
+    /// What was used from `before` to this reading.
+    fn since(&self, before: &CpuReading) -> CpuReading {
+        let diff = |a: Option<Duration>, b: Option<Duration>| Some(b?.saturating_sub(a?));
+        CpuReading {
+            members: diff(before.members, self.members),
+            kernel: diff(before.kernel, self.kernel),
+            bench: diff(before.bench, self.bench),
+        }
+    }
 }
 
 /// Runs the matrix, the load and the resource measurements on `cluster`.
