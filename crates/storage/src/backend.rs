@@ -115,8 +115,9 @@ const CACHE_BYTES: usize = 64 << 20;
 /// commits of those first entries leave; 84-92 KiB measured since the cluster version is
 /// replicated, 72 KiB before: how many non-durable commits land before the first durable
 /// one, whose freed pages only a durable commit lets redb reuse, varies from run to run).
-/// Measured, with a page to spare; the server's quota test checks it on a fresh member. bbolt keeps such small buckets inline in one page, which is why etcd's fresh
-/// file is smaller ([`ETCD_EMPTY_SIZE`]).
+/// Measured, with a page to spare; the server's quota test checks it on a fresh member.
+/// bbolt keeps such small buckets inline in one page, which is why etcd's fresh file is
+/// smaller ([`ETCD_EMPTY_SIZE`]).
 pub const EMPTY_SIZE: u64 = 96 * 1024;
 
 /// What etcd's empty backend takes: bbolt's meta and freelist pages and the pages of its
