@@ -81,6 +81,11 @@ impl PeerDialer {
         self.release
     }
 
+    /// The address peer connections are made from, if one is set.
+    pub fn source_ip(&self) -> Option<IpAddr> {
+        self.source_ip
+    }
+
     /// The transport dialer for `url`, and the `http://` URI a connection is made for.
     fn dialer_for(&self, url: &str) -> Result<(Dialer, String), DialError> {
         let mut dialer = Dialer::new(self.tls.clone()).with_source_ip(self.source_ip);

@@ -1,5 +1,6 @@
 //! Member-to-member traffic on `--listen-peer-urls`: the raft message transport
-//! ([`transport`]: one sending task and stream per peer) and the receiving service
+//! ([`transport`]: one sending task per peer, with a [`direct`] link where the peer
+//! offers one, a gRPC stream where it does not) and the receiving service
 //! ([`service`]), dialed with one [`PeerDialer`]. Streams carry the cluster id and the
 //! sender's versions; a member of another cluster, or of an incompatible version
 //! ([`compat`]), is refused. Members of an etcd cluster are spoken to in etcd's own
@@ -7,6 +8,7 @@
 
 pub mod compat;
 pub mod dialer;
+pub mod direct;
 pub mod etcd;
 pub mod health;
 pub mod remote;
@@ -49,7 +51,7 @@ impl Refusal {
     const MEMBER_REMOVED_CODE: &'static str = "MemberRemoved";
     const INCOMPATIBLE_VERSION_CODE: &'static str = "IncompatibleVersion";
 
-    fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Refusal::Etcd(e) => e.name(),
             Refusal::MemberRemoved => Self::MEMBER_REMOVED_CODE,
@@ -76,7 +78,11 @@ impl Refusal {
 
     /// The refusal a peer's answer carries, if any.
     pub fn of(status: &tonic::Status) -> Option<Refusal> {
-        let code = status.metadata().get(REFUSAL_KEY)?.to_str().ok()?;
+        Refusal::from_code(status.metadata().get(REFUSAL_KEY)?.to_str().ok()?)
+    }
+
+    /// The refusal a [`REFUSAL_KEY`] value names, if any.
+    pub fn from_code(code: &str) -> Option<Refusal> {
         if code == Self::MEMBER_REMOVED_CODE {
             return Some(Refusal::MemberRemoved);
         }

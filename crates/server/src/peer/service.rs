@@ -82,10 +82,17 @@ impl PeerService {
     /// Checks the sender's versions, then its cluster id (etcd's order); returns the
     /// sender's member id.
     fn admit<T>(&self, req: &Request<T>) -> Result<u64, Status> {
+        self.admit_headers(&req.metadata().clone().into_headers())
+            .map_err(Refusal::status)
+    }
+
+    /// [`Self::admit`] on a request's headers (a gRPC stream's metadata, or the
+    /// upgrade request of a [`crate::peer::direct`] link).
+    pub(crate) fn admit_headers(&self, headers: &http::HeaderMap) -> Result<u64, Refusal> {
         let local = self.raft.cluster_id();
-        let remote = hex_meta(req, CLUSTER_ID_KEY);
-        let from = hex_meta(req, FROM_KEY).unwrap_or(0);
-        let text = |key| req.metadata().get(key).and_then(|v| v.to_str().ok());
+        let remote = hex_header(headers, CLUSTER_ID_KEY);
+        let from = hex_header(headers, FROM_KEY).unwrap_or(0);
+        let text = |key| headers.get(key).and_then(|v| v.to_str().ok());
         if let Err(e) = compat::check(
             from,
             text(compat::SERVER_VERSION_KEY),
@@ -97,7 +104,7 @@ impl PeerService {
                 error = %e,
                 "failed version compatibility check"
             );
-            return Err(Refusal::IncompatibleVersion.status());
+            return Err(Refusal::IncompatibleVersion);
         }
         if remote != Some(local) {
             tracing::error!(
@@ -106,7 +113,7 @@ impl PeerService {
                 remote_member_id = %format!("{from:x}"),
                 "rejected a peer stream: cluster ID mismatch"
             );
-            return Err(Refusal::Etcd(EtcdError::ClusterIdMismatch).status());
+            return Err(Refusal::Etcd(EtcdError::ClusterIdMismatch));
         }
         if let Some(m) = self.membership.upgrade()
             && m.roster.membership().state().removed.contains(&from)
@@ -115,9 +122,22 @@ impl PeerService {
                 remote_member_id = %format!("{from:x}"),
                 "rejected a peer stream: the member was removed from the cluster"
             );
-            return Err(Refusal::MemberRemoved.status());
+            return Err(Refusal::MemberRemoved);
         }
         Ok(from)
+    }
+
+    /// Takes one raft message of `size` bytes from peer `from` into raft; an error
+    /// means raft has stopped.
+    pub(crate) fn take_message(
+        &self,
+        from: u64,
+        m: oxcd_raft::Message,
+        size: usize,
+    ) -> Result<(), oxcd_raft::RaftError> {
+        PeerCounts::add(&self.traffic.of(from).received_bytes, size as u64);
+        self.renewals.heard_from(m.from);
+        self.raft.step(m)
     }
 }
 
@@ -165,8 +185,8 @@ async fn receive_into(
     written
 }
 
-fn hex_meta<T>(req: &Request<T>, key: &str) -> Option<u64> {
-    req.metadata()
+fn hex_header(headers: &http::HeaderMap, key: &str) -> Option<u64> {
+    headers
         .get(key)
         .and_then(|v| v.to_str().ok())
         .and_then(|s| u64::from_str_radix(s, 16).ok())

@@ -1,11 +1,17 @@
-//! The sending side of peer traffic: one task per peer owns a gRPC stream to it and
-//! forwards raft messages in order. The raft loop never waits on the network: it hands
-//! messages over with `try_send`; when a peer's queue is full or the peer is down, the
+//! The sending side of peer traffic: one task per peer keeps a link to it open. Where
+//! the peer offers one (an oxcd member on a plain `http://` URL), the link is a
+//! [`super::direct`] one: the raft thread writes each turn's messages for the peer into
+//! its socket itself, one system call per peer, and the task only dials it again when
+//! it goes down. Elsewhere (TLS, unix sockets, an oxcd from before direct links) the
+//! task owns a gRPC stream to the peer and forwards raft messages into it in order.
+//!
+//! The raft loop never waits on the network: it hands messages over with `try_send`
+//! (or a non-blocking write); when a peer's queue is full or the peer is down, the
 //! message is dropped and raft is told the peer is unreachable (raft resends what
 //! matters). While a peer is down, queued messages are discarded rather than delivered
 //! stale later. A connection that stalls without closing fails its HTTP/2 keepalive
-//! pings (see the dialer) and is replaced; the sending task never blocks on a stream, so
-//! it always sees the stream end.
+//! pings (see the dialer), or a direct link's write timeout, and is replaced; the
+//! sending task never blocks on a stream, so it always sees the stream end.
 //!
 //! A MsgSnapshot goes its own way: a task per snapshot dumps the backend and streams it
 //! on a separate `Snapshot` call, so heartbeats on the raft stream keep flowing, then
@@ -26,6 +32,9 @@ use tokio::sync::mpsc;
 use tonic::transport::Channel;
 
 use super::dialer::{CONNECT_TIMEOUT, DialError};
+use super::direct::handshake::{self, HandshakeError};
+use super::direct::sender::Sent;
+use super::direct::{DirectLink, KEEPALIVE_INTERVAL, SILENCE_LIMIT, frame};
 use super::health::PeerHealth;
 use super::traffic::{PROBE_INTERVAL, PeerCounts, PeerTraffic};
 use super::{CLUSTER_ID_KEY, FROM_KEY, PeerDialer};
@@ -41,9 +50,21 @@ const SNAPSHOT_CHUNK: usize = 1 << 20;
 #[derive(Debug, Clone, Default)]
 pub struct PeerFaults {
     blocked: Arc<std::sync::RwLock<std::collections::HashSet<(u64, u64)>>>,
+    /// The member sends over gRPC streams only, as an oxcd from before
+    /// [`super::direct`] links did.
+    grpc_only: bool,
 }
 
 impl PeerFaults {
+    /// Faults that also keep the member from opening direct links (it still accepts
+    /// them): a member as oxcd was before them, for tests of a cluster mixing both.
+    pub fn grpc_only() -> PeerFaults {
+        PeerFaults {
+            grpc_only: true,
+            ..PeerFaults::default()
+        }
+    }
+
     /// Cuts both directions between `a` and `b`.
     pub fn cut(&self, a: u64, b: u64) {
         let mut set = self.blocked.write().unwrap_or_else(|p| p.into_inner());
@@ -101,6 +122,8 @@ pub struct PeerTransport {
     me: u64,
     cluster_id: u64,
     queues: HashMap<u64, mpsc::Sender<Message>>,
+    /// The direct links of peers on plain `http://` URLs (up or not).
+    direct: HashMap<u64, Arc<DirectLink>>,
     urls: HashMap<u64, String>,
     /// Membership changes: peers are added, moved and dropped as they apply.
     membership: Option<PeerUrls>,
@@ -141,6 +164,7 @@ impl PeerTransport {
             me,
             cluster_id,
             queues: HashMap::new(),
+            direct: HashMap::new(),
             urls: HashMap::new(),
             membership,
             store,
@@ -162,6 +186,12 @@ impl PeerTransport {
     fn add_peer(&mut self, id: u64, url: String) {
         let (tx, rx) = mpsc::channel(QUEUE);
         self.queues.insert(id, tx);
+        let grpc_only = self.faults.as_ref().is_some_and(|f| f.grpc_only);
+        let direct = (handshake::plain_authority(&url).is_some() && !grpc_only)
+            .then(|| DirectLink::new(id, self.reports.traffic.of(id)));
+        if let Some(d) = &direct {
+            self.direct.insert(id, d.clone());
+        }
         self.urls.insert(id, url.clone());
         let link = Link {
             me: self.me,
@@ -178,7 +208,7 @@ impl PeerTransport {
             // A peer that turns out to speak etcd's protocol gets an etcd link once the
             // log is in etcd's vocabulary; until then nothing is sent to it.
             if let Some(mut queue) =
-                peer_loop(link.clone(), id, rx, raft.clone(), reports.clone()).await
+                peer_loop(link.clone(), id, rx, direct, raft.clone(), reports.clone()).await
             {
                 if !etcd_link_allowed(id, &mut queue, vocabulary).await {
                     return;
@@ -227,6 +257,9 @@ impl PeerTransport {
             tracing::info!(peer = %format!("{id:x}"), "peer removed or moved");
             lock(&self.etcd_peers).remove(&id);
             self.queues.remove(&id);
+            if let Some(d) = self.direct.remove(&id) {
+                d.close();
+            }
             self.urls.remove(&id);
             self.reports.health.disconnected(id);
         }
@@ -301,11 +334,21 @@ impl PeerTransport {
     }
 }
 
+impl Drop for PeerTransport {
+    fn drop(&mut self) {
+        for link in self.direct.values() {
+            link.close();
+        }
+    }
+}
+
 impl Transport for PeerTransport {
     fn send(&mut self, msgs: Vec<Message>) {
         self.follow_membership();
         // After a switch to etcd's vocabulary, etcd peers get nothing from before it.
         let since = self.vocabulary.log().since;
+        // This turn's frames for each peer with a direct link up: one write each.
+        let mut frames: Vec<(u64, Vec<u8>)> = Vec::new();
         for m in msgs {
             let to = m.to;
             if self.faults.as_ref().is_some_and(|f| f.is_cut(self.me, to)) {
@@ -323,6 +366,17 @@ impl Transport for PeerTransport {
                 self.send_snapshot(m);
                 continue;
             }
+            if self.direct.get(&to).is_some_and(|d| d.is_up()) {
+                let at = match frames.iter().position(|(id, _)| *id == to) {
+                    Some(at) => at,
+                    None => {
+                        frames.push((to, Vec::with_capacity(256)));
+                        frames.len() - 1
+                    }
+                };
+                frame::append(&mut frames[at].1, &m);
+                continue;
+            }
             match self.queues.get(&to) {
                 Some(q) => {
                     if q.try_send(m).is_err() {
@@ -333,6 +387,12 @@ impl Transport for PeerTransport {
                     // A member just removed (answering it is moot) or not yet known.
                     tracing::debug!(to = %format!("{to:x}"), "raft message to an unknown member dropped")
                 }
+            }
+        }
+        for (to, batch) in frames {
+            let sent = self.direct.get(&to).map_or(Sent::Down, |d| d.send(&batch));
+            if sent != Sent::Taken {
+                self.unreachable(to);
             }
         }
     }
@@ -410,6 +470,7 @@ async fn peer_loop(
     link: Link,
     id: u64,
     mut queue: mpsc::Receiver<Message>,
+    direct: Option<Arc<DirectLink>>,
     raft: Arc<OnceLock<RaftHandle>>,
     reports: LinkReports,
 ) -> Option<mpsc::Receiver<Message>> {
@@ -457,6 +518,18 @@ async fn peer_loop(
             tracing::info!(peer = %format!("{id:x}"), url, "peer reachable again");
             logged_down = false;
         }
+        if let Some(direct) = &direct {
+            match run_direct(&link, id, direct, &mut queue, &channel, &raft, &reports).await {
+                DirectEnd::Down if queue.is_closed() => return None,
+                DirectEnd::Down => {
+                    report(&raft);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                DirectEnd::QueueClosed => return None,
+                DirectEnd::NotOffered => {}
+            }
+        }
         let (tx, rx) = mpsc::channel::<RaftEnvelope>(QUEUE);
         let req = link.request(tokio_stream::wrappers::ReceiverStream::new(rx));
         let mut client = PeerClient::new(channel.clone());
@@ -501,19 +574,11 @@ async fn peer_loop(
                         reports.health.disconnected(id);
                         return Some(queue);
                     }
-                    match res {
-                        Ok(Err(status)) if super::Refusal::of(&status) == Some(super::Refusal::Etcd(oxcd_api::errors::EtcdError::ClusterIdMismatch)) => {
-                            tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", status.message());
+                    if let Ok(Err(status)) = res {
+                        match super::Refusal::of(&status) {
+                            Some(refusal) => refused(id, &url, refusal, &reports),
+                            None => tracing::debug!(peer = %format!("{id:x}"), "peer stream ended: {status}"),
                         }
-                        Ok(Err(status)) if super::Refusal::of(&status) == Some(super::Refusal::IncompatibleVersion) => {
-                            tracing::warn!(peer = %format!("{id:x}"), url, "request sent was ignored by remote peer due to server version incompatibility");
-                        }
-                        Ok(Err(status)) if super::Refusal::of(&status) == Some(super::Refusal::MemberRemoved) => {
-                            tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", status.message());
-                            (reports.removed)();
-                        }
-                        Ok(Err(status)) => tracing::debug!(peer = %format!("{id:x}"), "peer stream ended: {status}"),
-                        _ => {}
                     }
                     report(&raft);
                     break;
@@ -525,6 +590,170 @@ async fn peer_loop(
         // A call still running holds a connection that no longer carries our messages.
         call.abort();
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Logs a peer's refusal of our link, and stops this member if the peer says it was
+/// removed from the cluster.
+fn refused(id: u64, url: &str, refusal: super::Refusal, reports: &LinkReports) {
+    match refusal {
+        super::Refusal::IncompatibleVersion => tracing::warn!(
+            peer = %format!("{id:x}"),
+            url,
+            "request sent was ignored by remote peer due to server version incompatibility"
+        ),
+        super::Refusal::MemberRemoved => {
+            tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", refusal.status().message());
+            (reports.removed)();
+        }
+        super::Refusal::Etcd(_) => {
+            tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", refusal.status().message())
+        }
+    }
+}
+
+/// How a direct link's time in [`peer_loop`] ended.
+enum DirectEnd {
+    /// The link went down (or could not be opened): dial again.
+    Down,
+    /// The peer has no direct links: use a gRPC stream.
+    NotOffered,
+    /// The peer left the cluster, or the member stops.
+    QueueClosed,
+}
+
+/// Opens a direct link to peer `id` and keeps it until it goes down; meanwhile
+/// probes the round trip on `channel` and drops what the queue held from before.
+async fn run_direct(
+    link: &Link,
+    id: u64,
+    direct: &Arc<DirectLink>,
+    queue: &mut mpsc::Receiver<Message>,
+    channel: &Channel,
+    raft: &Arc<OnceLock<RaftHandle>>,
+    reports: &LinkReports,
+) -> DirectEnd {
+    let (url, source, headers) = (link.url.clone(), link.dialer.source_ip(), link.headers());
+    let opened = tokio::task::spawn_blocking(move || {
+        handshake::open(&url, source, &headers, CONNECT_TIMEOUT)
+    })
+    .await;
+    let socket = match opened {
+        Ok(Ok(socket)) => socket,
+        Ok(Err(HandshakeError::NotOffered(status))) => {
+            tracing::debug!(peer = %format!("{id:x}"), status, "the peer has no direct links: a gRPC stream carries its messages");
+            return DirectEnd::NotOffered;
+        }
+        Ok(Err(HandshakeError::Refused(refusal))) => {
+            refused(id, &link.url, refusal, reports);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return DirectEnd::Down;
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(peer = %format!("{id:x}"), "a direct link could not be opened: {e}");
+            return DirectEnd::Down;
+        }
+        Err(e) => {
+            tracing::warn!(peer = %format!("{id:x}"), "the direct link's dial stopped: {e}");
+            return DirectEnd::Down;
+        }
+    };
+    // The accepting member writes only beacons on a link; the socket turning readable
+    // otherwise means it closed the link (it stopped, or took a newer link from us in
+    // its place).
+    let closed = match socket.try_clone().and_then(|s| {
+        s.set_nonblocking(true)?;
+        tokio::net::TcpStream::from_std(s)
+    }) {
+        Ok(fd) => fd,
+        Err(e) => {
+            tracing::debug!(peer = %format!("{id:x}"), "a direct link cannot be watched: {e}");
+            return DirectEnd::Down;
+        }
+    };
+    let generation = match direct.install(socket) {
+        Ok(generation) => generation,
+        Err(e) => {
+            tracing::debug!(peer = %format!("{id:x}"), "a direct link could not be started: {e}");
+            return DirectEnd::Down;
+        }
+    };
+    tracing::debug!(peer = %format!("{id:x}"), "direct link up");
+    let counts = reports.traffic.of(id);
+    // Queued while the link was down: stale now, and raft resends what matters.
+    while let Ok(_stale) = queue.try_recv() {
+        PeerCounts::add(&counts.sent_failures, 1);
+    }
+    let prober = tokio::spawn(probe(link.clone(), channel.clone(), counts.clone()));
+    reports.health.connected(id);
+    let mut keepalive = tokio::time::interval(KEEPALIVE_INTERVAL);
+    keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut heard = tokio::time::Instant::now();
+    let end = loop {
+        tokio::select! {
+            _ = direct.wait_down(generation) => break DirectEnd::Down,
+            beacon = peer_beacon(&closed) => {
+                if beacon == Beacon::Heard {
+                    heard = tokio::time::Instant::now();
+                    continue;
+                }
+                direct.drop_connection(generation);
+                break DirectEnd::Down;
+            }
+            _ = keepalive.tick() => {
+                if heard.elapsed() > SILENCE_LIMIT {
+                    tracing::warn!(peer = %format!("{id:x}"), "the peer's direct link went silent: dialing again");
+                    direct.drop_connection(generation);
+                    break DirectEnd::Down;
+                }
+                direct.send(&frame::KEEPALIVE);
+            }
+            m = queue.recv() => {
+                let Some(m) = m else {
+                    direct.close();
+                    break DirectEnd::QueueClosed;
+                };
+                // Sent by the raft thread as the link came up: it goes the same way.
+                let mut batch = Vec::new();
+                frame::append(&mut batch, &m);
+                if direct.send(&batch) != Sent::Taken
+                    && let Some(r) = raft.get()
+                {
+                    r.report_unreachable(id);
+                }
+            }
+        }
+    };
+    prober.abort();
+    reports.health.disconnected(id);
+    end
+}
+
+/// What a direct link's accepting end said.
+#[derive(Debug, PartialEq, Eq)]
+enum Beacon {
+    /// A liveness beacon: it is reading.
+    Heard,
+    /// It closed (or broke) the connection.
+    Closed,
+}
+
+/// Waits for the accepting end of the direct link `socket` carries to send a beacon
+/// or close.
+async fn peer_beacon(socket: &tokio::net::TcpStream) -> Beacon {
+    let mut buf = [0u8; 64];
+    loop {
+        if socket.readable().await.is_err() {
+            return Beacon::Closed;
+        }
+        match socket.try_read(&mut buf) {
+            Ok(0) => return Beacon::Closed,
+            Ok(_) => return Beacon::Heard,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Beacon::Closed,
+        }
     }
 }
 
@@ -574,17 +803,23 @@ impl Link {
     /// A request carrying our cluster and member id and our version headers.
     pub(crate) fn request<T>(&self, body: T) -> tonic::Request<T> {
         let mut req = tonic::Request::new(body);
-        let (c, f) = (self.cluster_id, self.me);
-        if let (Ok(c), Ok(f)) = (format!("{c:x}").parse(), format!("{f:x}").parse()) {
-            req.metadata_mut().insert(CLUSTER_ID_KEY, c);
-            req.metadata_mut().insert(FROM_KEY, f);
-        }
-        for (key, value) in super::compat::headers(self.dialer.release()) {
+        for (key, value) in self.headers() {
             if let Ok(v) = value.parse() {
                 req.metadata_mut().insert(key, v);
             }
         }
         req
+    }
+
+    /// Our cluster and member id and our version headers, as every request to a peer
+    /// carries them.
+    pub(crate) fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = vec![
+            (CLUSTER_ID_KEY, format!("{:x}", self.cluster_id)),
+            (FROM_KEY, format!("{:x}", self.me)),
+        ];
+        headers.extend(super::compat::headers(self.dialer.release()));
+        headers
     }
 }
 

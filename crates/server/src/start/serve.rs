@@ -150,19 +150,22 @@ pub async fn run_with(
     ));
     // Peers must reach us before a leader can be elected: serve them first. Every
     // member listens for peers, one alone too: it can grow.
+    let peer_service = Arc::new(PeerService::new(
+        member.raft.clone(),
+        &membership,
+        settings.snap_dir(),
+        renewals.clone(),
+        member.metrics.peers.clone(),
+        member.id.release,
+        member.id.vocabulary.clone(),
+    ));
+    let direct_links = crate::peer::direct::receiver::routes(peer_service.clone(), stop_rx.clone());
     let peer_router = tonic::service::Routes::new(
-        PeerServer::new(PeerService::new(
-            member.raft.clone(),
-            &membership,
-            settings.snap_dir(),
-            renewals.clone(),
-            member.metrics.peers.clone(),
-            member.id.release,
-            member.id.vocabulary.clone(),
-        ))
-        .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
+        PeerServer::from_arc(peer_service)
+            .max_decoding_message_size(crate::peer::MAX_SNAPSHOT_CHUNK),
     )
     .into_axum_router()
+    .merge(direct_links)
     .merge(crate::domains::version::report::routes(
         Arc::downgrade(member.reads.store()),
         member.id.release,

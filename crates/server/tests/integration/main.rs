@@ -42,6 +42,7 @@ mod membership;
 mod membership_changes;
 mod metrics_health;
 mod mvcc_metrics;
+mod peer_direct;
 mod pprof;
 mod quota;
 mod quota_parity;
