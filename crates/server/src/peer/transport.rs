@@ -187,7 +187,7 @@ impl PeerTransport {
         let (tx, rx) = mpsc::channel(QUEUE);
         self.queues.insert(id, tx);
         let grpc_only = self.faults.as_ref().is_some_and(|f| f.grpc_only);
-        let direct = (handshake::plain_authority(&url).is_some() && !grpc_only)
+        let direct = (handshake::over_tcp(&url) && !grpc_only)
             .then(|| DirectLink::new(id, self.reports.traffic.of(id)));
         if let Some(d) = &direct {
             self.direct.insert(id, d.clone());
@@ -633,28 +633,20 @@ async fn run_direct(
     raft: &Arc<OnceLock<RaftHandle>>,
     reports: &LinkReports,
 ) -> DirectEnd {
-    let (url, source, headers) = (link.url.clone(), link.dialer.source_ip(), link.headers());
-    let opened = tokio::task::spawn_blocking(move || {
-        handshake::open(&url, source, &headers, CONNECT_TIMEOUT)
-    })
-    .await;
-    let socket = match opened {
-        Ok(Ok(socket)) => socket,
-        Ok(Err(HandshakeError::NotOffered(status))) => {
+    let opened = handshake::open(&link.dialer, &link.url, &link.headers(), CONNECT_TIMEOUT).await;
+    let handshake::Opened { socket, tls } = match opened {
+        Ok(opened) => opened,
+        Err(HandshakeError::NotOffered(status)) => {
             tracing::debug!(peer = %format!("{id:x}"), status, "the peer has no direct links: a gRPC stream carries its messages");
             return DirectEnd::NotOffered;
         }
-        Ok(Err(HandshakeError::Refused(refusal))) => {
+        Err(HandshakeError::Refused(refusal)) => {
             refused(id, &link.url, refusal, reports);
             tokio::time::sleep(Duration::from_millis(50)).await;
             return DirectEnd::Down;
         }
-        Ok(Err(e)) => {
-            tracing::debug!(peer = %format!("{id:x}"), "a direct link could not be opened: {e}");
-            return DirectEnd::Down;
-        }
         Err(e) => {
-            tracing::warn!(peer = %format!("{id:x}"), "the direct link's dial stopped: {e}");
+            tracing::debug!(peer = %format!("{id:x}"), "a direct link could not be opened: {e}");
             return DirectEnd::Down;
         }
     };
@@ -671,7 +663,7 @@ async fn run_direct(
             return DirectEnd::Down;
         }
     };
-    let generation = match direct.install(socket) {
+    let generation = match direct.install(socket, tls) {
         Ok(generation) => generation,
         Err(e) => {
             tracing::debug!(peer = %format!("{id:x}"), "a direct link could not be started: {e}");

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use etcd_client::GetOptions;
 use oxcd_raft::{Message, MessageType};
-use oxcd_server::peer::Refusal;
 use oxcd_server::peer::direct::frame;
 use oxcd_server::peer::direct::handshake::{self, HandshakeError};
 use oxcd_server::peer::transport::PeerFaults;
+use oxcd_server::peer::{PeerDialer, Refusal};
 use oxcd_server::start::serve::TestHooks;
 
-use crate::common::cluster::{cluster_of, configure};
+use crate::common::cluster::{cluster_of, configure, three_peer_tls};
 use crate::common::etcd::start_etcd_with_peer;
 use crate::common::{InProc, free_port};
 
@@ -137,6 +137,21 @@ async fn members_with_and_without_direct_links_replicate_together() {
     wait_for_links(0, 0).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_on_tls_peer_urls_talk_over_direct_links() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (members, _) = three_peer_tls(dir.path(), None).await;
+    // Each member writes a TLS link to each of the two others.
+    wait_for_links(6, 6).await;
+    let all: Vec<&InProc> = members.iter().collect();
+    put_through(&all, "tls-", 300).await;
+    converge(&all, "tls-299").await;
+    for m in members {
+        m.stop().await;
+    }
+    wait_for_links(0, 0).await;
+}
+
 /// The headers a member of cluster `cluster` sends as member `from`, with `versions`
 /// (server, minimum cluster) when given.
 fn headers(
@@ -180,16 +195,23 @@ async fn a_direct_link_is_refused_where_a_peer_stream_is() {
     );
     let open = |headers: Vec<(&'static str, String)>| {
         let url = url.clone();
-        tokio::task::spawn_blocking(move || {
-            handshake::open(&url, None, &headers, Duration::from_secs(2))
-        })
+        async move {
+            handshake::open(
+                &PeerDialer::default(),
+                &url,
+                &headers,
+                Duration::from_secs(2),
+            )
+            .await
+        }
     };
-    let refusal = |r: Result<std::net::TcpStream, HandshakeError>| match r {
+    let refusal = |r: Result<handshake::Opened, HandshakeError>| match r {
         Err(HandshakeError::Refused(refusal)) => refusal,
-        other => panic!("expected a refusal, got {other:?}"),
+        Err(e) => panic!("expected a refusal, got {e:?}"),
+        Ok(_) => panic!("expected a refusal, got a link"),
     };
     // Another cluster's member: etcd's "cluster ID mismatch".
-    let answer = open(headers("deadbeef", "1", None)).await.expect("join");
+    let answer = open(headers("deadbeef", "1", None)).await;
     assert_eq!(
         refusal(answer),
         Refusal::Etcd(oxcd_api::errors::EtcdError::ClusterIdMismatch)
@@ -197,9 +219,7 @@ async fn a_direct_link_is_refused_where_a_peer_stream_is() {
     // A sender too old, or one that needs a newer cluster (etcd 3.6's
     // rafthttp/util.go checkVersionCompatibility, read before the cluster id).
     for versions in [("2.3.8", "2.0.0"), ("3.8.0", "3.7.0")] {
-        let answer = open(headers(&cluster, "1", Some(versions)))
-            .await
-            .expect("join");
+        let answer = open(headers(&cluster, "1", Some(versions))).await;
         assert_eq!(
             refusal(answer),
             Refusal::IncompatibleVersion,
@@ -210,8 +230,8 @@ async fn a_direct_link_is_refused_where_a_peer_stream_is() {
     // An admitted link that sends garbage is closed by the member, which goes on.
     let socket = open(headers(&cluster, "5", None))
         .await
-        .expect("join")
-        .expect("a link from a member of the cluster");
+        .expect("a link from a member of the cluster")
+        .socket;
     wait_for_links(0, 1).await;
     let mut garbage = 8u32.to_be_bytes().to_vec();
     garbage.extend_from_slice(&[0xff; 8]);
@@ -220,16 +240,16 @@ async fn a_direct_link_is_refused_where_a_peer_stream_is() {
     // A length over the limit: closed before anything is read or allocated.
     let socket = open(headers(&cluster, "5", None))
         .await
-        .expect("join")
-        .expect("a second link");
+        .expect("a second link")
+        .socket;
     wait_for_links(0, 1).await;
     (&socket).write_all(&u32::MAX.to_be_bytes()).expect("write");
     wait_for_links(0, 0).await;
     // A well-formed message from a member raft does not know is stepped and ignored.
     let socket = open(headers(&cluster, "5", None))
         .await
-        .expect("join")
-        .expect("a third link");
+        .expect("a third link")
+        .socket;
     let mut m = Message::default();
     m.set_msg_type(MessageType::MsgHeartbeat);
     m.from = 5;
@@ -252,14 +272,15 @@ async fn an_etcd_member_does_not_offer_direct_links() {
     let url = format!("http://127.0.0.1:{peer}");
     let deadline = Instant::now() + WAIT;
     let answer = loop {
-        let url = url.clone();
-        let answer = tokio::task::spawn_blocking(move || {
-            handshake::open(&url, None, &headers("1", "2", None), Duration::from_secs(2))
-        })
-        .await
-        .expect("join");
+        let answer = handshake::open(
+            &PeerDialer::default(),
+            &url,
+            &headers("1", "2", None),
+            Duration::from_secs(2),
+        )
+        .await;
         match answer {
-            Err(HandshakeError::Io(_)) if Instant::now() < deadline => {
+            Err(HandshakeError::Dial(_) | HandshakeError::Io(_)) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await
             }
             other => break other,
@@ -267,6 +288,7 @@ async fn an_etcd_member_does_not_offer_direct_links() {
     };
     assert!(
         matches!(answer, Err(HandshakeError::NotOffered(404))),
-        "{answer:?}"
+        "{:?}",
+        answer.err()
     );
 }

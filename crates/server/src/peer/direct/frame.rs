@@ -73,6 +73,11 @@ impl<R: Read> FrameReader<R> {
         }
     }
 
+    /// The input frames are read from.
+    pub fn input_mut(&mut self) -> &mut R {
+        &mut self.input
+    }
+
     /// The next frame; `Ok(None)` at a clean end (the connection closed between
     /// frames).
     pub fn read_frame(&mut self) -> Result<Option<Frame>, FrameError> {

@@ -1,14 +1,21 @@
-//! Opening a direct link: the dialer's side of the HTTP/1.1 upgrade on a blocking TCP
-//! connection (the request, then the answer's head, read to its blank line).
+//! Opening a direct link: the dialer's side of the HTTP/1.1 upgrade (the request, then
+//! the answer's head, read to its blank line) over a connection made by the member's
+//! [`PeerDialer`] (plain, or TLS with the peer TLS settings and no ALPN protocol), then
+//! the connection taken out of the async runtime for the raft thread to write.
 //!
-//! The accepting member answers `101 Switching Protocols` and then never writes, so
-//! nothing can follow the head: the connection is the dialer's to write frames on.
+//! The accepting member answers `101 Switching Protocols` and writes nothing more until
+//! frames arrive, so nothing can follow the head.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::io;
+use std::net::TcpStream;
 use std::time::Duration;
 
+use oxcd_transport::dial::ClientConn;
+use oxcd_transport::listen::Plain;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
 use super::{UPGRADE_PATH, UPGRADE_PROTOCOL};
+use crate::peer::dialer::{DialError, PeerDialer};
 use crate::peer::{REFUSAL_KEY, Refusal};
 
 /// The longest answer head a peer may send.
@@ -17,12 +24,18 @@ const MAX_HEAD: usize = 16 << 10;
 /// Why a direct link could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum HandshakeError {
-    /// The URL is not a plain `http://host:port` one.
-    #[error("not a plain http peer URL: {0}")]
-    NotPlainHttp(String),
-    /// Connecting, writing the request or reading the answer failed.
+    /// The URL is not an `http://` or `https://` one (unix sockets keep the gRPC stream).
+    #[error("direct links are made over TCP only: {0}")]
+    NotTcp(String),
+    /// The peer could not be dialed.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// Writing the request or reading the answer failed.
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// The peer did not answer within the time allowed.
+    #[error("the peer did not answer the upgrade in time")]
+    TimedOut,
     /// The peer answered, but not with an upgrade and not with a refusal: it has no
     /// direct links (an etcd member, an older oxcd).
     #[error("the peer does not offer direct links (answered {0})")]
@@ -35,28 +48,32 @@ pub enum HandshakeError {
     Garbled,
 }
 
-/// The host and port of a plain `http://` peer URL.
-pub fn plain_authority(url: &str) -> Option<&str> {
-    let rest = url.strip_prefix("http://")?;
-    let authority = rest.split('/').next().unwrap_or(rest);
-    (!authority.is_empty()).then_some(authority)
+/// Whether direct links are made to peers at `url` (TCP, plain or TLS).
+pub fn over_tcp(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
 }
 
-/// Opens a direct link to the peer at `url`, connecting from `source` if given, with
-/// `headers` (the cluster and member ids and the version headers) on the request. The
-/// connection is returned blocking, with no timeouts set.
-pub fn open(
+/// An opened link: its TCP connection (blocking) and, over TLS, the session.
+pub struct Opened {
+    /// The connection.
+    pub socket: TcpStream,
+    /// The TLS session on it, for a `https://` peer.
+    pub tls: Option<rustls::ClientConnection>,
+}
+
+/// Opens a direct link to the peer at `url` with `dialer`, with `headers` (the cluster
+/// and member ids and the version headers) on the request, within `timeout`.
+pub async fn open(
+    dialer: &PeerDialer,
     url: &str,
-    source: Option<std::net::IpAddr>,
     headers: &[(&str, String)],
     timeout: Duration,
-) -> Result<TcpStream, HandshakeError> {
-    let authority =
-        plain_authority(url).ok_or_else(|| HandshakeError::NotPlainHttp(url.to_owned()))?;
-    let stream = connect(authority, source, timeout)?;
-    stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
+) -> Result<Opened, HandshakeError> {
+    if !over_tcp(url) {
+        return Err(HandshakeError::NotTcp(url.to_owned()));
+    }
+    let (mut conn, uri) = dialer.connection(url, timeout).await?;
+    let authority = uri.authority().map(|a| a.as_str()).unwrap_or("localhost");
     let mut request = format!(
         "GET {UPGRADE_PATH} HTTP/1.1\r\nhost: {authority}\r\nconnection: upgrade\r\nupgrade: {UPGRADE_PROTOCOL}\r\n"
     );
@@ -67,56 +84,34 @@ pub fn open(
         request.push_str("\r\n");
     }
     request.push_str("\r\n");
-    (&stream).write_all(request.as_bytes())?;
-    let head = read_head(&stream)?;
-    answer(&head)?;
-    stream.set_read_timeout(None)?;
-    stream.set_write_timeout(None)?;
-    Ok(stream)
-}
-
-fn connect(
-    authority: &str,
-    source: Option<std::net::IpAddr>,
-    timeout: Duration,
-) -> io::Result<TcpStream> {
-    let mut last = io::Error::new(
-        io::ErrorKind::NotFound,
-        "the peer's host resolves to nothing",
-    );
-    for addr in authority.to_socket_addrs()? {
-        match connect_one(addr, source, timeout) {
-            Ok(s) => return Ok(s),
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
-}
-
-fn connect_one(
-    addr: SocketAddr,
-    source: Option<std::net::IpAddr>,
-    timeout: Duration,
-) -> io::Result<TcpStream> {
-    let Some(ip) = source else {
-        return TcpStream::connect_timeout(&addr, timeout);
+    let exchange = async {
+        conn.write_all(request.as_bytes()).await?;
+        conn.flush().await?;
+        read_head(&mut conn).await
     };
-    let socket = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM,
-        Some(socket2::Protocol::TCP),
-    )?;
-    socket.bind(&SocketAddr::new(ip, 0).into())?;
-    socket.connect_timeout(&addr.into(), timeout)?;
-    Ok(socket.into())
+    let head = tokio::time::timeout(timeout, exchange)
+        .await
+        .map_err(|_| HandshakeError::TimedOut)??;
+    answer(&head)?;
+    let (tcp, tls) = match conn {
+        ClientConn::Plain(Plain::Tcp(tcp)) => (tcp, None),
+        ClientConn::Tls(tls) => match (*tls).into_inner() {
+            (Plain::Tcp(tcp), session) => (tcp, Some(session)),
+            (Plain::Unix(_), _) => return Err(HandshakeError::NotTcp(url.to_owned())),
+        },
+        ClientConn::Plain(Plain::Unix(_)) => return Err(HandshakeError::NotTcp(url.to_owned())),
+    };
+    let socket = tcp.into_std()?;
+    socket.set_nonblocking(false)?;
+    Ok(Opened { socket, tls })
 }
 
 /// Reads the answer's head, up to and including its blank line.
-fn read_head(mut stream: &TcpStream) -> Result<Vec<u8>, HandshakeError> {
+async fn read_head(conn: &mut ClientConn) -> Result<Vec<u8>, HandshakeError> {
     let mut head = Vec::with_capacity(256);
     let mut chunk = [0u8; 512];
     loop {
-        let n = stream.read(&mut chunk)?;
+        let n = conn.read(&mut chunk).await?;
         if n == 0 {
             return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
         }
@@ -188,13 +183,10 @@ mod tests {
     }
 
     #[test]
-    fn only_plain_http_urls_have_an_authority() {
-        assert_eq!(
-            plain_authority("http://127.0.0.1:2380"),
-            Some("127.0.0.1:2380")
-        );
-        assert_eq!(plain_authority("http://h:1/x"), Some("h:1"));
-        assert_eq!(plain_authority("https://127.0.0.1:2380"), None);
-        assert_eq!(plain_authority("unix://a"), None);
+    fn links_are_made_over_tcp_only() {
+        assert!(over_tcp("http://127.0.0.1:2380"));
+        assert!(over_tcp("https://127.0.0.1:2380"));
+        assert!(!over_tcp("unix://a"));
+        assert!(!over_tcp("unixs://a"));
     }
 }

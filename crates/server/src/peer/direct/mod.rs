@@ -19,8 +19,10 @@
 //! from before direct links) answers something else, and the sender keeps the gRPC
 //! stream for it ([`super::transport`]).
 //!
-//! Only `http://` peer URLs get direct links: TLS peers and unix sockets keep the gRPC
-//! stream (TLS over a link the raft thread writes is left to a later step).
+//! Peers on `http://` and `https://` URLs get direct links; unix sockets keep the gRPC
+//! stream. Over TLS (the peer TLS settings, no ALPN protocol) the sender encrypts each
+//! batch into its session under the link's lock, so the raft thread still writes the
+//! records itself; the reader decrypts with the session the listener's handshake made.
 //!
 //! Invariants:
 //! - Frames are whole on the wire: a batch is queued or dropped as a unit, never cut.

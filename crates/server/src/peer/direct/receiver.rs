@@ -12,7 +12,7 @@
 //!   member's state alive.
 
 use std::collections::HashMap;
-use std::io::{BufReader, Cursor, Read};
+use std::io::{BufReader, Cursor, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
@@ -139,13 +139,24 @@ async fn accept(State((service, inbound)): State<Shared>, mut req: Request) -> R
                 return;
             }
         };
-        let Conn::Plain(Plain::Tcp(tcp)) = parts.io.into_inner() else {
-            tracing::warn!(from = %format!("{from:x}"), "a direct link over TLS or a unix socket is not offered: closed");
-            return;
+        let (tcp, tls) = match parts.io.into_inner() {
+            Conn::Plain(Plain::Tcp(tcp)) => (tcp, None),
+            Conn::Tls(tls) => match (*tls).into_inner() {
+                (Plain::Tcp(tcp), session) => (tcp, Some(session)),
+                (Plain::Unix(_), _) => {
+                    tracing::warn!(from = %format!("{from:x}"), "a direct link over a unix socket is not offered: closed");
+                    return;
+                }
+            },
+            Conn::Plain(Plain::Unix(_)) => {
+                tracing::warn!(from = %format!("{from:x}"), "a direct link over a unix socket is not offered: closed");
+                return;
+            }
         };
         let socket = match tcp.into_std().and_then(|s| {
             s.set_nonblocking(false)?;
             s.set_read_timeout(Some(SILENCE_LIMIT))?;
+            s.set_write_timeout(Some(SILENCE_LIMIT))?;
             super::sender::keep_alive(&s)?;
             Ok(s)
         }) {
@@ -165,7 +176,10 @@ async fn accept(State((service, inbound)): State<Shared>, mut req: Request) -> R
             .spawn({
                 let inbound = inbound.clone();
                 move || {
-                    read_link(&service, from, leftover, &socket);
+                    match tls {
+                        None => read_plain(&service, from, leftover, &socket),
+                        Some(session) => read_tls(&service, from, leftover, session, &socket),
+                    }
                     inbound.unregister(from, token);
                 }
             });
@@ -194,12 +208,46 @@ fn refused(refusal: Refusal) -> Response {
     answer
 }
 
-/// Reads `from`'s frames (after `leftover`, read with the upgrade) into raft until the
-/// link ends, the stream breaks, the sender falls silent for [`SILENCE_LIMIT`] (the
-/// socket's read timeout) or the member stops; answers with a beacon byte at most every
-/// [`KEEPALIVE_INTERVAL`].
-fn read_link(service: &Weak<PeerService>, from: u64, leftover: Vec<u8>, socket: &TcpStream) {
+/// Reads `from`'s frames from a plain link (after `leftover`, read with the upgrade);
+/// see [`read_link`].
+fn read_plain(service: &Weak<PeerService>, from: u64, leftover: Vec<u8>, socket: &TcpStream) {
     let input = Cursor::new(leftover).chain(socket);
+    read_link(service, from, input, |input| {
+        // Best effort: a sender that stopped reading beacons drops the link.
+        let _ = rustix::net::send(
+            input.get_ref().1,
+            &[0],
+            rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL,
+        );
+    });
+}
+
+/// Reads `from`'s frames from a TLS link (after `leftover`, decrypted with the
+/// upgrade); see [`read_link`].
+fn read_tls(
+    service: &Weak<PeerService>,
+    from: u64,
+    leftover: Vec<u8>,
+    session: rustls::ServerConnection,
+    socket: &TcpStream,
+) {
+    let input = Cursor::new(leftover).chain(rustls::StreamOwned::new(session, socket));
+    read_link(service, from, input, |input| {
+        // Bounded by the socket's write timeout; a failure shows as the next read's.
+        let stream = input.get_mut().1;
+        let _ = stream.write_all(&[0]).and_then(|()| stream.flush());
+    });
+}
+
+/// Reads `from`'s frames from `input` into raft until the link ends, the stream breaks,
+/// the sender falls silent for [`SILENCE_LIMIT`] (the socket's read timeout) or the
+/// member stops; calls `beacon` at most every [`KEEPALIVE_INTERVAL`] as frames come.
+fn read_link<R: Read>(
+    service: &Weak<PeerService>,
+    from: u64,
+    input: R,
+    mut beacon: impl FnMut(&mut R),
+) {
     let mut frames = FrameReader::new(BufReader::with_capacity(READ_BUFFER, input));
     let mut last_beacon: Option<Instant> = None;
     loop {
@@ -214,12 +262,7 @@ fn read_link(service: &Weak<PeerService>, from: u64, leftover: Vec<u8>, socket: 
                     }
                 }
                 if last_beacon.is_none_or(|at| at.elapsed() >= KEEPALIVE_INTERVAL) {
-                    // Best effort: a sender that stopped reading beacons drops the link.
-                    let _ = rustix::net::send(
-                        socket,
-                        &[0],
-                        rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL,
-                    );
+                    beacon(frames.input_mut().get_mut());
                     last_beacon = Some(Instant::now());
                 }
             }

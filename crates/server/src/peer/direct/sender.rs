@@ -59,6 +59,10 @@ pub struct DirectLink {
 #[derive(Default)]
 struct LinkState {
     socket: Option<Arc<TcpStream>>,
+    /// The TLS session over `socket`, for a `https://` peer: frames are encrypted into
+    /// it under the lock, in the order they are sent, and the backlog holds what goes
+    /// on the wire.
+    tls: Option<Box<rustls::ClientConnection>>,
     backlog: Vec<u8>,
     /// The writer thread holds bytes taken from the backlog.
     writing: bool,
@@ -103,6 +107,25 @@ impl DirectLink {
         let Some(socket) = st.socket.clone() else {
             return Sent::Down;
         };
+        if !st.backlog.is_empty() && st.backlog.len() + frames.len() > MAX_BACKLOG {
+            PeerCounts::add(&self.counts.sent_failures, 1);
+            return Sent::Full;
+        }
+        let encrypted;
+        let frames = match st.tls.as_mut() {
+            None => frames,
+            Some(session) => match encrypt(session, frames) {
+                Ok(bytes) => {
+                    encrypted = bytes;
+                    &encrypted[..]
+                }
+                Err(e) => {
+                    tracing::warn!(peer = %format!("{:x}", self.peer), "direct link: TLS failed: {e}");
+                    self.take_down(&mut st);
+                    return Sent::Down;
+                }
+            },
+        };
         if st.backlog.is_empty() && !st.writing {
             let mut written = 0;
             while written < frames.len() {
@@ -126,10 +149,6 @@ impl DirectLink {
             }
             st.backlog.extend_from_slice(&frames[written..]);
         } else {
-            if st.backlog.len() + frames.len() > MAX_BACKLOG {
-                PeerCounts::add(&self.counts.sent_failures, 1);
-                return Sent::Full;
-            }
             st.backlog.extend_from_slice(frames);
         }
         drop(st);
@@ -138,8 +157,13 @@ impl DirectLink {
     }
 
     /// Installs a connection opened by [`super::handshake::open`] (made non-blocking
-    /// here) and starts its writer thread; returns the connection's generation.
-    pub fn install(self: &Arc<Self>, socket: TcpStream) -> io::Result<u64> {
+    /// here), with its TLS session if any, and starts its writer thread; returns the
+    /// connection's generation.
+    pub fn install(
+        self: &Arc<Self>,
+        socket: TcpStream,
+        tls: Option<rustls::ClientConnection>,
+    ) -> io::Result<u64> {
         socket.set_nonblocking(true)?;
         keep_alive(&socket)?;
         let socket = Arc::new(socket);
@@ -151,6 +175,11 @@ impl DirectLink {
             }
             self.take_down(&mut st);
             st.socket = Some(socket.clone());
+            st.tls = tls.map(|mut session| {
+                // The backlog bounds what waits; the session holds nothing between sends.
+                session.set_buffer_limit(None);
+                Box::new(session)
+            });
             st.generation
         };
         let link = self.clone();
@@ -201,6 +230,7 @@ impl DirectLink {
         if let Some(socket) = st.socket.take() {
             let _ = socket.shutdown(Shutdown::Both);
         }
+        st.tls = None;
         if !st.backlog.is_empty() {
             PeerCounts::add(&self.counts.sent_failures, 1);
         }
@@ -248,6 +278,16 @@ impl DirectLink {
             }
         }
     }
+}
+
+/// `frames` encrypted by `session`: the TLS records to write, in order.
+fn encrypt(session: &mut rustls::ClientConnection, frames: &[u8]) -> io::Result<Vec<u8>> {
+    session.writer().write_all(frames)?;
+    let mut records = Vec::with_capacity(frames.len() + 64);
+    while session.wants_write() {
+        session.write_tls(&mut records)?;
+    }
+    Ok(records)
 }
 
 /// Writes all of `bytes` to the non-blocking `socket`, waiting for room at most
@@ -322,7 +362,7 @@ mod tests {
         let dialed = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (accepted, _) = listener.accept().expect("accept");
         let link = DirectLink::new(2, Arc::default());
-        link.install(dialed).expect("install");
+        link.install(dialed, None).expect("install");
         let mut taken = 0u64;
         let mut full = false;
         for index in 0..200u64 {
