@@ -6,7 +6,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::InProc;
-use common::cluster::{cluster_of, configure, leader_index, three, three_with};
+use common::cluster::{cluster_of, configure, converge, leader_index, three, three_with};
 use etcd_client::GetOptions;
 use oxcd_server::peer::transport::PeerFaults;
 
@@ -317,40 +317,6 @@ async fn statuses(members: &[InProc]) -> Vec<(u64, u64, u64)> {
     out
 }
 
-/// Waits until every member sees `key` (serializable reads) and HashKV agrees.
-async fn converge(members: &[InProc], key: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for m in members {
-        let mut c = m.client().await;
-        while c
-            .get(key, Some(GetOptions::new().with_serializable()))
-            .await
-            .expect("get")
-            .count()
-            == 0
-        {
-            assert!(Instant::now() < deadline, "a member did not catch up");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-    let mut c0 = members[0].client().await;
-    let rev = c0
-        .get(key, None)
-        .await
-        .expect("get")
-        .header()
-        .expect("h")
-        .revision();
-    let mut hashes = Vec::new();
-    for m in members {
-        hashes.push(m.client().await.hash_kv(rev).await.expect("hashkv").hash());
-    }
-    assert!(
-        hashes.iter().all(|h| *h == hashes[0]),
-        "members diverged: {hashes:?}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partitioned_leader_yields_to_the_majority_and_rejoins_quietly() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -410,7 +376,7 @@ async fn partitioned_leader_yields(members: Vec<InProc>, faults: PeerFaults) {
     );
     // Heal: the old leader steps down and catches up without disturbing the new one.
     faults.heal();
-    converge(&members, "during").await;
+    converge(&members.iter().collect::<Vec<_>>(), "during").await;
     let healed = statuses(&members).await;
     for (id, leader, term) in &healed {
         assert_eq!(
@@ -445,7 +411,7 @@ async fn isolated_follower_rejoins_without_an_election() {
     // Longer than several election timeouts: the isolated follower's pre-votes fail.
     tokio::time::sleep(Duration::from_millis(800)).await;
     faults.heal();
-    converge(&members, "while-isolated/19").await;
+    converge(&members.iter().collect::<Vec<_>>(), "while-isolated/19").await;
     for (id, l, t) in statuses(&members).await {
         assert_eq!(
             (l, t),

@@ -9,7 +9,6 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use etcd_client::GetOptions;
 use oxcd_raft::{Message, MessageType};
 use oxcd_server::peer::direct::frame;
 use oxcd_server::peer::direct::handshake::{self, HandshakeError};
@@ -17,7 +16,7 @@ use oxcd_server::peer::transport::PeerFaults;
 use oxcd_server::peer::{PeerDialer, Refusal};
 use oxcd_server::start::serve::TestHooks;
 
-use crate::common::cluster::{cluster_of, configure, three_peer_tls};
+use crate::common::cluster::{cluster_of, configure, converge, three_peer_tls};
 use crate::common::etcd::start_etcd_with_peer;
 use crate::common::{InProc, free_port};
 
@@ -51,41 +50,6 @@ async fn wait_for_links(links: usize, readers: usize) {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// Waits until every member has `key` (serializable reads), then checks HashKV agrees.
-async fn converge(members: &[&InProc], key: &str) {
-    let deadline = Instant::now() + WAIT;
-    for m in members {
-        let mut c = m.client().await;
-        while c
-            .get(key, Some(GetOptions::new().with_serializable()))
-            .await
-            .map(|r| r.count())
-            .unwrap_or(0)
-            == 0
-        {
-            assert!(Instant::now() < deadline, "a member did not catch up");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-    let rev = members[0]
-        .client()
-        .await
-        .get(key, None)
-        .await
-        .expect("get")
-        .header()
-        .expect("header")
-        .revision();
-    let mut hashes = Vec::new();
-    for m in members {
-        hashes.push(m.client().await.hash_kv(rev).await.expect("hashkv").hash());
-    }
-    assert!(
-        hashes.iter().all(|h| *h == hashes[0]),
-        "members diverged: {hashes:?}"
-    );
 }
 
 async fn put_through(members: &[&InProc], prefix: &str, n: usize) {

@@ -243,3 +243,42 @@ where
         }
     }
 }
+
+/// Waits until every member has `key` (serializable reads, 15 s at most), then checks
+/// that HashKV agrees.
+pub async fn converge(members: &[&InProc], key: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for m in members {
+        let mut c = m.client().await;
+        while c
+            .get(
+                key,
+                Some(etcd_client::GetOptions::new().with_serializable()),
+            )
+            .await
+            .map(|r| r.count())
+            .unwrap_or(0)
+            == 0
+        {
+            assert!(Instant::now() < deadline, "a member did not catch up");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let rev = members[0]
+        .client()
+        .await
+        .get(key, None)
+        .await
+        .expect("get")
+        .header()
+        .expect("header")
+        .revision();
+    let mut hashes = Vec::new();
+    for m in members {
+        hashes.push(m.client().await.hash_kv(rev).await.expect("hashkv").hash());
+    }
+    assert!(
+        hashes.iter().all(|h| *h == hashes[0]),
+        "members diverged: {hashes:?}"
+    );
+}
