@@ -127,15 +127,14 @@ impl PeerService {
         Ok(from)
     }
 
-    /// Takes one raft message of `size` bytes from peer `from` into raft; an error
-    /// means raft has stopped.
-    pub(crate) fn take_message(
-        &self,
-        from: u64,
-        m: oxcd_raft::Message,
-        size: usize,
-    ) -> Result<(), oxcd_raft::RaftError> {
-        PeerCounts::add(&self.traffic.of(from).received_bytes, size as u64);
+    /// The traffic counts of peer `from`, which a stream looks up once.
+    pub(crate) fn counts_of(&self, from: u64) -> std::sync::Arc<PeerCounts> {
+        self.traffic.of(from)
+    }
+
+    /// Takes one raft message from a peer into raft (a gRPC stream's or a direct
+    /// link's); an error means raft has stopped.
+    pub(crate) fn take_message(&self, m: oxcd_raft::Message) -> Result<(), oxcd_raft::RaftError> {
         self.renewals.heard_from(m.from);
         self.raft.step(m)
     }
@@ -199,14 +198,13 @@ impl Peer for PeerService {
         req: Request<Streaming<RaftEnvelope>>,
     ) -> Result<Response<PeerAck>, Status> {
         let from = self.admit(&req)?;
-        let counts = self.traffic.of(from);
+        let counts = self.counts_of(from);
         let mut stream = req.into_inner();
         while let Some(env) = stream.message().await? {
             PeerCounts::add(&counts.received_bytes, env.message.len() as u64);
             match decode_message(&env.message) {
                 Ok(m) => {
-                    self.renewals.heard_from(m.from);
-                    if self.raft.step(m).is_err() {
+                    if self.take_message(m).is_err() {
                         return Err(EtcdError::Stopped.into());
                     }
                 }

@@ -1,16 +1,17 @@
 //! The sending side of peer traffic: one task per peer keeps a link to it open. Where
-//! the peer offers one (an oxcd member on a plain `http://` URL), the link is a
+//! the peer offers one (an oxcd member on an `http://` or `https://` URL), the link is a
 //! [`super::direct`] one: the raft thread writes each turn's messages for the peer into
 //! its socket itself, one system call per peer, and the task only dials it again when
-//! it goes down. Elsewhere (TLS, unix sockets, an oxcd from before direct links) the
-//! task owns a gRPC stream to the peer and forwards raft messages into it in order.
+//! it goes down. Elsewhere (unix sockets, an oxcd from before direct links, an etcd
+//! member) the task owns a gRPC stream to the peer and forwards raft messages into it in
+//! order.
 //!
 //! The raft loop never waits on the network: it hands messages over with `try_send`
 //! (or a non-blocking write); when a peer's queue is full or the peer is down, the
 //! message is dropped and raft is told the peer is unreachable (raft resends what
 //! matters). While a peer is down, queued messages are discarded rather than delivered
 //! stale later. A connection that stalls without closing fails its HTTP/2 keepalive
-//! pings (see the dialer), or a direct link's write timeout, and is replaced; the
+//! pings (see the dialer), or a direct link's beacons or write timeout, and is replaced; the
 //! sending task never blocks on a stream, so it always sees the stream end.
 //!
 //! A MsgSnapshot goes its own way: a task per snapshot dumps the backend and streams it
@@ -122,7 +123,7 @@ pub struct PeerTransport {
     me: u64,
     cluster_id: u64,
     queues: HashMap<u64, mpsc::Sender<Message>>,
-    /// The direct links of peers on plain `http://` URLs (up or not).
+    /// The direct links of peers on `http://` and `https://` URLs (up or not).
     direct: HashMap<u64, Arc<DirectLink>>,
     urls: HashMap<u64, String>,
     /// Membership changes: peers are added, moved and dropped as they apply.
@@ -596,6 +597,7 @@ async fn peer_loop(
 /// Logs a peer's refusal of our link, and stops this member if the peer says it was
 /// removed from the cluster.
 fn refused(id: u64, url: &str, refusal: super::Refusal, reports: &LinkReports) {
+    use oxcd_api::errors::EtcdError;
     match refusal {
         super::Refusal::IncompatibleVersion => tracing::warn!(
             peer = %format!("{id:x}"),
@@ -606,9 +608,14 @@ fn refused(id: u64, url: &str, refusal: super::Refusal, reports: &LinkReports) {
             tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", refusal.status().message());
             (reports.removed)();
         }
-        super::Refusal::Etcd(_) => {
+        super::Refusal::Etcd(EtcdError::ClusterIdMismatch) => {
             tracing::error!(peer = %format!("{id:x}"), url, "peer refused us: {}", refusal.status().message())
         }
+        super::Refusal::Etcd(_) => tracing::debug!(
+            peer = %format!("{id:x}"),
+            "peer stream ended: {}",
+            refusal.status().message()
+        ),
     }
 }
 

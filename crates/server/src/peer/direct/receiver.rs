@@ -27,6 +27,7 @@ use tokio::sync::watch;
 use super::frame::{Frame, FrameReader};
 use super::{KEEPALIVE_INTERVAL, SILENCE_LIMIT, UPGRADE_PATH, UPGRADE_PROTOCOL};
 use crate::peer::service::PeerService;
+use crate::peer::traffic::PeerCounts;
 use crate::peer::{REFUSAL_KEY, Refusal};
 
 /// How much a link's reader asks the socket for at once.
@@ -248,16 +249,20 @@ fn read_link<R: Read>(
     input: R,
     mut beacon: impl FnMut(&mut R),
 ) {
+    let Some(counts) = service.upgrade().map(|s| s.counts_of(from)) else {
+        return;
+    };
     let mut frames = FrameReader::new(BufReader::with_capacity(READ_BUFFER, input));
     let mut last_beacon: Option<Instant> = None;
     loop {
         match frames.read_frame() {
             Ok(Some(frame)) => {
                 if let Frame::Message(m, size) = frame {
+                    PeerCounts::add(&counts.received_bytes, size as u64);
                     let Some(service) = service.upgrade() else {
                         return;
                     };
-                    if service.take_message(from, m, size).is_err() {
+                    if service.take_message(m).is_err() {
                         return;
                     }
                 }
