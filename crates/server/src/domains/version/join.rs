@@ -26,8 +26,12 @@ use super::release::{MIN_CLUSTER_VERSION, Release};
 use crate::peer::PeerDialer;
 use crate::peer::versions::VersionAsker;
 
-/// How often, and how far apart, the members are asked again while none has decided.
-const UNDECIDED_RETRIES: usize = 10;
+/// How often, and how far apart, the members are asked again while none has decided:
+/// long enough to outlast a leader's round of the version loop
+/// ([`super::monitor::INTERVAL`]) that began before this member was added and whose
+/// first decision asks this member too
+/// ([`super::monitor::FIRST_DECISION_ASK_TIMEOUT`], twice).
+const UNDECIDED_RETRIES: usize = 25;
 const UNDECIDED_PAUSE: Duration = Duration::from_millis(300);
 
 /// What the other members' cluster versions say about joining.

@@ -60,10 +60,21 @@ pub async fn run(handles: VersionHandles, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// Every member's release (None where unknown), this one's included.
+/// How long each member has to answer while the cluster has no version yet.
+///
+/// The first decision only chooses between the lowest release and 3.0 (a later round
+/// raises it), and a member added before it may be one that is still checking whether
+/// it may join: its peer port is bound but does not answer until it knows the cluster's
+/// version. Waiting the request timeout for it (twice: HTTP/2, then HTTP/1.1) would
+/// leave the cluster undecided for longer than the newcomer waits, and refuse it.
+pub const FIRST_DECISION_ASK_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Every member's release (None where unknown), this one's included, each asked within
+/// `timeout`.
 async fn member_releases(
     handles: &VersionHandles,
     asker: &mut VersionAsker,
+    timeout: Duration,
 ) -> Vec<Option<oxcd_go::semver::Version>> {
     let me = handles.role.me();
     let mut versions = Vec::new();
@@ -71,11 +82,7 @@ async fn member_releases(
         if m.id == me {
             versions.push(Some(handles.release.server_version()));
         } else {
-            versions.push(
-                asker
-                    .server_version(m.id, &m.peer_urls, handles.request_timeout)
-                    .await,
-            );
+            versions.push(asker.server_version(m.id, &m.peer_urls, timeout).await);
         }
     }
     versions
@@ -103,7 +110,7 @@ pub async fn cancel_finished_downgrades(
         if !recorded.downgrade.enabled {
             continue;
         }
-        let versions = member_releases(&handles, &mut asker).await;
+        let versions = member_releases(&handles, &mut asker, handles.request_timeout).await;
         if !downgrade_done(&recorded, &versions) {
             tracing::debug!("remotes server has mismatching etcd version");
             continue;
@@ -128,7 +135,12 @@ async fn decide_and_propose(
     asker: &mut VersionAsker,
     recorded: &cluster::ClusterVersions,
 ) {
-    let versions = member_releases(handles, asker).await;
+    let timeout = if recorded.cluster.is_none() {
+        FIRST_DECISION_ASK_TIMEOUT.min(handles.request_timeout)
+    } else {
+        handles.request_timeout
+    };
+    let versions = member_releases(handles, asker, timeout).await;
     let target = match decide(recorded, &versions) {
         Ok(Some(v)) => v,
         Ok(None) => return,
