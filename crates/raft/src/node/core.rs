@@ -447,11 +447,41 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
 
     /// One tick of the logical clock (`--heartbeat-interval`).
     pub fn tick(&mut self) {
+        self.take_applied_hint();
         self.node.tick();
+    }
+
+    /// The state machine applied everything up to `index`, the log's format after it
+    /// being `format` (None: not said).
+    fn on_applied(&mut self, index: u64, format: Option<u8>) {
+        // A state machine restored from a snapshot may be ahead of what this member has
+        // seen committed; raft learns it as the commit index catches up. Its format is
+        // as of `index`: the leader's scan from the clamped index meets the switches in
+        // between again, and the last one still decides.
+        if index >= self.applied && format.is_some() && format != self.applied_format {
+            self.applied_format = format;
+            self.leader_format = None;
+        }
+        let index = index.min(self.node.raft.raft_log.committed);
+        if index > self.applied {
+            self.applied = index;
+            self.node.advance_apply_to(index);
+            self.compact_memory();
+        }
+    }
+
+    /// Takes what the state machine reported without a command
+    /// ([`super::RaftHandle::applied_quietly`]) before anything acts on the applied index.
+    fn take_applied_hint(&mut self) {
+        let (index, format) = self.status.applied_hint();
+        if index > self.applied || (format.is_some() && format != self.applied_format) {
+            self.on_applied(index, format);
+        }
     }
 
     /// Handles one command; true means stop.
     pub fn handle(&mut self, cmd: Command) -> Result<bool, RaftError> {
+        self.take_applied_hint();
         match cmd {
             Command::Propose { data, format, done } => {
                 let e = Entry {
@@ -499,22 +529,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                     tracing::debug!("raft: step: {e}");
                 }
             }
-            Command::Applied { index, format } => {
-                // A state machine restored from a snapshot may be ahead of what this
-                // member has seen committed; raft learns it as the commit index catches up.
-                // Its format is as of `index`: the leader's scan from the clamped index
-                // meets the switches in between again, and the last one still decides.
-                if index >= self.applied && format.is_some() && format != self.applied_format {
-                    self.applied_format = format;
-                    self.leader_format = None;
-                }
-                let index = index.min(self.node.raft.raft_log.committed);
-                if index > self.applied {
-                    self.applied = index;
-                    self.node.advance_apply_to(index);
-                    self.compact_memory();
-                }
-            }
+            Command::Applied { index, format } => self.on_applied(index, format),
             Command::Compact { index, floor } => self.compact(index, floor)?,
             Command::CompactPast { floor } => {
                 if self.log.rl().start.0 < floor {
@@ -541,6 +556,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
 
     /// Issues one ReadIndex for the reads that arrived, then handles the Ready.
     pub fn turn(&mut self) -> Result<(), RaftError> {
+        self.take_applied_hint();
         // Without a leader a read cannot be confirmed: keep it until one is elected
         // (the caller's timeout bounds the wait).
         if !self.pending_reads.is_empty() && self.status.leader() != 0 {

@@ -128,6 +128,37 @@ pub struct RaftStatus {
     leader_changes: AtomicU64,
     /// What the WAL reports: its write-and-fdatasync times, the bytes it wrote.
     pub wal: Arc<WalStats>,
+    /// The state machine's last applied index and its log format, packed
+    /// ([`AppliedHint`]); the raft loop reads it at its next command, tick or turn.
+    applied_hint: AtomicU64,
+}
+
+/// An applied index and the log format after it, in one word, so that a reader never
+/// sees the index of one report with the format of another.
+///
+/// Bits 0-47 hold the index, bits 48-55 the format, bit 56 whether a format is said.
+/// An index past 48 bits is not packed (its report goes through the command channel).
+struct AppliedHint;
+
+impl AppliedHint {
+    const INDEX_BITS: u32 = 48;
+    const FORMAT_SAID: u64 = 1 << 56;
+
+    fn pack(index: u64, format: Option<u8>) -> Option<u64> {
+        if index >> Self::INDEX_BITS != 0 {
+            return None;
+        }
+        Some(match format {
+            Some(f) => index | (u64::from(f) << Self::INDEX_BITS) | Self::FORMAT_SAID,
+            None => index,
+        })
+    }
+
+    fn unpack(word: u64) -> (u64, Option<u8>) {
+        let index = word & ((1 << Self::INDEX_BITS) - 1);
+        let format = (word & Self::FORMAT_SAID != 0).then(|| (word >> Self::INDEX_BITS) as u8);
+        (index, format)
+    }
 }
 
 impl Default for RaftStatus {
@@ -140,6 +171,7 @@ impl Default for RaftStatus {
             leadership: tokio::sync::watch::Sender::new(Leadership::default()),
             leader_changes: AtomicU64::new(0),
             wal: Arc::default(),
+            applied_hint: AtomicU64::new(0),
         }
     }
 }
@@ -181,6 +213,10 @@ impl RaftStatus {
     /// Counts a leader change.
     pub(crate) fn count_leader_change(&self) {
         self.leader_changes.fetch_add(1, Ordering::Relaxed);
+    }
+    /// The last applied index (and format) the state machine left without a command.
+    pub(crate) fn applied_hint(&self) -> (u64, Option<u8>) {
+        AppliedHint::unpack(self.applied_hint.load(Ordering::Acquire))
     }
 }
 
@@ -312,6 +348,22 @@ impl RaftHandle {
     /// format after it being `format` (None: not said).
     pub fn applied(&self, index: u64, format: Option<u8>) -> Result<(), RaftError> {
         self.send(Command::Applied { index, format })
+    }
+
+    /// As [`RaftHandle::applied`], without waking the raft loop: it reads the report at
+    /// its next command, tick or turn, before acting on any of them. For the report
+    /// after each applied batch; a single writer (the state machine), whose indexes
+    /// only grow. Raft learns it within a heartbeat interval at worst: what waits on the
+    /// applied index there (a campaign or a new conf change after an unapplied one, the
+    /// in-memory log's trimming) waits a tick or less.
+    pub fn applied_quietly(&self, index: u64, format: Option<u8>) -> Result<(), RaftError> {
+        match AppliedHint::pack(index, format) {
+            Some(word) => {
+                self.status.applied_hint.store(word, Ordering::Release);
+                Ok(())
+            }
+            None => self.applied(index, format),
+        }
     }
 
     /// Compacts the log up to `index`, which the state machine has made durable, keeping
@@ -495,3 +547,22 @@ fn run<T: Transport>(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod applied_hint_tests {
+    use super::AppliedHint;
+
+    #[test]
+    fn a_hint_unpacks_as_packed() {
+        for (index, format) in [
+            (0, None),
+            (7, Some(0)),
+            (7, Some(255)),
+            ((1 << 48) - 1, Some(3)),
+        ] {
+            let word = AppliedHint::pack(index, format).expect("fits");
+            assert_eq!(AppliedHint::unpack(word), (index, format));
+        }
+        assert_eq!(AppliedHint::pack(1 << 48, None), None);
+    }
+}

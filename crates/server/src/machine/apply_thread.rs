@@ -227,9 +227,11 @@ impl ApplyLoop {
         if switched {
             self.vocabulary.set(state.vocabulary);
         }
+        // Raft reads it when it next wakes: waking it for this alone cost every member
+        // a context switch per batch.
         let _ = self
             .raft
-            .applied(state.applied, Some(state.vocabulary.vocabulary.format()));
+            .applied_quietly(state.applied, Some(state.vocabulary.vocabulary.format()));
         // A cluster version above this member's release stops it, but only once it has
         // applied everything committed: a member catching up replays versions the
         // cluster has since left (a downgrade's 3.6 before its 3.5), which etcd stops on.
