@@ -22,6 +22,7 @@ use std::sync::mpsc::SyncSender;
 use raft::prelude::{ConfChange, ConfState, Entry, Message, Snapshot, SnapshotMetadata};
 use raft::{Config, RawNode};
 
+mod repeated_acks;
 mod retention;
 
 use super::{Event, NodeConfig, RaftStatus, format};
@@ -245,6 +246,10 @@ pub struct Core<D: LogDisk, T: Transport, E: EventSink> {
     applied_format: Option<u8>,
     /// The format the log ends in, while this member leads: (its term, the format).
     leader_format: Option<(u64, Option<u8>)>,
+    /// Ticks since start: the window in which a repeated append response is held back.
+    ticks: u64,
+    /// The append responses last sent ([`repeated_acks`]).
+    repeated_acks: repeated_acks::RepeatedAcks,
 }
 
 impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
@@ -437,6 +442,8 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             memory_compacted_at: applied,
             applied_format: cfg.format,
             leader_format: None,
+            ticks: 0,
+            repeated_acks: Default::default(),
         };
         if single_voter {
             // Alone in the cluster: no reason to wait an election timeout.
@@ -448,6 +455,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
     /// One tick of the logical clock (`--heartbeat-interval`).
     pub fn tick(&mut self) {
         self.take_applied_hint();
+        self.ticks += 1;
         self.node.tick();
     }
 
@@ -617,6 +625,14 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         self.disk
     }
 
+    /// Hands `msgs` to the transport, less the append responses that repeat the last.
+    fn send(&mut self, mut msgs: Vec<Message>) {
+        self.repeated_acks.filter(&mut msgs, self.ticks);
+        if !msgs.is_empty() {
+            self.transport.send(msgs);
+        }
+    }
+
     fn emit(&mut self, ev: Event) -> Result<(), RaftError> {
         self.events.emit(ev)
     }
@@ -637,7 +653,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         // Status read in between saw a leader at term 0 (CI, 2026-11-26).
         let soft_state = rd.ss().map(|ss| (ss.leader_id, ss.raft_state));
         if !rd.messages().is_empty() {
-            self.transport.send(rd.take_messages());
+            self.send(rd.take_messages());
         }
         let mut installed_snapshot = None;
         if !rd.snapshot().is_empty() {
@@ -714,7 +730,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             }
         }
         if !rd.persisted_messages().is_empty() {
-            self.transport.send(rd.take_persisted_messages());
+            self.send(rd.take_persisted_messages());
         }
         // advance_append: the state machine reports what it applied itself (Command::Applied).
         let mut light = self.node.advance_append(rd);
@@ -734,7 +750,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             .commit
             .store(self.log.rl().hard_state.commit, Ordering::Release);
         if !light.messages().is_empty() {
-            self.transport.send(light.take_messages());
+            self.send(light.take_messages());
         }
         self.emit_committed(light.take_committed_entries())
     }
