@@ -156,7 +156,7 @@ impl AppliedHint {
 
     fn unpack(word: u64) -> (u64, Option<u8>) {
         let index = word & ((1 << Self::INDEX_BITS) - 1);
-        let format = (word & Self::FORMAT_SAID != 0).then(|| (word >> Self::INDEX_BITS) as u8);
+        let format = (word & Self::FORMAT_SAID != 0).then_some((word >> Self::INDEX_BITS) as u8);
         (index, format)
     }
 }
