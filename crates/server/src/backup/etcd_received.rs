@@ -12,7 +12,9 @@
 //! - The pair is whole and synced (both files and the directory) before raft hears of
 //!   the snapshot; the v2 file is written last, so a v2 file means a whole pair.
 //! - A crash before the install finds the pair at restart: raft hands the snapshot to
-//!   the apply thread again, and the import runs then.
+//!   the apply thread again, and the import runs then. A whole pair is never written
+//!   again: the leader may send the same snapshot to the restarted member while the
+//!   import reads the file (it once truncated the file under the import).
 //! - The import leaves the snapshot as `<index>.snapdb` (what the apply thread
 //!   installs for oxcd's own snapshots) and removes the pair; a pair the backend
 //!   already covers is removed with [`remove_covered`].

@@ -324,6 +324,21 @@ impl Receiver {
         // etcd 3.5 takes the membership from here, as this member does: refused now if
         // it does not read, before the leader is told the snapshot arrived.
         crate::backup::v2store::read(&m.get_snapshot().data)?;
+        if etcd_received::is_saved(&self.snap_dir, index) {
+            // The whole pair is here already: the leader sends the snapshot again to a
+            // member that restarted before installing it, and the apply thread may be
+            // importing that file right now. Writing it again would truncate it under
+            // the import; its bytes are the same, so the body is read and let go.
+            while let Some(chunk) = stream.next().await {
+                chunk.map_err(SnapshotError::Body)?;
+            }
+            m.mut_snapshot().data = Default::default();
+            tracing::info!(
+                index,
+                "etcd's database for this snapshot is already saved: kept"
+            );
+            return Ok(m);
+        }
         tokio::fs::create_dir_all(&self.snap_dir).await?;
         let db = etcd_received::db_path(&self.snap_dir, index);
         // Written in large pieces: each write of a tokio file is a trip to the blocking

@@ -271,9 +271,15 @@ pub struct Pending {
 impl Pending {
     /// Waits for the readiness line.
     pub fn wait_ready(self) -> OxcdProcess {
-        self.ready
-            .recv_timeout(std::time::Duration::from_secs(30))
-            .expect("oxcd did not log readiness");
+        if let Err(e) = self.ready.recv_timeout(std::time::Duration::from_secs(30)) {
+            // Disconnected: the process ended; either way its last words say why.
+            let log = self.proc.log.lock().unwrap_or_else(|p| p.into_inner());
+            let tail = &log[log.len().saturating_sub(40)..];
+            panic!(
+                "oxcd did not log readiness: {e}; its last lines:\n{}",
+                tail.join("\n")
+            );
+        }
         self.proc
     }
 
