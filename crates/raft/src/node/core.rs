@@ -528,6 +528,10 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             Command::ReadIndex { done } => self.pending_reads.push(done),
             Command::Progress { done } => done(Ok(self.progress())),
             Command::Step(m) => {
+                if m.get_msg_type() == raft::prelude::MessageType::MsgHeartbeat {
+                    // An append that follows a heartbeat is the leader asking again.
+                    self.repeated_acks.forget(m.from);
+                }
                 let stepped = if m.get_msg_type() == raft::prelude::MessageType::MsgPropose {
                     self.step_proposal(m)
                 } else {

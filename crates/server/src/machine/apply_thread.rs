@@ -219,6 +219,13 @@ impl ApplyLoop {
         if durable {
             self.after_durable(state, switched);
         }
+        // Raft reads it when it next wakes (waking it for this alone cost every member a
+        // context switch per batch); stored before the waiters are answered, so that a
+        // conf change proposed as soon as the one before it is answered finds raft
+        // knowing that one applied.
+        let _ = self
+            .raft
+            .applied_quietly(state.applied, Some(state.vocabulary.vocabulary.format()));
         for (id, outcome) in outcomes {
             self.waiters.complete(id, outcome);
         }
@@ -227,11 +234,6 @@ impl ApplyLoop {
         if switched {
             self.vocabulary.set(state.vocabulary);
         }
-        // Raft reads it when it next wakes: waking it for this alone cost every member
-        // a context switch per batch.
-        let _ = self
-            .raft
-            .applied_quietly(state.applied, Some(state.vocabulary.vocabulary.format()));
         // A cluster version above this member's release stops it, but only once it has
         // applied everything committed: a member catching up replays versions the
         // cluster has since left (a downgrade's 3.6 before its 3.5), which etcd stops on.

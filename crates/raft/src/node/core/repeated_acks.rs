@@ -11,8 +11,9 @@
 //! - Only an accepting append response is ever held back, and only when the last one
 //!   sent to the same member carried the same term and index within the same tick:
 //!   a rejection, a response after a new term, a new index or the next tick is always
-//!   sent. A leader that lost the first response (a link that broke) hears the index
-//!   again from the response to its next probe, a tick later at most.
+//!   sent, and a heartbeat from a member clears what was sent to it: the append a
+//!   leader sends after a heartbeat is it asking again (it lost the first response,
+//!   a link broke), and its answer always goes.
 //! - Nothing else is filtered: votes, heartbeats, snapshots, read index messages go out
 //!   as raft made them.
 
@@ -34,6 +35,11 @@ struct Sent {
 }
 
 impl RepeatedAcks {
+    /// Forgets what was sent to `member`: its next response goes out whatever it says.
+    pub(super) fn forget(&mut self, member: u64) {
+        self.last_sent.remove(&member);
+    }
+
     /// Removes from `msgs` the responses that repeat what was sent at `tick`.
     pub(super) fn filter(&mut self, msgs: &mut Vec<Message>, tick: u64) {
         if msgs
@@ -95,6 +101,14 @@ mod tests {
         assert_eq!(kept(&mut acks, vec![ack(1, 2, 11)], 0), [(1, 2, 11)]);
         assert_eq!(kept(&mut acks, vec![ack(1, 3, 11)], 0), [(1, 3, 11)]);
         assert_eq!(kept(&mut acks, vec![ack(1, 3, 11)], 1), [(1, 3, 11)]);
+    }
+
+    #[test]
+    fn after_a_heartbeat_the_repeat_goes() {
+        let mut acks = RepeatedAcks::default();
+        assert_eq!(kept(&mut acks, vec![ack(1, 2, 10)], 0), [(1, 2, 10)]);
+        acks.forget(1);
+        assert_eq!(kept(&mut acks, vec![ack(1, 2, 10)], 0), [(1, 2, 10)]);
     }
 
     #[test]
