@@ -13,6 +13,9 @@
 //!   synced (`Ready::must_sync`).
 //! - Committed entries and snapshots reach the [`EventSink`] in log order, once.
 //! - The log is compacted only up to an index the state machine reported applied.
+//!
+//! Beside it: `retention` (how much of the log is kept, in memory and on disk) and
+//! `repeated_acks` (a follower's append responses that repeat the last are not sent).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -482,9 +485,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
     /// ([`super::RaftHandle::applied_quietly`]) before anything acts on the applied index.
     fn take_applied_hint(&mut self) {
         let (index, format) = self.status.applied_hint();
-        if index > self.applied || (format.is_some() && format != self.applied_format) {
-            self.on_applied(index, format);
-        }
+        self.on_applied(index, format);
     }
 
     /// Handles one command; true means stop.

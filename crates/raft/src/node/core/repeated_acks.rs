@@ -42,12 +42,7 @@ impl RepeatedAcks {
 
     /// Removes from `msgs` the responses that repeat what was sent at `tick`.
     pub(super) fn filter(&mut self, msgs: &mut Vec<Message>, tick: u64) {
-        if msgs
-            .iter()
-            .any(|m| m.get_msg_type() == MessageType::MsgAppendResponse)
-        {
-            msgs.retain(|m| self.keep(m, tick));
-        }
+        msgs.retain(|m| self.keep(m, tick));
     }
 
     fn keep(&mut self, m: &Message, tick: u64) -> bool {
