@@ -14,10 +14,11 @@
 //! - Committed entries and snapshots reach the [`EventSink`] in log order, once.
 //! - The log is compacted only up to an index the state machine reported applied.
 //!
-//! Beside it: `retention` (how much of the log is kept, in memory and on disk) and
-//! `repeated_acks` (a follower's append responses that repeat the last are not sent).
+//! Beside it: `retention` (how much of the log is kept, in memory and on disk),
+//! `repeated_acks` (a follower's append responses that repeat the last are not sent)
+//! and `reads_in_flight` (unanswered ReadIndex requests, asked again until answered).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::SyncSender;
@@ -25,8 +26,11 @@ use std::sync::mpsc::SyncSender;
 use raft::prelude::{ConfChange, ConfState, Entry, Message, Snapshot, SnapshotMetadata};
 use raft::{Config, RawNode};
 
+mod reads_in_flight;
 mod repeated_acks;
 mod retention;
+#[cfg(test)]
+mod test_cluster;
 
 use super::{Event, NodeConfig, RaftStatus, format};
 use crate::RaftError;
@@ -239,7 +243,7 @@ pub struct Core<D: LogDisk, T: Transport, E: EventSink> {
     max_wals: usize,
     catch_up_entries: u64,
     pending_reads: Vec<Done<u64>>,
-    reads_in_flight: HashMap<u64, Vec<Done<u64>>>,
+    reads_in_flight: reads_in_flight::ReadsInFlight,
     incarnation: u64,
     next_read_ctx: u64,
     applied: u64,
@@ -438,7 +442,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             max_wals: cfg.max_wals,
             catch_up_entries: cfg.catch_up_entries,
             pending_reads: Vec::new(),
-            reads_in_flight: HashMap::new(),
+            reads_in_flight: Default::default(),
             incarnation: cfg.incarnation,
             next_read_ctx: 1,
             applied,
@@ -460,6 +464,12 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         self.take_applied_hint();
         self.ticks += 1;
         self.node.tick();
+        if self.status.leader() != 0 {
+            for ctx in self.reads_in_flight.due(self.ticks) {
+                self.node
+                    .read_index(read_ctx(self.node.raft.id, self.incarnation, ctx));
+            }
+        }
     }
 
     /// The state machine applied everything up to `index`, the log's format after it
@@ -576,7 +586,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             let ctx = self.next_read_ctx;
             self.next_read_ctx += 1;
             self.reads_in_flight
-                .insert(ctx, std::mem::take(&mut self.pending_reads));
+                .insert(ctx, std::mem::take(&mut self.pending_reads), self.ticks);
             self.node
                 .read_index(read_ctx(self.node.raft.id, self.incarnation, ctx));
         }
@@ -728,7 +738,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         self.status.publish_leadership();
         for rs in rd.take_read_states() {
             let ctx = parse_read_ctx(self.node.raft.id, self.incarnation, &rs.request_ctx);
-            if let Some(waiters) = ctx.and_then(|c| self.reads_in_flight.remove(&c)) {
+            if let Some(waiters) = ctx.and_then(|c| self.reads_in_flight.answered(c)) {
                 for w in waiters {
                     w(Ok(rs.index));
                 }
@@ -776,10 +786,8 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
     }
 
     fn fail_in_flight_reads(&mut self, err: impl Fn() -> RaftError) {
-        for (_, ws) in self.reads_in_flight.drain() {
-            for w in ws {
-                w(Err(err()));
-            }
+        for w in self.reads_in_flight.drain() {
+            w(Err(err()));
         }
     }
 
