@@ -26,6 +26,8 @@ use std::sync::mpsc::SyncSender;
 use raft::prelude::{ConfChange, ConfState, Entry, Message, Snapshot, SnapshotMetadata};
 use raft::{Config, RawNode};
 
+mod commit_notice;
+pub(super) use commit_notice::COMMIT_NOTICE_DELAY;
 mod reads_in_flight;
 mod repeated_acks;
 mod retention;
@@ -257,6 +259,8 @@ pub struct Core<D: LogDisk, T: Transport, E: EventSink> {
     ticks: u64,
     /// The append responses last sent ([`repeated_acks`]).
     repeated_acks: repeated_acks::RepeatedAcks,
+    /// What followers were told of the commit index ([`commit_notice`]).
+    commit_notice: commit_notice::CommitNotice,
 }
 
 impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
@@ -408,6 +412,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             check_quorum: true,
             pre_vote: cfg.pre_vote,
             read_only_option: raft::ReadOnlyOption::Safe,
+            skip_bcast_commit: true,
             ..Default::default()
         };
         if cfg.fixed_election_timeout {
@@ -451,6 +456,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             leader_format: None,
             ticks: 0,
             repeated_acks: Default::default(),
+            commit_notice: Default::default(),
         };
         if single_voter {
             // Alone in the cluster: no reason to wait an election timeout.
@@ -544,7 +550,16 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                     self.repeated_acks.forget(m.from);
                 }
                 let stepped = if m.get_msg_type() == raft::prelude::MessageType::MsgPropose {
-                    self.step_proposal(m)
+                    let from = m.from;
+                    let stepped = self.step_proposal(m);
+                    if stepped.is_ok()
+                        && from != self.node.raft.id
+                        && self.node.raft.state == raft::StateRole::Leader
+                    {
+                        let last = self.node.raft.raft_log.last_index();
+                        self.commit_notice.forwarded(from, last);
+                    }
+                    stepped
                 } else {
                     self.node.step(m)
                 };
@@ -590,7 +605,38 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             self.node
                 .read_index(read_ctx(self.node.raft.id, self.incarnation, ctx));
         }
+        if self.node.raft.state == raft::StateRole::Leader {
+            let committed = self.node.raft.raft_log.committed;
+            for id in self.commit_notice.due_now(committed, self.node.raft.prs()) {
+                self.node.raft.send_append(id);
+            }
+        }
         self.on_ready()
+    }
+
+    /// Whether a follower waits to hear of a commit index that no append or heartbeat
+    /// carried yet: its owner calls [`Core::tell_commit`] after
+    /// [`COMMIT_NOTICE_DELAY`] if this stays true ([`commit_notice`]).
+    pub fn commit_owed(&self) -> bool {
+        let raft = &self.node.raft;
+        raft.state == raft::StateRole::Leader
+            && self
+                .commit_notice
+                .owed(raft.id, raft.raft_log.committed, raft.prs())
+    }
+
+    /// Sends the commit index to every follower still owed it (with the next turn).
+    pub fn tell_commit(&mut self) {
+        let raft = &mut self.node.raft;
+        if raft.state != raft::StateRole::Leader {
+            return;
+        }
+        for id in self
+            .commit_notice
+            .owed_to(raft.id, raft.raft_log.committed, raft.prs())
+        {
+            raft.send_append(id);
+        }
     }
 
     /// Each member's match index as the leader tracks it (None: not the leader).
@@ -643,6 +689,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
     /// Hands `msgs` to the transport, less the append responses that repeat the last.
     fn send(&mut self, mut msgs: Vec<Message>) {
         self.repeated_acks.filter(&mut msgs, self.ticks);
+        self.commit_notice.sent(&msgs);
         if !msgs.is_empty() {
             self.transport.send(msgs);
         }
@@ -729,6 +776,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
                 if leader != 0 {
                     self.status.count_leader_change();
                 }
+                self.commit_notice.clear();
                 if old != 0 {
                     // Reads in flight asked the old leader: they will not be answered.
                     self.fail_in_flight_reads(|| RaftError::LeaderChanged);

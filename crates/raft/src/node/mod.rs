@@ -20,6 +20,7 @@ use crate::RaftError;
 use crate::log_store::LogStore;
 use crate::persist::WalMetadata;
 
+mod commit_clock;
 pub mod core;
 pub mod format;
 pub mod recovery;
@@ -519,17 +520,27 @@ fn run<T: Transport>(
     heartbeat: Duration,
 ) -> Result<(), RaftError> {
     let mut next_tick = Instant::now() + heartbeat;
+    let mut commit_clock = commit_clock::CommitClock::default();
     loop {
-        let wait = next_tick.saturating_duration_since(Instant::now());
+        let wake = commit_clock
+            .deadline()
+            .map_or(next_tick, |d| d.min(next_tick));
+        let wait = wake.saturating_duration_since(Instant::now());
         let mut stop = false;
+        let mut take = |cmd: Command| {
+            if matches!(cmd, Command::Propose { .. }) {
+                commit_clock.proposal(Instant::now());
+            }
+            core.handle(cmd)
+        };
         match rx.recv_timeout(wait) {
-            Ok(cmd) => stop |= core.handle(cmd)?,
+            Ok(cmd) => stop |= take(cmd)?,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => stop = true,
         }
         for _ in 0..MAX_COMMANDS_PER_TURN {
             match rx.try_recv() {
-                Ok(cmd) => stop |= core.handle(cmd)?,
+                Ok(cmd) => stop |= take(cmd)?,
                 Err(_) => break,
             }
         }
@@ -538,7 +549,17 @@ fn run<T: Transport>(
             core.tick();
             next_tick = now + heartbeat;
         }
+        // Told before the turn when it can be: the notice then leaves with the turn's
+        // first messages, before its sync.
+        if commit_clock.due(now) || commit_clock.tell_at_once(core.commit_owed()) {
+            core.tell_commit();
+            commit_clock.told();
+        }
         core.turn()?;
+        if commit_clock.after_turn(core.commit_owed(), now) {
+            core.tell_commit();
+            core.turn()?;
+        }
         if stop {
             return core.sync();
         }

@@ -552,6 +552,16 @@ impl Sim {
                 core.tick();
                 m.next_tick = now + tick_every;
             }
+            // A leader's owner tells an owed commit index after a delay of its own
+            // choosing; until then the next append or heartbeat carries it.
+            let tell = self.rng.chance(300_000);
+            if let Some(m) = self.member(id)
+                && let Some(core) = m.core.as_mut()
+                && tell
+                && core.commit_owed()
+            {
+                core.tell_commit();
+            }
         }
         for id in self.ids() {
             self.turn(id);
