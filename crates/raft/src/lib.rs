@@ -47,6 +47,14 @@ pub enum RaftError {
     /// The raft loop has stopped.
     #[error("raft stopped")]
     Stopped,
+    /// The raft thread's epoll or eventfd could not be made.
+    #[error("raft thread's wait ({what}): {source}")]
+    Wait {
+        /// Which part failed.
+        what: &'static str,
+        /// The system's error.
+        source: std::io::Error,
+    },
     /// The leader changed while a read was waiting.
     #[error("leader changed")]
     LeaderChanged,

@@ -1,14 +1,15 @@
 //! The raft thread: it owns a member's [`core::Core`] over the WAL and drives it with
 //! the wall clock and the commands [`RaftHandle`]s send.
 //!
-//! Each turn: wait for a command or the next tick, drain every queued command (so
-//! concurrent proposals and reads batch into one Ready), tick if due, then the core's
-//! turn (one ReadIndex for all reads that arrived, the Ready with one fdatasync).
+//! Each turn: wait for a command, a peer link's bytes ([`inlets`]) or the next tick,
+//! step what the links brought, drain every queued command (so concurrent proposals and
+//! reads batch into one Ready), tick if due, then the core's turn (one ReadIndex for
+//! all reads that arrived, the Ready with one fdatasync).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -23,10 +24,12 @@ use crate::persist::WalMetadata;
 mod commit_clock;
 pub mod core;
 pub mod format;
+pub mod inlets;
 pub mod recovery;
 
 use self::core::{Command, Core, Done};
 pub use self::core::{EventSink, NoPeers, Transport};
+pub use self::inlets::Inlet;
 
 /// Entries kept in memory below a snapshot so a follower slightly behind can catch up
 /// from the log rather than a snapshot (etcd's default for
@@ -225,6 +228,8 @@ impl RaftStatus {
 #[derive(Clone)]
 pub struct RaftHandle {
     tx: Sender<Command>,
+    waker: Arc<inlets::Waker>,
+    inlets: Sender<Box<dyn Inlet>>,
     status: Arc<RaftStatus>,
     id: u64,
     cluster_id: u64,
@@ -232,7 +237,27 @@ pub struct RaftHandle {
 
 impl RaftHandle {
     fn send(&self, cmd: Command) -> Result<(), RaftError> {
-        self.tx.send(cmd).map_err(|_| RaftError::Stopped)
+        match self.queue(cmd) {
+            None => Ok(()),
+            Some(_) => Err(RaftError::Stopped),
+        }
+    }
+
+    /// Queues `cmd` for the raft thread and wakes it if it sleeps; the command back if
+    /// the thread is gone.
+    fn queue(&self, cmd: Command) -> Option<Command> {
+        if let Err(mpsc::SendError(cmd)) = self.tx.send(cmd) {
+            return Some(cmd);
+        }
+        self.waker.wake();
+        None
+    }
+
+    /// Hands a peer link to the raft thread, which reads it from now on ([`inlets`]).
+    pub fn add_inlet(&self, inlet: Box<dyn Inlet>) -> Result<(), RaftError> {
+        self.inlets.send(inlet).map_err(|_| RaftError::Stopped)?;
+        self.waker.wake();
+        Ok(())
     }
 
     /// Proposes `data`; `done` learns whether raft accepted it into the log (not whether
@@ -245,8 +270,8 @@ impl RaftHandle {
         done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
     ) {
         let done: Done<()> = Box::new(done);
-        if let Err(mpsc::SendError(Command::Propose { done, .. })) =
-            self.tx.send(Command::Propose { data, format, done })
+        if let Some(Command::Propose { done, .. }) =
+            self.queue(Command::Propose { data, format, done })
         {
             done(Err(RaftError::Stopped));
         }
@@ -261,9 +286,8 @@ impl RaftHandle {
         done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
     ) {
         let done: Done<()> = Box::new(done);
-        if let Err(mpsc::SendError(Command::ProposeConfChangeBytes { done, .. })) = self
-            .tx
-            .send(Command::ProposeConfChangeBytes { data, format, done })
+        if let Some(Command::ProposeConfChangeBytes { done, .. }) =
+            self.queue(Command::ProposeConfChangeBytes { data, format, done })
         {
             done(Err(RaftError::Stopped));
         }
@@ -279,9 +303,8 @@ impl RaftHandle {
         done: impl FnOnce(Result<(), RaftError>) + Send + 'static,
     ) {
         let done: Done<()> = Box::new(done);
-        if let Err(mpsc::SendError(Command::ProposeConfChange { done, .. })) = self
-            .tx
-            .send(Command::ProposeConfChange { cc, format, done })
+        if let Some(Command::ProposeConfChange { done, .. }) =
+            self.queue(Command::ProposeConfChange { cc, format, done })
         {
             done(Err(RaftError::Stopped));
         }
@@ -291,8 +314,8 @@ impl RaftHandle {
     /// learns whether it was appended (a follower refuses).
     pub fn switch_format(&self, to: u8, done: impl FnOnce(Result<(), RaftError>) + Send + 'static) {
         let done: Done<()> = Box::new(done);
-        if let Err(mpsc::SendError(Command::SwitchFormat { done, .. })) =
-            self.tx.send(Command::SwitchFormat { to, done })
+        if let Some(Command::SwitchFormat { done, .. }) =
+            self.queue(Command::SwitchFormat { to, done })
         {
             done(Err(RaftError::Stopped));
         }
@@ -307,9 +330,7 @@ impl RaftHandle {
         + 'static,
     ) {
         let done: Done<Option<std::collections::BTreeMap<u64, u64>>> = Box::new(done);
-        if let Err(mpsc::SendError(Command::Progress { done })) =
-            self.tx.send(Command::Progress { done })
-        {
+        if let Some(Command::Progress { done }) = self.queue(Command::Progress { done }) {
             done(Err(RaftError::Stopped));
         }
     }
@@ -317,9 +338,7 @@ impl RaftHandle {
     /// Asks for a linearizable read index; `done` gets the commit index to wait for.
     pub fn read_index(&self, done: impl FnOnce(Result<u64, RaftError>) + Send + 'static) {
         let done: Done<u64> = Box::new(done);
-        if let Err(mpsc::SendError(Command::ReadIndex { done })) =
-            self.tx.send(Command::ReadIndex { done })
-        {
+        if let Some(Command::ReadIndex { done }) = self.queue(Command::ReadIndex { done }) {
             done(Err(RaftError::Stopped));
         }
     }
@@ -439,8 +458,12 @@ pub fn start(
     let (events_tx, events_rx) = mpsc::sync_channel(1024);
     let mut core = Core::new(&cfg, wal, log, transport, events_tx, status.clone())?;
     let (tx, rx) = mpsc::channel();
+    let (inlets_tx, inlets_rx) = mpsc::channel();
+    let (mut inlets, waker) = inlets::Inlets::new(inlets_rx)?;
     let handle = RaftHandle {
         tx,
+        waker,
+        inlets: inlets_tx,
         status,
         id: cfg.id,
         cluster_id: meta.cluster_id,
@@ -449,7 +472,7 @@ pub fn start(
     let thread = std::thread::Builder::new()
         .name("raft".into())
         .spawn(move || {
-            let res = run(&mut core, &rx, heartbeat);
+            let res = run(&mut core, &rx, &mut inlets, heartbeat);
             if let Err(e) = &res {
                 tracing::error!("raft loop stopped: {e}");
             }
@@ -517,36 +540,38 @@ fn open_or_create_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), 
 fn run<T: Transport>(
     core: &mut Core<Wal, T, SyncSender<Event>>,
     rx: &Receiver<Command>,
+    inlets: &mut inlets::Inlets,
     heartbeat: Duration,
 ) -> Result<(), RaftError> {
     let mut next_tick = Instant::now() + heartbeat;
     let mut commit_clock = commit_clock::CommitClock::default();
+    let mut from_inlets = Vec::new();
+    let mut events = inlets::Events::default();
     loop {
         let wake = commit_clock
             .deadline()
             .map_or(next_tick, |d| d.min(next_tick));
         let wait = wake.saturating_duration_since(Instant::now());
         let mut stop = false;
-        let mut take = |cmd: Command| {
-            if matches!(cmd, Command::Propose { .. }) {
-                commit_clock.proposal(Instant::now());
-            }
-            core.handle(cmd)
-        };
-        match rx.recv_timeout(wait) {
-            Ok(cmd) => stop |= take(cmd)?,
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => stop = true,
+        let first = inlets.wait(rx, wait, &mut events, &mut from_inlets);
+        for m in from_inlets.drain(..) {
+            core.handle(Command::Step(m))?;
+        }
+        match first {
+            inlets::Woken::Command(cmd) => stop |= take(core, &mut commit_clock, cmd)?,
+            inlets::Woken::Nothing => {}
+            inlets::Woken::Disconnected => stop = true,
         }
         for _ in 0..MAX_COMMANDS_PER_TURN {
             match rx.try_recv() {
-                Ok(cmd) => stop |= take(cmd)?,
+                Ok(cmd) => stop |= take(core, &mut commit_clock, cmd)?,
                 Err(_) => break,
             }
         }
         let now = Instant::now();
         if now >= next_tick {
             core.tick();
+            inlets.tick(now);
             next_tick = now + heartbeat;
         }
         // Told before the turn when it can be: the notice then leaves with the turn's
@@ -564,6 +589,18 @@ fn run<T: Transport>(
             return core.sync();
         }
     }
+}
+
+/// Hands `cmd` to the core; a proposal is noted on the commit clock. True means stop.
+fn take<T: Transport>(
+    core: &mut Core<Wal, T, SyncSender<Event>>,
+    commit_clock: &mut commit_clock::CommitClock,
+    cmd: Command,
+) -> Result<bool, RaftError> {
+    if matches!(cmd, Command::Propose { .. }) {
+        commit_clock.proposal(Instant::now());
+    }
+    core.handle(cmd)
 }
 
 #[cfg(test)]

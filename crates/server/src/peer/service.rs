@@ -135,8 +135,21 @@ impl PeerService {
     /// Takes one raft message from a peer into raft (a gRPC stream's or a direct
     /// link's); an error means raft has stopped.
     pub(crate) fn take_message(&self, m: oxcd_raft::Message) -> Result<(), oxcd_raft::RaftError> {
-        self.renewals.heard_from(m.from);
+        self.heard_from(m.from);
         self.raft.step(m)
+    }
+
+    /// A message from `from` arrived (its leases' forwarded keepalives count it alive).
+    pub(crate) fn heard_from(&self, from: u64) {
+        self.renewals.heard_from(from);
+    }
+
+    /// Hands a peer link to the raft thread, which reads it and steps its messages.
+    pub(crate) fn add_inlet(
+        &self,
+        inlet: Box<dyn oxcd_raft::node::Inlet>,
+    ) -> Result<(), oxcd_raft::RaftError> {
+        self.raft.add_inlet(inlet)
     }
 }
 

@@ -35,12 +35,15 @@ fn threads_named(prefix: &str) -> usize {
         .count()
 }
 
-/// Waits until the process runs `links` writer threads and `readers` reader threads
-/// of direct links.
+/// Waits until the process runs `links` writer threads and `readers` readers of
+/// direct links (plain links read by a raft thread, TLS links by threads of their own).
 async fn wait_for_links(links: usize, readers: usize) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let now = (threads_named("peer-link-"), threads_named("peer-read-"));
+        let now = (
+            threads_named("peer-link-"),
+            threads_named("peer-read-") + oxcd_server::peer::direct::inlet::live(),
+        );
         if now == (links, readers) {
             return;
         }

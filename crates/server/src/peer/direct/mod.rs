@@ -1,15 +1,16 @@
 //! Direct raft links between oxcd members: raft messages as length-prefixed frames on
 //! a plain TCP connection of their own, written by the raft thread itself and read by
-//! one thread per link that steps them into raft.
+//! the raft thread at the other end too (a TLS link: by a thread of its own that steps
+//! them into raft).
 //!
 //! Why: a put to a three-member cluster crosses the peer network twice on its critical
 //! path (the leader's append, a follower's answer). Over a gRPC stream each crossing
 //! was four hand-offs between threads and tasks (the sending task, the HTTP/2
 //! connection's task, the receiving connection's task, the stream's handler) besides
 //! the raft threads at both ends, each a sleep and a wake-up on a shared machine, and
-//! HTTP/2 framing for every message. A direct link has one hand-off per crossing: the
-//! raft thread's `send` writes into the socket, the reader thread at the other end
-//! wakes and steps the message.
+//! HTTP/2 framing for every message. A direct link has none: the raft thread's `send`
+//! writes into the socket, and the raft thread at the other end wakes on the socket
+//! ([`oxcd_raft::node::inlets`]) and steps the message.
 //!
 //! The link is opened on the peer port by an HTTP/1.1 upgrade ([`UPGRADE_PATH`],
 //! [`UPGRADE_PROTOCOL`]) carrying the headers of a gRPC peer stream (cluster id, sender,
@@ -43,6 +44,7 @@
 
 pub mod frame;
 pub mod handshake;
+pub mod inlet;
 pub mod receiver;
 pub mod sender;
 

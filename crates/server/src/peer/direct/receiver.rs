@@ -1,10 +1,11 @@
-//! The accepting end of a direct link: the upgrade on the peer port, then a thread per
-//! link that reads frames and steps them into raft.
+//! The accepting end of a direct link: the upgrade on the peer port, then the raft
+//! thread reads a plain link itself ([`super::inlet`]), and a thread per TLS link reads
+//! frames and steps them into raft.
 //!
 //! Invariants:
 //! - A link is accepted only from a sender the gRPC peer stream would admit
 //!   ([`PeerService::admit_headers`]); a refusal answers with its code in
-//!   [`crate::peer::REFUSAL_KEY`], and no thread is started.
+//!   [`crate::peer::REFUSAL_KEY`], and nothing reads the connection.
 //! - One link per sender: a new link from a member shuts the one before it (the sender
 //!   dialed again because its side went down).
 //! - When the member stops, every link is shut and its reader ends; a reader holds
@@ -25,6 +26,7 @@ use oxcd_transport::listen::{Conn, Plain};
 use tokio::sync::watch;
 
 use super::frame::{Frame, FrameReader};
+use super::inlet::{LinkHooks, LinkInlet};
 use super::{KEEPALIVE_INTERVAL, SILENCE_LIMIT, UPGRADE_PATH, UPGRADE_PROTOCOL};
 use crate::peer::service::PeerService;
 use crate::peer::traffic::PeerCounts;
@@ -154,8 +156,11 @@ async fn accept(State((service, inbound)): State<Shared>, mut req: Request) -> R
                 return;
             }
         };
+        let plain = tls.is_none();
         let socket = match tcp.into_std().and_then(|s| {
-            s.set_nonblocking(false)?;
+            // A plain link is read by the raft thread without blocking; a TLS link by a
+            // thread of its own, blocking with a timeout.
+            s.set_nonblocking(plain)?;
             s.set_read_timeout(Some(SILENCE_LIMIT))?;
             s.set_write_timeout(Some(SILENCE_LIMIT))?;
             super::sender::keep_alive(&s)?;
@@ -172,15 +177,19 @@ async fn accept(State((service, inbound)): State<Shared>, mut req: Request) -> R
             return;
         };
         let leftover = parts.read_buf.to_vec();
+        let tls = match tls {
+            Some(session) => session,
+            None => {
+                hand_to_raft(&service, from, token, inbound, socket, leftover);
+                return;
+            }
+        };
         let spawned = std::thread::Builder::new()
             .name(format!("peer-read-{from:x}"))
             .spawn({
                 let inbound = inbound.clone();
                 move || {
-                    match tls {
-                        None => read_plain(&service, from, leftover, &socket),
-                        Some(session) => read_tls(&service, from, leftover, session, &socket),
-                    }
+                    read_tls(&service, from, leftover, tls, &socket);
                     inbound.unregister(from, token);
                 }
             });
@@ -209,18 +218,60 @@ fn refused(refusal: Refusal) -> Response {
     answer
 }
 
-/// Reads `from`'s frames from a plain link (after `leftover`, read with the upgrade);
-/// see [`read_link`].
-fn read_plain(service: &Weak<PeerService>, from: u64, leftover: Vec<u8>, socket: &TcpStream) {
-    let input = Cursor::new(leftover).chain(socket);
-    read_link(service, from, input, |input| {
-        // Best effort: a sender that stopped reading beacons drops the link.
-        let _ = rustix::net::send(
-            input.get_ref().1,
-            &[0],
-            rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL,
-        );
-    });
+/// Hands the plain link from `from` to the raft thread, which reads it from now on
+/// ([`super::inlet`]); the link is unregistered when the raft thread drops it.
+fn hand_to_raft(
+    service: &Weak<PeerService>,
+    from: u64,
+    token: u64,
+    inbound: Arc<Inbound>,
+    socket: TcpStream,
+    leftover: Vec<u8>,
+) {
+    let registered = Registered {
+        service: service.clone(),
+        inbound,
+        from,
+        token,
+    };
+    let Some(peer_service) = service.upgrade() else {
+        return;
+    };
+    let counts = peer_service.counts_of(from);
+    match LinkInlet::new(from, socket, leftover, counts, registered) {
+        Ok(inlet) => {
+            if peer_service.add_inlet(Box::new(inlet)).is_err() {
+                tracing::debug!(from = %format!("{from:x}"), "a direct link arrived as raft stopped: closed");
+            }
+        }
+        Err(e) => {
+            tracing::warn!(from = %format!("{from:x}"), "a direct link could not be made non-blocking: {e}");
+        }
+    }
+}
+
+/// A link in the registry, read by the raft thread; unregistered when it is dropped.
+struct Registered {
+    service: Weak<PeerService>,
+    inbound: Arc<Inbound>,
+    from: u64,
+    token: u64,
+}
+
+impl LinkHooks for Registered {
+    fn heard_from(&self, from: u64) -> bool {
+        match self.service.upgrade() {
+            Some(service) => {
+                service.heard_from(from);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn ended(&self) {
+        self.inbound.unregister(self.from, self.token);
+    }
 }
 
 /// Reads `from`'s frames from a TLS link (after `leftover`, decrypted with the
