@@ -10,7 +10,8 @@
 //!
 //! Invariants:
 //! - A commit index owed to a follower is told within [`COMMIT_NOTICE_DELAY`] of the
-//!   turn that found it owed.
+//!   turn that found it owed, plus the raft thread's wake-up granularity (its
+//!   `epoll_wait` counts whole milliseconds: up to 1 ms more).
 //! - The raft thread never waits past the deadline: [`CommitClock::deadline`] bounds
 //!   its sleep.
 

@@ -608,7 +608,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         if self.node.raft.state == raft::StateRole::Leader {
             let committed = self.node.raft.raft_log.committed;
             for id in self.commit_notice.due_now(committed, self.node.raft.prs()) {
-                self.node.raft.send_append(id);
+                self.send_commit(id);
             }
         }
         self.on_ready()
@@ -627,14 +627,29 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
 
     /// Sends the commit index to every follower still owed it (with the next turn).
     pub fn tell_commit(&mut self) {
-        let raft = &mut self.node.raft;
+        let raft = &self.node.raft;
         if raft.state != raft::StateRole::Leader {
             return;
         }
-        for id in self
+        let owed = self
             .commit_notice
-            .owed_to(raft.id, raft.raft_log.committed, raft.prs())
-        {
+            .owed_to(raft.id, raft.raft_log.committed, raft.prs());
+        for id in owed {
+            self.send_commit(id);
+        }
+    }
+
+    /// Sends follower `id` (in the progress tracker) an append carrying the commit
+    /// index, unless one raft already queued this turn carries it.
+    fn send_commit(&mut self, id: u64) {
+        let raft = &mut self.node.raft;
+        let committed = raft.raft_log.committed;
+        let queued = raft.msgs.iter().any(|m| {
+            m.to == id
+                && m.get_msg_type() == raft::prelude::MessageType::MsgAppend
+                && m.commit >= committed
+        });
+        if !queued {
             raft.send_append(id);
         }
     }

@@ -15,9 +15,13 @@
 //!   itself parked, looks at the channel, and only then waits; a sender queues its
 //!   command, then wakes the thread if it is parked (both sides order their two steps
 //!   with sequentially consistent atomics).
-//! - An inlet is read only when its socket is readable, and at most [`READ_BUDGET`]
-//!   bytes a turn, so one busy link cannot starve commands and ticks; the epoll is
-//!   level-triggered, so what is left is reported again.
+//! - An inlet is read when its socket is readable (and once when it arrives), at most
+//!   [`READ_BUDGET`] bytes a turn, so one busy link cannot starve commands and ticks;
+//!   the epoll is level-triggered, so what is left is reported again. Commands cannot
+//!   starve the links either: with a command queued the epoll is still looked at,
+//!   without waiting.
+//! - `epoll_wait` counts its timeout in whole milliseconds, rounded up: the thread
+//!   wakes up to 1 ms after the deadline it was given, never before.
 //! - An inlet that ends ([`Inlet::read`] or [`Inlet::alive`] says so) is removed from
 //!   the epoll and dropped in the same turn.
 
@@ -146,15 +150,22 @@ impl Inlets {
         // Orders the store before the look at the channel: a sender that queued after
         // the look sees `parked` and writes the eventfd.
         std::sync::atomic::fence(Ordering::SeqCst);
-        match rx.try_recv() {
+        let queued = match rx.try_recv() {
             Ok(cmd) => {
                 self.waker.parked.store(false, Ordering::SeqCst);
-                return Woken::Command(cmd);
+                Some(cmd)
             }
             Err(TryRecvError::Disconnected) => return Woken::Disconnected,
-            Err(TryRecvError::Empty) => {}
-        }
-        self.take_new_inlets();
+            Err(TryRecvError::Empty) => None,
+        };
+        // With a command queued the links are still looked at, without waiting: a
+        // steady flow of commands must not hold back the peers' answers.
+        let timeout = if queued.is_some() {
+            Duration::ZERO
+        } else {
+            timeout
+        };
+        self.take_new_inlets(msgs);
         let timeout = Timespec {
             tv_sec: timeout.as_secs() as _,
             tv_nsec: timeout.subsec_nanos() as _,
@@ -179,7 +190,10 @@ impl Inlets {
                 self.read(token, msgs);
             }
         }
-        self.take_new_inlets();
+        self.take_new_inlets(msgs);
+        if let Some(cmd) = queued {
+            return Woken::Command(cmd);
+        }
         match rx.try_recv() {
             Ok(cmd) => Woken::Command(cmd),
             Err(TryRecvError::Disconnected) => Woken::Disconnected,
@@ -209,7 +223,9 @@ impl Inlets {
         }
     }
 
-    fn take_new_inlets(&mut self) {
+    /// Waits on the inlets handed over since the last look, and reads each once: what
+    /// came with its connection's upgrade is taken now, not at its next byte.
+    fn take_new_inlets(&mut self, msgs: &mut Vec<Message>) {
         while let Ok(inlet) = self.new_inlets.try_recv() {
             let token = self.next_token;
             self.next_token += 1;
@@ -222,6 +238,7 @@ impl Inlets {
             match added {
                 Ok(()) => {
                     self.inlets.insert(token, inlet);
+                    self.read(token, msgs);
                 }
                 Err(e) => tracing::warn!("raft: a peer link could not be waited on: {e}"),
             }

@@ -9,8 +9,12 @@
 //! - Liveness as the reader thread kept it: a beacon byte back to the sender at most
 //!   every [`KEEPALIVE_INTERVAL`] while frames come, and the link is dropped after
 //!   [`SILENCE_LIMIT`] without a byte.
-//! - Dropping the inlet shuts the socket and tells the member ([`LinkHooks::ended`]:
-//!   the registry of links forgets it), as the reader thread did when it ended.
+//! - Dropping the inlet shuts the socket and drops its [`LinkHooks`] (the registry of
+//!   links forgets it), as the reader thread did when it ended.
+//! - A link the raft thread did not read for a while (a long fsync, an install) is
+//!   not taken for silent while bytes wait in its socket. While the raft thread does
+//!   not turn, no beacon goes back: after [`SILENCE_LIMIT`] of that the sender drops
+//!   the link and dials again, where a reader thread of its own kept it up.
 
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -42,12 +46,11 @@ pub fn live() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
-/// What the member does as the link is read and when it ends.
+/// What the member does as the link is read; dropped with the inlet (where the
+/// member forgets the link).
 pub trait LinkHooks: Send + 'static {
     /// Messages from `from` arrived. False: the member is stopping; the link ends.
     fn heard_from(&self, from: u64) -> bool;
-    /// The link ended (the inlet is dropped).
-    fn ended(&self);
 }
 
 /// A plain link from `from`, read by the raft thread.
@@ -190,18 +193,26 @@ impl<H: LinkHooks> Inlet for LinkInlet<H> {
 
     fn alive(&mut self, now: Instant) -> bool {
         let silent = now.saturating_duration_since(self.last_heard);
-        if silent >= SILENCE_LIMIT {
-            tracing::debug!(from = %format!("{:x}", self.from), "a direct link fell silent: dropped");
-            return false;
+        if silent < SILENCE_LIMIT {
+            return true;
         }
-        true
+        // Bytes waiting unread are not silence: the raft thread was busy elsewhere.
+        let mut byte = [0u8; 1];
+        if let Ok((1, _)) = rustix::net::recv(
+            &self.socket,
+            &mut byte[..],
+            RecvFlags::DONTWAIT | RecvFlags::PEEK,
+        ) {
+            return true;
+        }
+        tracing::debug!(from = %format!("{:x}", self.from), "a direct link fell silent: dropped");
+        false
     }
 }
 
 impl<H: LinkHooks> Drop for LinkInlet<H> {
     fn drop(&mut self) {
         let _ = self.socket.shutdown(std::net::Shutdown::Both);
-        self.hooks.ended();
         LIVE.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -218,16 +229,23 @@ mod tests {
 
     use crate::peer::direct::frame::{KEEPALIVE, append};
 
+    /// What the test's hooks saw: the senders heard from, and whether they were dropped.
     #[derive(Clone, Default)]
     struct Seen(Arc<Mutex<(Vec<u64>, bool)>>);
 
-    impl LinkHooks for Seen {
+    /// Hooks that write into a [`Seen`].
+    struct Hooks(Seen);
+
+    impl LinkHooks for Hooks {
         fn heard_from(&self, from: u64) -> bool {
-            self.0.lock().expect("seen").0.push(from);
+            (self.0).0.lock().expect("seen").0.push(from);
             true
         }
-        fn ended(&self) {
-            self.0.lock().expect("seen").1 = true;
+    }
+
+    impl Drop for Hooks {
+        fn drop(&mut self) {
+            (self.0).0.lock().expect("seen").1 = true;
         }
     }
 
@@ -241,17 +259,17 @@ mod tests {
     }
 
     /// A connected pair on loopback: (the sender's end, the inlet over the other).
-    fn link(leftover: Vec<u8>, seen: &Seen) -> (TcpStream, LinkInlet<Seen>) {
+    fn link(leftover: Vec<u8>, seen: &Seen) -> (TcpStream, LinkInlet<Hooks>) {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let sender = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (accepted, _) = listener.accept().expect("accept");
-        let inlet =
-            LinkInlet::new(7, accepted, leftover, Arc::default(), seen.clone()).expect("inlet");
+        let inlet = LinkInlet::new(7, accepted, leftover, Arc::default(), Hooks(seen.clone()))
+            .expect("inlet");
         (sender, inlet)
     }
 
     /// Reads until `n` messages came (the bytes cross loopback asynchronously).
-    fn read_until(inlet: &mut LinkInlet<Seen>, n: usize) -> Vec<Message> {
+    fn read_until(inlet: &mut LinkInlet<Hooks>, n: usize) -> Vec<Message> {
         let mut out = Vec::new();
         for _ in 0..500 {
             assert!(inlet.read(READ_ROOM, &mut out), "the link ended");
@@ -324,8 +342,19 @@ mod tests {
         }
         assert!(ended, "a frame over the limit ends the link");
 
-        let (_sender, mut inlet) = link(Vec::new(), &seen);
+        let (mut sender, mut inlet) = link(Vec::new(), &seen);
         assert!(inlet.alive(Instant::now()));
         assert!(!inlet.alive(Instant::now() + SILENCE_LIMIT));
+        // Bytes waiting unread are not silence.
+        sender.write_all(&KEEPALIVE).expect("write");
+        let mut waiting = false;
+        for _ in 0..500 {
+            if inlet.alive(Instant::now() + SILENCE_LIMIT) {
+                waiting = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(waiting, "a keepalive waiting in the socket keeps the link");
     }
 }

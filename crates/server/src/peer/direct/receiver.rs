@@ -250,7 +250,7 @@ fn hand_to_raft(
     }
 }
 
-/// A link in the registry, read by the raft thread; unregistered when it is dropped.
+/// A link in the registry, read by the raft thread; unregistered when dropped.
 struct Registered {
     service: Weak<PeerService>,
     inbound: Arc<Inbound>,
@@ -268,8 +268,11 @@ impl LinkHooks for Registered {
             None => false,
         }
     }
+}
 
-    fn ended(&self) {
+impl Drop for Registered {
+    fn drop(&mut self) {
+        // With the inlet, or without one (it could not be made, the member stops).
         self.inbound.unregister(self.from, self.token);
     }
 }
