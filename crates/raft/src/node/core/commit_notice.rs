@@ -22,7 +22,7 @@
 //!   use (the least of its match index and the leader's commit) for longer than the
 //!   delay, unless its messages are lost, which the next heartbeat repairs as before.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use raft::prelude::{Message, MessageType};
@@ -36,8 +36,9 @@ pub const COMMIT_NOTICE_DELAY: Duration = Duration::from_millis(1);
 pub(super) struct CommitNotice {
     /// The commit index the last append or heartbeat to each member carried.
     told: HashMap<u64, u64>,
-    /// The last index of a proposal each member forwarded, until it is told committed.
-    forwarded: HashMap<u64, u64>,
+    /// The last index of each proposal a member forwarded, in order, until it is told
+    /// committed (a follower's clients wait for it to apply them).
+    forwarded: HashMap<u64, VecDeque<u64>>,
 }
 
 impl CommitNotice {
@@ -50,8 +51,13 @@ impl CommitNotice {
             ) {
                 let told = self.told.entry(m.to).or_default();
                 *told = (*told).max(m.commit);
-                if self.forwarded.get(&m.to).is_some_and(|&i| i <= m.commit) {
-                    self.forwarded.remove(&m.to);
+                if let Some(waiting) = self.forwarded.get_mut(&m.to) {
+                    while waiting.front().is_some_and(|&i| i <= m.commit) {
+                        waiting.pop_front();
+                    }
+                    if waiting.is_empty() {
+                        self.forwarded.remove(&m.to);
+                    }
                 }
             }
         }
@@ -59,7 +65,11 @@ impl CommitNotice {
 
     /// `member` forwarded a proposal that now ends at `last_index`.
     pub(super) fn forwarded(&mut self, member: u64, last_index: u64) {
-        self.forwarded.insert(member, last_index);
+        let waiting = self.forwarded.entry(member).or_default();
+        // A leader's log only grows while it leads: indexes come in order.
+        if waiting.back().is_none_or(|&i| i < last_index) {
+            waiting.push_back(last_index);
+        }
     }
 
     /// Forgets everything: leadership changed hands.
@@ -73,7 +83,9 @@ impl CommitNotice {
         let mut due: Vec<u64> = self
             .forwarded
             .iter()
-            .filter(|&(&id, &last)| last <= committed && self.can_tell(id, prs))
+            .filter(|&(&id, waiting)| {
+                waiting.front().is_some_and(|&i| i <= committed) && self.can_tell(id, prs)
+            })
             .map(|(&id, _)| id)
             .collect();
         due.sort_unstable();
@@ -115,5 +127,49 @@ impl CommitNotice {
     fn can_tell(&self, id: u64, prs: &ProgressTracker) -> bool {
         prs.get(id)
             .is_some_and(|pr| pr.state == ProgressState::Replicate && !pr.is_paused())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn append(to: u64, commit: u64) -> Message {
+        let mut m = Message::default();
+        m.set_msg_type(MessageType::MsgAppend);
+        m.to = to;
+        m.commit = commit;
+        m
+    }
+
+    #[test]
+    fn each_forwarded_proposal_is_due_once_committed_until_told() {
+        // A leader (member 1) whose followers replicate up to its last index.
+        let mut c = crate::node::core::test_cluster::elected();
+        c.propose(10, false);
+        let prs = c.leader().raw().raft.prs().clone();
+        let last = c.leader().raw().raft.raft_log.last_index();
+        for id in [2, 3] {
+            assert_eq!(prs.get(id).map(|pr| pr.matched), Some(last));
+        }
+        let mut n = CommitNotice::default();
+        n.forwarded(2, 5);
+        n.forwarded(2, 7);
+        assert!(n.due_now(4, &prs).is_empty());
+        assert_eq!(n.due_now(5, &prs), vec![2]);
+        n.sent(&[append(2, 5)]);
+        assert!(n.due_now(6, &prs).is_empty(), "5 told, 7 not committed");
+        assert_eq!(
+            n.due_now(7, &prs),
+            vec![2],
+            "the second proposal is due too"
+        );
+        n.sent(&[append(2, 7)]);
+        assert!(n.due_now(100, &prs).is_empty());
+        // Owed: a follower holding entries above what it was told.
+        assert!(n.owed(1, last, &prs));
+        assert_eq!(n.owed_to(1, last, &prs), vec![2, 3]);
+        n.sent(&[append(2, last), append(3, last)]);
+        assert!(!n.owed(1, last, &prs));
     }
 }
