@@ -616,7 +616,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
 
     /// Whether a follower waits to hear of a commit index that no append or heartbeat
     /// carried yet: its owner calls [`Core::tell_commit`] after
-    /// [`COMMIT_NOTICE_DELAY`] if this stays true ([`commit_notice`]).
+    /// `COMMIT_NOTICE_DELAY` if this stays true (the `commit_notice` module).
     pub fn commit_owed(&self) -> bool {
         let raft = &self.node.raft;
         raft.state == raft::StateRole::Leader
