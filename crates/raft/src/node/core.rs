@@ -15,8 +15,10 @@
 //! - The log is compacted only up to an index the state machine reported applied.
 //!
 //! Beside it: `retention` (how much of the log is kept, in memory and on disk),
-//! `repeated_acks` (a follower's append responses that repeat the last are not sent)
-//! and `reads_in_flight` (unanswered ReadIndex requests, asked again until answered).
+//! `repeated_acks` (a follower's append responses that repeat the last are not sent),
+//! `reads_in_flight` (unanswered ReadIndex requests, asked again until answered) and
+//! `commit_notice` (when a leader tells followers the commit index; raft-rs's broadcast
+//! of it is off).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
