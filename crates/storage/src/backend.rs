@@ -14,7 +14,7 @@
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, TryLockError};
 
 pub use redb;
 use redb::{
@@ -33,6 +33,10 @@ pub struct Backend {
     /// Held shared by every write transaction from begin to commit, and exclusively by a
     /// defragmentation while it copies the last changes and swaps the file.
     pub(crate) write_gate: RwLock<()>,
+    /// Held by the one write transaction open at a time (redb allows one), taken after
+    /// the write gate: held here so that a writer that must not wait can try it
+    /// ([`Backend::try_begin_write`]).
+    writer: Mutex<()>,
     path: PathBuf,
     /// Dumps being read (see the module doc).
     dumps: Arc<AtomicUsize>,
@@ -52,7 +56,9 @@ pub struct Backend {
 /// A write transaction on the backend. It holds the backend's write gate until it is
 /// committed or dropped, so a defragmentation never swaps the file under it.
 pub struct WriteTx<'b> {
+    // Dropped first: the transaction ends before the guards are released.
     tx: WriteTransaction,
+    _writer: MutexGuard<'b, ()>,
     _gate: RwLockReadGuard<'b, ()>,
 }
 
@@ -147,6 +153,7 @@ impl Backend {
         let backend = Backend {
             db: RwLock::new(Arc::new(db)),
             write_gate: RwLock::new(()),
+            writer: Mutex::new(()),
             path: path.to_path_buf(),
             dumps: Arc::default(),
             installs: AtomicU64::new(0),
@@ -160,23 +167,60 @@ impl Backend {
         Ok(backend)
     }
 
-    /// Starts a write transaction (waiting while a defragmentation swaps the file).
+    /// Starts a write transaction (waiting while a defragmentation swaps the file or
+    /// another write transaction is open).
     pub fn begin_write(&self) -> Result<WriteTx<'_>> {
         let gate = self
             .write_gate
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.open_write(gate, writer)
+    }
+
+    /// Starts a write transaction if no other is open and no defragmentation holds
+    /// writers; None instead of waiting.
+    pub fn try_begin_write(&self) -> Result<Option<WriteTx<'_>>> {
+        let gate = match self.write_gate.try_read() {
+            Ok(gate) => gate,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Ok(None),
+        };
+        let writer = match self.writer.try_lock() {
+            Ok(writer) => writer,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Ok(None),
+        };
+        self.open_write(gate, writer).map(Some)
+    }
+
+    fn open_write<'b>(
+        &'b self,
+        gate: RwLockReadGuard<'b, ()>,
+        writer: MutexGuard<'b, ()>,
+    ) -> Result<WriteTx<'b>> {
         let tx = self
             .database()
             .begin_write()
             .map_err(|e| backend_err(&self.path, e))?;
-        Ok(WriteTx { tx, _gate: gate })
+        Ok(WriteTx {
+            tx,
+            _writer: writer,
+            _gate: gate,
+        })
     }
 
     /// Commits `tx`; durably (fsync) when `durable` or while a dump is read, otherwise
     /// only visible to readers.
     pub fn commit(&self, tx: WriteTx<'_>, durable: bool) -> Result<()> {
-        let WriteTx { mut tx, _gate } = tx;
+        let WriteTx {
+            mut tx,
+            _writer,
+            _gate,
+        } = tx;
         let d = if durable || self.commits_forced_durable() {
             Durability::Immediate
         } else {

@@ -28,6 +28,14 @@ impl Backend {
             tx: self.begin_write()?,
         })
     }
+
+    /// [`Backend::begin_batch`] if no other write transaction is open and no
+    /// defragmentation holds writers; None instead of waiting.
+    pub fn try_begin_batch(&self) -> Result<Option<BatchTx<'_>>> {
+        Ok(self
+            .try_begin_write()?
+            .map(|tx| BatchTx { backend: self, tx }))
+    }
 }
 
 impl<'b> BatchTx<'b> {

@@ -73,6 +73,13 @@ impl Transport for NoPeers {
 pub trait EventSink: Send + 'static {
     /// Hands over one event; an error means the state machine is gone.
     fn emit(&mut self, ev: Event) -> Result<(), RaftError>;
+
+    /// Hands over committed entries ahead of a disk write and sync in the same turn: a
+    /// sink that could apply them on the raft thread should hand them off instead, so
+    /// the sync (and the acknowledgements waiting for it) is not held back.
+    fn emit_ahead_of_sync(&mut self, ev: Event) -> Result<(), RaftError> {
+        self.emit(ev)
+    }
 }
 
 impl EventSink for SyncSender<Event> {
@@ -723,6 +730,22 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         self.emit(Event::Committed(committed))
     }
 
+    /// [`Self::emit_committed`] for entries handed over before this turn's disk work.
+    fn emit_committed_ahead(
+        &mut self,
+        committed: Vec<Entry>,
+        disk_work: bool,
+    ) -> Result<(), RaftError> {
+        if committed.is_empty() {
+            return Ok(());
+        }
+        if disk_work {
+            self.events.emit_ahead_of_sync(Event::Committed(committed))
+        } else {
+            self.events.emit(Event::Committed(committed))
+        }
+    }
+
     fn on_ready(&mut self) -> Result<(), RaftError> {
         if !self.node.has_ready() {
             return Ok(());
@@ -754,7 +777,8 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             installed_snapshot = Some(meta.index);
             self.emit(Event::Snapshot(snap))?;
         }
-        self.emit_committed(rd.take_committed_entries())?;
+        let disk_work = !rd.entries().is_empty() || rd.must_sync();
+        self.emit_committed_ahead(rd.take_committed_entries(), disk_work)?;
         for e in rd.entries() {
             self.disk.append_entry(e.index, &persist::encode_entry(e));
         }

@@ -451,12 +451,28 @@ pub fn start(
     cfg: NodeConfig,
     transport: impl Transport,
 ) -> Result<(RaftHandle, Receiver<Event>, RaftThread), RaftError> {
+    let (events_tx, events_rx) = event_channel();
+    let (handle, thread) = start_with_sink(cfg, transport, events_tx)?;
+    Ok((handle, events_rx, thread))
+}
+
+/// The channel [`start`] hands events over: bounded, so a slow state machine slows raft
+/// down instead of growing memory.
+pub fn event_channel() -> (SyncSender<Event>, Receiver<Event>) {
+    mpsc::sync_channel(1024)
+}
+
+/// [`start`] with the state machine's own [`EventSink`], which the raft thread calls with
+/// every event (a sink may apply committed entries on the raft thread itself).
+pub fn start_with_sink(
+    cfg: NodeConfig,
+    transport: impl Transport,
+    sink: impl EventSink,
+) -> Result<(RaftHandle, RaftThread), RaftError> {
     let (mut wal, log, meta) = open_log(&cfg)?;
     let status = Arc::new(RaftStatus::default());
     wal.report_to(status.wal.clone());
-    // Bounded: a slow state machine slows raft down instead of growing memory.
-    let (events_tx, events_rx) = mpsc::sync_channel(1024);
-    let mut core = Core::new(&cfg, wal, log, transport, events_tx, status.clone())?;
+    let mut core = Core::new(&cfg, wal, log, transport, sink, status.clone())?;
     let (tx, rx) = mpsc::channel();
     let (inlets_tx, inlets_rx) = mpsc::channel();
     let (mut inlets, waker) = inlets::Inlets::new(inlets_rx)?;
@@ -480,7 +496,7 @@ pub fn start(
             res
         })
         .map_err(|e| RaftError::Decode(format!("spawn raft thread: {e}")))?;
-    Ok((handle, events_rx, thread))
+    Ok((handle, thread))
 }
 
 /// Creates the WAL a new member started from `cfg` begins with (its metadata and, with
@@ -537,8 +553,8 @@ fn open_or_create_log(cfg: &NodeConfig) -> Result<(Wal, LogStore, WalMetadata), 
     Ok((wal, LogStore::new(core), meta))
 }
 
-fn run<T: Transport>(
-    core: &mut Core<Wal, T, SyncSender<Event>>,
+fn run<T: Transport, E: EventSink>(
+    core: &mut Core<Wal, T, E>,
     rx: &Receiver<Command>,
     inlets: &mut inlets::Inlets,
     heartbeat: Duration,
@@ -592,8 +608,8 @@ fn run<T: Transport>(
 }
 
 /// Hands `cmd` to the core; a proposal is noted on the commit clock. True means stop.
-fn take<T: Transport>(
-    core: &mut Core<Wal, T, SyncSender<Event>>,
+fn take<T: Transport, E: EventSink>(
+    core: &mut Core<Wal, T, E>,
     commit_clock: &mut commit_clock::CommitClock,
     cmd: Command,
 ) -> Result<bool, RaftError> {

@@ -111,6 +111,9 @@ pub enum Fatal {
         /// The backend's storage version, `X.Y`.
         version: String,
     },
+    /// A thread panicked while applying a batch: the apply state cannot be trusted.
+    #[error("a thread panicked while applying a batch")]
+    ApplyInterrupted,
     /// The raft loop stopped on an error.
     #[error("raft: {0}")]
     Raft(RaftError),

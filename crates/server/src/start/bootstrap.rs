@@ -22,6 +22,7 @@ use crate::domains::membership::{self, Membership};
 use crate::domains::watch::WatchHub;
 use crate::edge::metrics::Metrics;
 use crate::edge::metrics::timing::ApplyTiming;
+use crate::machine::apply_lane::ApplyLane;
 use crate::machine::apply_thread::ApplyLoop;
 use crate::machine::fatal::Fatal;
 use crate::machine::member::{Identity, Limits, Member, Replicated};
@@ -273,7 +274,9 @@ pub fn start(
         reports,
         vocabulary.clone(),
     );
-    let (raft, events, raft_thread) = node::start(cfg, transport)?;
+    let lane = ApplyLane::new();
+    let (queue, events) = node::event_channel();
+    let (raft, raft_thread) = node::start_with_sink(cfg, transport, lane.sink(queue))?;
     let _ = raft_slot.set(raft.clone());
     let waiters = Arc::new(Waiters::new(cluster.me));
     let watch_hub = Arc::new(WatchHub::new(
@@ -294,6 +297,7 @@ pub fn start(
         state: state.clone(),
         raft: raft.clone(),
         events,
+        lane,
         waiters: waiters.clone(),
         snapshot_count: s.snapshot_count.max(1),
         snap_dir: s.snap_dir(),
