@@ -778,7 +778,18 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
             self.emit(Event::Snapshot(snap))?;
         }
         let disk_work = !rd.entries().is_empty() || rd.must_sync();
-        self.emit_committed_ahead(rd.take_committed_entries(), disk_work)?;
+        // A leader hands committed entries over before its own sync, so that applying
+        // them (and answering their clients) overlaps it. A follower hands them over
+        // after its sync and its acknowledgements, in this turn, where the state machine
+        // can apply them without a hand-off: the leader waits on the acknowledgements,
+        // not on a follower's apply (the commit of a proposal a follower forwarded is
+        // told on its own, not with new entries; see `commit_notice`).
+        let held_committed = if disk_work && self.node.raft.state != raft::StateRole::Leader {
+            rd.take_committed_entries()
+        } else {
+            self.emit_committed_ahead(rd.take_committed_entries(), disk_work)?;
+            Vec::new()
+        };
         for e in rd.entries() {
             self.disk.append_entry(e.index, &persist::encode_entry(e));
         }
@@ -836,6 +847,7 @@ impl<D: LogDisk, T: Transport, E: EventSink> Core<D, T, E> {
         if !rd.persisted_messages().is_empty() {
             self.send(rd.take_persisted_messages());
         }
+        self.emit_committed(held_committed)?;
         // advance_append: the state machine reports what it applied itself (Command::Applied).
         let mut light = self.node.advance_append(rd);
         if let Some(index) = installed_snapshot {
