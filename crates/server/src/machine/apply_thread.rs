@@ -6,49 +6,29 @@
 //! The thread's end, and its [`Fatal`] error if any (its own, or one the raft thread met
 //! applying), is sent on a channel that serving waits on.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 
 use oxcd_api::errors::EtcdError;
-use oxcd_raft::node::{Event, RaftHandle};
+use oxcd_raft::node::Event;
 use tokio::sync::oneshot;
 
-use crate::domains::version::release::Release;
-use crate::edge::metrics::timing::ApplyTiming;
 use crate::machine::apply_lane::{ApplyLane, BatchApplier};
 use crate::machine::applying::{ApplyParts, Applying, DURABLE_EVERY};
 use crate::machine::fatal::Fatal;
-use crate::machine::member::Replicated;
-use crate::machine::vocabulary::LiveVocabulary;
-use crate::machine::waiters::Waiters;
 
 /// The most entries the thread takes off its queue for one backend commit.
 const BATCH_ENTRIES: usize = 10_000;
 
 /// What the apply thread needs.
 pub struct ApplyLoop {
-    /// The replicated state it applies to (and whose watch feed it publishes to).
-    pub state: Replicated,
-    /// The raft loop, told what was applied and when to compact.
-    pub raft: RaftHandle,
+    /// What applying needs, handed to the lane's [`Applying`] state once it is ready.
+    pub parts: ApplyParts,
     /// What raft queued for this thread.
     pub events: Receiver<Event>,
     /// The apply state this thread shares with the raft thread.
     pub lane: Arc<ApplyLane>,
-    /// Waiters to complete.
-    pub waiters: Arc<Waiters>,
-    /// Compact the raft log every this many applied entries (`--snapshot-count`).
-    pub snapshot_count: u64,
-    /// Where received snapshots are kept until installed (`member/snap`).
-    pub snap_dir: PathBuf,
-    /// The release this member acts as: a cluster version above it stops the loop.
-    pub release: Release,
-    /// How long each operation took to apply (`etcd_server_apply_duration_seconds`).
-    pub timing: Arc<ApplyTiming>,
-    /// The vocabulary the log is written in, published as it switches.
-    pub vocabulary: LiveVocabulary,
 }
 
 impl ApplyLoop {
@@ -61,7 +41,7 @@ impl ApplyLoop {
         std::thread::Builder::new()
             .name("apply".into())
             .spawn(move || {
-                let waiters = self.waiters.clone();
+                let waiters = self.parts.waiters.clone();
                 let lane = self.lane.clone();
                 let res = self.run();
                 lane.stop();
@@ -75,27 +55,11 @@ impl ApplyLoop {
 
     fn run(self) -> Result<(), Fatal> {
         let ApplyLoop {
-            state,
-            raft,
+            parts,
             events,
             lane,
-            waiters,
-            snapshot_count,
-            snap_dir,
-            release,
-            timing,
-            vocabulary,
         } = self;
-        let applying = Applying::start(ApplyParts {
-            state,
-            raft,
-            waiters,
-            snapshot_count,
-            snap_dir,
-            release,
-            timing,
-            vocabulary,
-        })?;
+        let applying = Applying::start(parts)?;
         lane.ready(applying)?;
         serve_queue(&lane, &events)
     }

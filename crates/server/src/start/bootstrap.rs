@@ -24,6 +24,7 @@ use crate::edge::metrics::Metrics;
 use crate::edge::metrics::timing::ApplyTiming;
 use crate::machine::apply_lane::ApplyLane;
 use crate::machine::apply_thread::ApplyLoop;
+use crate::machine::applying::ApplyParts;
 use crate::machine::fatal::Fatal;
 use crate::machine::member::{Identity, Limits, Member, Replicated};
 use crate::machine::waiters::Waiters;
@@ -294,16 +295,18 @@ pub fn start(
     // The release `serve` chose for the dialer's version headers.
     let release = dialer.release();
     let apply_thread = ApplyLoop {
-        state: state.clone(),
-        raft: raft.clone(),
+        parts: ApplyParts {
+            state: state.clone(),
+            raft: raft.clone(),
+            waiters: waiters.clone(),
+            snapshot_count: s.snapshot_count.max(1),
+            snap_dir: s.snap_dir(),
+            release,
+            timing: metrics.apply.clone(),
+            vocabulary: vocabulary.clone(),
+        },
         events,
         lane,
-        waiters: waiters.clone(),
-        snapshot_count: s.snapshot_count.max(1),
-        snap_dir: s.snap_dir(),
-        release,
-        timing: metrics.apply.clone(),
-        vocabulary: vocabulary.clone(),
     }
     .spawn(ended)
     .map_err(StartError::SpawnApply)?;
