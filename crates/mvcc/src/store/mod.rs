@@ -319,6 +319,15 @@ impl Store {
         self.index.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether a write could take the key index now without waiting (no range is
+    /// reading it): for a writer that must not wait behind a long read.
+    pub fn index_free(&self) -> bool {
+        matches!(
+            self.index.try_write(),
+            Ok(_) | Err(std::sync::TryLockError::Poisoned(_))
+        )
+    }
+
     /// The newest committed revision.
     pub fn current_rev(&self) -> i64 {
         self.current_rev.load(Ordering::Acquire)

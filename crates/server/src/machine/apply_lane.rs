@@ -20,7 +20,13 @@
 //!   ranged delete or a lease revoke can touch any number of keys, a switch of the
 //!   log's vocabulary compacts the log;
 //! - the batch is at most [`INLINE_ENTRIES`] entries and [`INLINE_BYTES`] bytes, and no
-//!   durable backend commit or log compaction is due (the apply thread does those);
+//!   durable backend commit or log compaction is due (the apply thread does those; a
+//!   commit on the raft thread is never synced, even while a snapshot is streamed,
+//!   when the backend syncs every commit: the raft thread then leaves batches alone);
+//! - no range is reading the key index (a count over a million keys holds it for
+//!   a while, and a put waits for it). A range that starts between that check and the
+//!   batch's first write still holds the raft thread for its length: the window is the
+//!   few microseconds between them;
 //! - the backend's write transaction can be had without waiting: a compaction's
 //!   deletions or a defragmentation's last catch-up holding it leave the batch to the
 //!   apply thread, so the raft thread never waits on the disk for another writer.
@@ -29,8 +35,15 @@
 //! thread works, keeps the apply thread beside raft; a lone writer's put is applied
 //! where it committed.
 //!
-//! A fatal error applying on the raft thread is kept here for the apply thread to
-//! report as the member's end, and stops raft (its sink refuses events from then on).
+//! A fatal error applying on either thread drops the apply state (its progress may be
+//! ahead of what the backend holds) and stops the lane while its lock is held, so
+//! nothing applies or commits with that state again. An error on the raft thread is
+//! kept here for the apply thread to report as the member's end, and stops raft (its
+//! sink refuses events from then on).
+//!
+//! What a plain batch costs is bounded by its size but for the state it meets: with
+//! auth on, a put with a lease checks the caller's permission on the lease's keys; a
+//! batch's events reach every watcher that wants them.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
@@ -170,6 +183,9 @@ impl<A: BatchApplier> ApplyLane<A> {
             Ok(false) => Some(entries),
             Err(fatal) => {
                 tracing::error!("apply on the raft thread stopped: {fatal}");
+                // Its progress may have moved past what the backend holds: no one may
+                // apply or commit with it again.
+                *guard = None;
                 self.stop();
                 if let Ok(mut slot) = self.fatal.lock() {
                     *slot = Some(fatal);

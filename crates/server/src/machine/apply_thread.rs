@@ -80,31 +80,58 @@ pub fn serve_queue<A: BatchApplier>(
             Ok(first) => {
                 let (taken, entries, snapshot) = take_queued(first, events);
                 let mut guard = lane.lock()?;
-                let applying = guard.as_mut().ok_or(Fatal::ApplyInterrupted)?;
-                if !entries.is_empty() {
-                    applying.apply_entries(&entries)?;
-                }
-                if let Some(s) = snapshot {
-                    applying.install(&s)?;
-                }
+                let Some(applying) = guard.as_mut() else {
+                    // The raft thread failed applying and left its fatal error.
+                    return Err(lane.take_fatal().unwrap_or(Fatal::ApplyInterrupted));
+                };
+                let applied = (|| {
+                    if !entries.is_empty() {
+                        applying.apply_entries(&entries)?;
+                    }
+                    if let Some(s) = snapshot {
+                        applying.install(&s)?;
+                    }
+                    Ok(())
+                })();
+                settle(lane, &mut guard, applied)?;
                 lane.dequeued(taken);
             }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected)
+                if lane.lock()?.is_none() =>
+            {
+                return Err(lane.take_fatal().unwrap_or(Fatal::ApplyInterrupted));
+            }
             Err(RecvTimeoutError::Timeout) => {
-                if let Some(applying) = lane.lock()?.as_mut() {
-                    applying.make_durable()?;
-                }
+                let mut guard = lane.lock()?;
+                let synced = guard.as_mut().map_or(Ok(()), |a| a.make_durable());
+                settle(lane, &mut guard, synced)?;
             }
             Err(RecvTimeoutError::Disconnected) => {
                 if let Some(fatal) = lane.take_fatal() {
                     return Err(fatal);
                 }
-                if let Some(applying) = lane.lock()?.as_mut() {
-                    applying.make_durable()?;
-                }
+                let mut guard = lane.lock()?;
+                let synced = guard.as_mut().map_or(Ok(()), |a| a.make_durable());
+                settle(lane, &mut guard, synced)?;
                 return Ok(());
             }
         }
     }
+}
+
+/// After the apply thread worked on the state in `guard`: on a fatal error the state
+/// is dropped and the lane stopped while the lock is still held, so the raft thread
+/// never applies or commits with progress the backend may not hold.
+fn settle<A: BatchApplier>(
+    lane: &ApplyLane<A>,
+    guard: &mut Option<A>,
+    result: Result<(), Fatal>,
+) -> Result<(), Fatal> {
+    if result.is_err() {
+        *guard = None;
+        lane.stop();
+    }
+    result
 }
 
 /// `first` and whatever else is already queued, for one backend commit: how many events

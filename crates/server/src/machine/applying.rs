@@ -97,16 +97,20 @@ impl Applying {
     /// transaction.
     pub fn apply_entries(&mut self, entries: &[Entry]) -> Result<(), Fatal> {
         let tx = self.parts.state.store.backend().begin_batch()?;
-        self.parts.apply_entries(&mut self.progress, entries, tx)
+        self.parts
+            .apply_entries(&mut self.progress, entries, tx, Sync::WhenDue)
     }
 
     /// [`Self::apply_entries`] unless that would wait for the backend (another write
     /// transaction open, or a defragmentation holding writers): false, nothing done.
+    /// The commit is never made durable here, even when due: the next batch the apply
+    /// thread commits, or its timer, makes it durable.
     pub fn try_apply_entries(&mut self, entries: &[Entry]) -> Result<bool, Fatal> {
         let Some(tx) = self.parts.state.store.backend().try_begin_batch()? else {
             return Ok(false);
         };
-        self.parts.apply_entries(&mut self.progress, entries, tx)?;
+        self.parts
+            .apply_entries(&mut self.progress, entries, tx, Sync::Never)?;
         Ok(true)
     }
 
@@ -127,10 +131,15 @@ impl Applying {
     /// vocabulary, with no durable commit or log compaction due.
     pub fn plain_now(&self, count: usize) -> bool {
         let p = &self.progress;
+        let store = &self.parts.state.store;
         p.vocabulary.vocabulary == Vocabulary::Oxcd
             && p.durable_at.elapsed() < DURABLE_EVERY
             && (p.applied + count as u64).saturating_sub(p.snapshot_index)
                 < self.parts.snapshot_count
+            // While a snapshot is streamed every commit is synced.
+            && !store.backend().commits_forced_durable()
+            // A long range holding the key index would hold the write.
+            && store.index_free()
     }
 }
 
@@ -151,6 +160,7 @@ impl ApplyParts {
         state: &mut Progress,
         entries: &[Entry],
         tx: BatchTx<'_>,
+        sync: Sync,
     ) -> Result<(), Fatal> {
         // Events are recorded only while someone watches; a batch applied without them is
         // published as a gap, which a stream that started meanwhile reads from the history.
@@ -202,9 +212,10 @@ impl ApplyParts {
         }
         // After a switch the log is compacted past it at once: a member that joins or
         // falls behind gets a snapshot, never entries from before the switch.
-        let durable = switched
-            || state.durable_at.elapsed() >= DURABLE_EVERY
-            || state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count;
+        let durable = sync == Sync::WhenDue
+            && (switched
+                || state.durable_at.elapsed() >= DURABLE_EVERY
+                || state.applied.saturating_sub(state.snapshot_index) >= self.snapshot_count);
         let written = ctx.finish();
         tx.commit(state.applied, state.term, durable)?;
         // Readers (and linearizable reads waiting for this index) see the batch from here.
@@ -338,6 +349,15 @@ impl ApplyParts {
             state.snapshot_index = state.applied;
         }
     }
+}
+
+/// Whether a batch's commit may be made durable.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sync {
+    /// When due (every [`DURABLE_EVERY`], before a log compaction, after a switch).
+    WhenDue,
+    /// Never: the batch is applied where a sync must not wait (the raft thread).
+    Never,
 }
 
 /// How far applying got.
