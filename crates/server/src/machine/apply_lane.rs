@@ -301,6 +301,8 @@ mod tests {
     struct Recorder {
         applied: Arc<Mutex<Vec<(u64, bool)>>>,
         raft_thread: std::thread::ThreadId,
+        /// The index whose apply fails, if any.
+        fails_at: Option<u64>,
     }
 
     impl BatchApplier for Recorder {
@@ -308,6 +310,12 @@ mod tests {
             let on_raft = std::thread::current().id() == self.raft_thread;
             let mut applied = self.applied.lock().expect("recorder");
             for e in entries {
+                if self.fails_at == Some(e.index) {
+                    return Err(Fatal::UnknownLogFormat {
+                        index: e.index,
+                        format: 0,
+                    });
+                }
                 applied.push((e.index, on_raft));
             }
             Ok(())
@@ -422,6 +430,7 @@ mod tests {
         lane.ready(Recorder {
             applied: applied.clone(),
             raft_thread: std::thread::current().id(),
+            fails_at: None,
         })
         .expect("ready");
         let apply_lane = lane.clone();
@@ -457,5 +466,43 @@ mod tests {
         let on_raft = applied.iter().filter(|(_, r)| *r).count();
         assert!(on_raft > 0, "the raft thread applied nothing");
         assert!(on_raft < applied.len(), "the apply thread applied nothing");
+    }
+
+    /// A batch that fails on the raft thread stops raft's sink and is the member's end,
+    /// as the apply thread reports it; nothing after it is applied.
+    #[test]
+    fn a_failure_on_the_raft_thread_ends_the_lane_with_its_error() {
+        let applied = Arc::new(Mutex::new(Vec::new()));
+        let lane: Arc<ApplyLane<Recorder>> = ApplyLane::new();
+        let (queue, events) = mpsc::sync_channel(1024);
+        let mut sink = lane.sink(queue);
+        lane.ready(Recorder {
+            applied: applied.clone(),
+            raft_thread: std::thread::current().id(),
+            fails_at: Some(5),
+        })
+        .expect("ready");
+        sink.emit(Event::Committed((1..=4).map(put).collect()))
+            .expect("applied on this thread");
+        assert!(matches!(
+            sink.emit(Event::Committed(vec![put(5)])),
+            Err(RaftError::Stopped)
+        ));
+        assert!(matches!(
+            sink.emit(Event::Committed(vec![put(6)])),
+            Err(RaftError::Stopped)
+        ));
+        drop(sink);
+        let end = serve_queue(&lane, &events);
+        assert!(
+            matches!(end, Err(Fatal::UnknownLogFormat { index: 5, .. })),
+            "{end:?}"
+        );
+        let applied = applied.lock().expect("recorder");
+        assert_eq!(
+            applied.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+            vec![1, 2, 3, 4]
+        );
+        assert!(applied.iter().all(|(_, on_raft)| *on_raft));
     }
 }
