@@ -148,7 +148,8 @@ impl<A: BatchApplier> ApplyLane<A> {
         self.queued.fetch_sub(count, Ordering::AcqRel);
     }
 
-    /// Applying stopped on `fatal` (on the apply thread): the raft thread applies no more.
+    /// Applying stopped (a fatal error, or the apply thread's end): the raft thread
+    /// applies no more and raft's sink refuses events.
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
     }
