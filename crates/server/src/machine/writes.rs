@@ -4,6 +4,10 @@
 //! something new meets the space quota first ([`Writes::admit`]), which raises the
 //! NOSPACE alarm when it refuses.
 //!
+//! A request's caller sleeps once: raft taking its proposal into the log wakes no one
+//! (the caller reads raft's answer after the apply path completed its waiter); only a
+//! refusal completes the waiter early.
+//!
 //! Invariants:
 //! - A proposal is answered only after it is applied here, or refused; its waiter is
 //!   removed however the wait ends, the caller going away included.
@@ -202,17 +206,23 @@ impl Writes {
         let log = self.vocabulary.log();
         let vocabulary = log.vocabulary;
         let data = self.write_request(vocabulary, waiter.id(), op, auth)?;
-        let Err(data) = self
-            .propose_once(vocabulary, Written::Request(data))
-            .await?
-        else {
-            return self.settle_written(waiter, done, log).await;
+        let mut taken = self.propose_quietly(vocabulary, data, waiter.id());
+        let outcome = self.settle_written(waiter, done, log).await;
+        let data = match taken.try_recv() {
+            Ok(Err(RaftError::FormatSwitched { data })) => data,
+            Ok(Err(e)) => {
+                self.metrics.proposal_failed();
+                return Err(raft_err(e));
+            }
+            // Taken into the log (or raft has not answered yet and the wait ended).
+            Ok(Ok(())) | Err(_) => return outcome,
         };
         // The leader's log switched vocabulary first: the same request again, in the new
         // one, once the switch applied here.
         let now = self.switched_from(vocabulary).await?;
-        let (id, op, auth) = read_request(vocabulary, &data)?;
-        let data = self.write_request(now.vocabulary, id, op, auth)?;
+        let (_, op, auth) = read_request(vocabulary, &data)?;
+        let (waiter, done) = self.waiters.register();
+        let data = self.write_request(now.vocabulary, waiter.id(), op, auth)?;
         if self
             .propose_once(now.vocabulary, Written::Request(data))
             .await?
@@ -222,6 +232,29 @@ impl Writes {
             return Err(EtcdError::LeaderChanged);
         }
         self.settle_written(waiter, done, now).await
+    }
+
+    /// Proposes the request `data` (written in `vocabulary`) for the waiter `id`
+    /// without waking its caller when raft takes it: the caller waits only for the
+    /// outcome the apply path gives. A refusal completes the waiter at once, with a
+    /// stand-in outcome; the receiver returned holds raft's answer, the refusal's reason
+    /// with it (filled before the waiter is completed, and never polled before, so
+    /// raft's "taken" wakes no one).
+    fn propose_quietly(
+        &self,
+        vocabulary: Vocabulary,
+        data: Vec<u8>,
+        id: u64,
+    ) -> oneshot::Receiver<Result<(), RaftError>> {
+        let (tx, taken) = oneshot::channel();
+        let answer = RaftAnswer {
+            waiters: self.waiters.clone(),
+            id,
+            tx: Some(tx),
+        };
+        self.raft
+            .propose(data, Some(vocabulary.format()), move |r| answer.tell(r));
+        taken
     }
 
     /// Proposes a membership change of `change_type` for member `id`, its context
@@ -443,6 +476,35 @@ impl Writes {
     /// Proposals waiting to be applied.
     pub fn pending(&self) -> usize {
         self.waiters.len()
+    }
+}
+
+/// Raft's answer to a proposal made by [`Writes::propose_quietly`]: kept for the
+/// caller, and a refusal (or raft going away without answering) completes the waiter.
+struct RaftAnswer {
+    waiters: Arc<Waiters>,
+    id: u64,
+    tx: Option<oneshot::Sender<Result<(), RaftError>>>,
+}
+
+impl RaftAnswer {
+    fn tell(mut self, r: Result<(), RaftError>) {
+        let refused = r.is_err();
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(r);
+        }
+        if refused {
+            self.waiters.complete(self.id, Err(EtcdError::Stopped));
+        }
+    }
+}
+
+impl Drop for RaftAnswer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Err(RaftError::Stopped));
+            self.waiters.complete(self.id, Err(EtcdError::Stopped));
+        }
     }
 }
 
