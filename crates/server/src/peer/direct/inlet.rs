@@ -6,6 +6,9 @@
 //! - Frames are taken whole: a partial frame waits in the buffer for the rest; a length
 //!   over [`MAX_FRAME`] or a message that does not decode ends the link (it never
 //!   skips ahead).
+//! - One `recv` per readable link per turn when the link is quiet: a read that does not
+//!   fill the room it was offered took everything queued, and the link is left until the
+//!   next wait reports it readable again (level-triggered), not asked again for EAGAIN.
 //! - Liveness as the reader thread kept it: a beacon byte back to the sender at most
 //!   every [`KEEPALIVE_INTERVAL`] while frames come, and the link is dropped after
 //!   [`SILENCE_LIMIT`] without a byte.
@@ -162,6 +165,7 @@ impl<H: LinkHooks> Inlet for LinkInlet<H> {
             if self.buf.capacity() - self.buf.len() < READ_ROOM / 4 {
                 self.buf.reserve(READ_ROOM);
             }
+            let room = self.buf.capacity() - self.buf.len();
             match rustix::net::recv(
                 &self.socket,
                 rustix::buffer::spare_capacity(&mut self.buf),
@@ -172,7 +176,15 @@ impl<H: LinkHooks> Inlet for LinkInlet<H> {
                     open = false;
                     break;
                 }
-                Ok((n, _)) => read += n,
+                Ok((n, _)) => {
+                    read += n;
+                    // A read that did not fill the room took everything queued: asking
+                    // again would only hear EAGAIN. What arrives later is reported by
+                    // the next wait (the epoll is level-triggered).
+                    if n < room {
+                        break;
+                    }
+                }
                 Err(Errno::AGAIN) => break,
                 Err(Errno::INTR) => {}
                 Err(e) => {
