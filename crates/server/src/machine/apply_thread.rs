@@ -101,22 +101,23 @@ pub fn serve_queue<A: BatchApplier>(
             {
                 return Err(lane.take_fatal().unwrap_or(Fatal::ApplyInterrupted));
             }
-            Err(RecvTimeoutError::Timeout) => {
-                let mut guard = lane.lock()?;
-                let synced = guard.as_mut().map_or(Ok(()), |a| a.make_durable());
-                settle(lane, &mut guard, synced)?;
-            }
+            Err(RecvTimeoutError::Timeout) => make_durable(lane)?,
             Err(RecvTimeoutError::Disconnected) => {
                 if let Some(fatal) = lane.take_fatal() {
                     return Err(fatal);
                 }
-                let mut guard = lane.lock()?;
-                let synced = guard.as_mut().map_or(Ok(()), |a| a.make_durable());
-                settle(lane, &mut guard, synced)?;
-                return Ok(());
+                return make_durable(lane);
             }
         }
     }
+}
+
+/// Makes what was applied durable (the timer's commit, and the last one at the end),
+/// under the lane's lock.
+fn make_durable<A: BatchApplier>(lane: &ApplyLane<A>) -> Result<(), Fatal> {
+    let mut guard = lane.lock()?;
+    let synced = guard.as_mut().map_or(Ok(()), |a| a.make_durable());
+    settle(lane, &mut guard, synced)
 }
 
 /// After the apply thread worked on the state in `guard`: on a fatal error the state
