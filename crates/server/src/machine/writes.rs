@@ -247,7 +247,7 @@ impl Writes {
         id: u64,
     ) -> oneshot::Receiver<Result<(), RaftError>> {
         let (tx, taken) = oneshot::channel();
-        let answer = RaftAnswer {
+        let mut answer = RaftAnswer {
             waiters: self.waiters.clone(),
             id,
             tx: Some(tx),
@@ -488,11 +488,14 @@ struct RaftAnswer {
 }
 
 impl RaftAnswer {
-    fn tell(mut self, r: Result<(), RaftError>) {
+    /// Keeps raft's answer `r` for the caller (the first answer only); a refusal also
+    /// completes the waiter.
+    fn tell(&mut self, r: Result<(), RaftError>) {
+        let Some(tx) = self.tx.take() else {
+            return;
+        };
         let refused = r.is_err();
-        if let Some(tx) = self.tx.take() {
-            let _ = tx.send(r);
-        }
+        let _ = tx.send(r);
         if refused {
             self.waiters.complete(self.id, Err(EtcdError::Stopped));
         }
@@ -501,10 +504,7 @@ impl RaftAnswer {
 
 impl Drop for RaftAnswer {
     fn drop(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            let _ = tx.send(Err(RaftError::Stopped));
-            self.waiters.complete(self.id, Err(EtcdError::Stopped));
-        }
+        self.tell(Err(RaftError::Stopped));
     }
 }
 

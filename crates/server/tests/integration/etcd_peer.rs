@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use etcd_client::{Client, MemberAddOptions};
+use etcd_client::{Client, Member, MemberAddOptions};
 use oxcd_raft::{Message, MessageType};
 use oxcd_server::domains::version::release::Release;
 use oxcd_server::peer::PeerDialer;
@@ -635,17 +635,7 @@ async fn an_oxcd_member_joins_an_etcd_cluster_as_a_learner_and_is_promoted() {
     // from the member's own view: etcd's server/etcdserver/api/v3rpc/member.go), which
     // may be a commit notice behind.
     assert!(
-        eventually(|| {
-            let mut c = c.clone();
-            async move {
-                c.member_list().await.is_ok_and(|l| {
-                    l.members()
-                        .iter()
-                        .any(|m| m.id() == other && m.is_learner())
-                })
-            }
-        })
-        .await,
+        member_listed(&c, |m| m.id() == other && m.is_learner()).await,
         "etcd's follower never listed the learner added through the oxcd leader"
     );
     // Peer-URL updates both ways: oxcd writes etcd's UpdateNode, etcd applies it, and
@@ -1009,17 +999,24 @@ pub(crate) async fn serves(client: &Client, key: &'static str) -> bool {
     .await
 }
 
-/// Whether `check` holds within [`WAIT`], asked every 50 ms.
 /// Whether member `id`'s peer URLs become `[url]` in `client`'s member list.
 async fn peer_urls_become(client: &Client, id: u64, url: &str) -> bool {
+    member_listed(client, |m| {
+        m.id() == id && m.peer_urls() == [url.to_string()]
+    })
+    .await
+}
+
+/// Whether `client`'s member list comes to hold a member that `matches`, within
+/// [`eventually`]'s wait.
+async fn member_listed(client: &Client, matches: impl Fn(&Member) -> bool) -> bool {
+    let matches = &matches;
     eventually(|| {
         let mut c = client.clone();
         async move {
-            c.member_list().await.is_ok_and(|l| {
-                l.members()
-                    .iter()
-                    .any(|m| m.id() == id && m.peer_urls() == [url.to_string()])
-            })
+            c.member_list()
+                .await
+                .is_ok_and(|l| l.members().iter().any(matches))
         }
     })
     .await
